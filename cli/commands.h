@@ -1,0 +1,17 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace stagecut {
+
+// Each subcommand registers its options and its callback on the root app. Callbacks write
+// their results to stdout and report problems by throwing stagecut::Error; main() turns that
+// into one line on stderr and the exit code.
+void addBubbleCommand(CLI::App& app);
+void addDemoCommand(CLI::App& app);
+void addInspectCommand(CLI::App& app);
+
+/// The version line: stagecut's version, build type, LibTorch and CUDA support.
+std::string versionText();
+
+}  // namespace stagecut

@@ -1,0 +1,128 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/text_table.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/partition_json.h"
+#include "core/profile_json.h"
+#include "core/units.h"
+
+namespace stagecut {
+
+namespace {
+
+std::string optionalStats(const std::optional<TimeStatsMs>& stats) {
+  return stats ? formatMs(stats->median) : "-";
+}
+
+std::string orUnknown(const std::string& text) { return text.empty() ? "?" : text; }
+
+void printProfile(std::ostream& out, const Profile& profile, const std::string& path) {
+  out << path << ": " << kProfileFormat << ", " << profile.layerCount() << " layers\n";
+  out << "  model   " << orUnknown(profile.model.name) << " (" << orUnknown(profile.model.source)
+      << ")\n";
+  out << "  device  " << orUnknown(profile.device.kind);
+  if (!profile.device.name.empty()) out << " \"" << profile.device.name << "\"";
+  if (profile.device.threads > 0) out << ", " << profile.device.threads << " threads";
+  if (!profile.device.torch.empty()) out << ", LibTorch " << profile.device.torch;
+  out << "\n  run     ";
+  const RunInfo& run = profile.run;
+  out << "microbatch " << (run.microbatch_size > 0 ? std::to_string(run.microbatch_size) : "?");
+  if (run.seq_len > 0) out << ", seq " << run.seq_len;
+  if (!run.dtype.empty()) out << ", " << run.dtype;
+  if (run.repeats > 0) out << ", " << run.warmup << " warm-up + " << run.repeats << " timed runs";
+  if (!run.timer.empty()) out << " (" << run.timer << ")";
+  out << "\n\n";
+
+  TextTable table;
+  table.addColumn("#", TextTable::Align::kRight);
+  table.addColumn("name", TextTable::Align::kLeft);
+  table.addColumn("kind", TextTable::Align::kLeft);
+  table.addColumn("fwd ms", TextTable::Align::kRight);
+  table.addColumn("bwd ms", TextTable::Align::kRight);
+  table.addColumn("B ms", TextTable::Align::kRight);
+  table.addColumn("W ms", TextTable::Align::kRight);
+  table.addColumn("params", TextTable::Align::kRight);
+  table.addColumn("activations", TextTable::Align::kRight);
+  table.addColumn("output", TextTable::Align::kRight);
+  double forward_ms = 0, backward_ms = 0;
+  std::uint64_t params = 0, param_bytes = 0, activation_bytes = 0;
+  for (const auto& layer : profile.layers) {
+    table.addRow({std::to_string(layer.index), layer.name, layer.kind.empty() ? "-" : layer.kind,
+                  formatMs(layer.forward_ms.median), formatMs(layer.backward_ms.median),
+                  optionalStats(layer.backward_input_ms), optionalStats(layer.backward_weight_ms),
+                  formatCount(layer.params), formatBytes(layer.activation_bytes),
+                  formatBytes(layer.output_bytes)});
+    forward_ms += layer.forward_ms.median;
+    backward_ms += layer.backward_ms.median;
+    params += layer.params;
+    param_bytes += layer.param_bytes;
+    activation_bytes += layer.activation_bytes;
+  }
+  table.print(out, "  ");
+  out << "\n  total   forward " << formatMs(forward_ms) << " ms, backward " << formatMs(backward_ms)
+      << " ms per microbatch; " << formatCount(params) << " params (" << formatBytes(param_bytes)
+      << "); activations " << formatBytes(activation_bytes) << " per microbatch\n";
+  if (profile.whole_model) {
+    out << "  whole   forward " << formatMs(profile.whole_model->forward_ms) << " ms, backward "
+        << formatMs(profile.whole_model->backward_ms) << " ms; the layers' sum differs by "
+        << formatPercent(profile.whole_model->sum_of_layers_vs_whole) << "\n";
+  }
+}
+
+void printPartition(std::ostream& out, const Partition& partition, const std::string& path) {
+  out << path << ": " << kPartitionFormat << ", method " << orUnknown(partition.method) << ", "
+      << partition.stages.size() << " stages over " << partition.stages.back().last + 1
+      << " layers\n\n";
+  TextTable table;
+  table.addColumn("stage", TextTable::Align::kRight);
+  table.addColumn("layers", TextTable::Align::kLeft);
+  table.addColumn("count", TextTable::Align::kRight);
+  table.addColumn("fwd ms", TextTable::Align::kRight);
+  table.addColumn("bwd ms", TextTable::Align::kRight);
+  table.addColumn("comm ms", TextTable::Align::kRight);
+  table.addColumn("cost ms", TextTable::Align::kRight);
+  table.addColumn("params", TextTable::Align::kRight);
+  table.addColumn("memory", TextTable::Align::kRight);
+  for (std::size_t s = 0; s < partition.stages.size(); ++s) {
+    const StageCost& stage = partition.stages[s];
+    table.addRow({std::to_string(s), std::to_string(stage.first) + "-" + std::to_string(stage.last),
+                  std::to_string(stage.layerCount()), formatMs(stage.forward_ms),
+                  formatMs(stage.backward_ms), formatMs(stage.comm_ms), formatMs(stage.cost_ms),
+                  formatCount(stage.params), formatBytes(stage.memory_bytes)});
+  }
+  table.print(out, "  ");
+  std::string counts;
+  for (int count : partition.layersPerStage()) counts += (counts.empty() ? "" : ",") + std::to_string(count);
+  out << "\n  bottleneck " << formatMs(partition.bottleneck_ms) << " ms (lower bound "
+      << formatMs(partition.lower_bound_ms) << " ms), predicted step "
+      << formatMs(partition.predicted_step_ms) << " ms, bubble "
+      << formatPercent(partition.predicted_bubble) << "\n";
+  out << "  layers per stage: " << counts << "\n";
+  for (const auto& [name, text] : partition.outputs) out << "  " << name << ": " << text << "\n";
+}
+
+}  // namespace
+
+void addInspectCommand(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "inspect", "Check a stagecut profile or partition file and print its summary");
+  auto path = std::make_shared<std::string>();
+  command->add_option("file", *path, "A stagecut.profile/1 or stagecut.partition/1 JSON file")
+      ->required();
+  command->callback([path] {
+    const nlohmann::json document = parseJsonDocument(readTextFile(*path), *path);
+    const std::string format = documentFormat(document, *path);
+    if (format == kProfileFormat) {
+      printProfile(std::cout, profileFromJson(document, *path), *path);
+    } else if (format == kPartitionFormat) {
+      printPartition(std::cout, partitionFromJson(document, *path), *path);
+    } else {
+      throw Error(*path + ": unknown format \"" + format + "\"; this stagecut reads \"" +
+                  kProfileFormat + "\" and \"" + kPartitionFormat + "\"");
+    }
+  });
+}
+
+}  // namespace stagecut

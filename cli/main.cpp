@@ -1,0 +1,64 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/suggest.h"
+
+namespace {
+
+// CLI11 reports a mistyped command as "A subcommand is required"; name it and the nearest one.
+void checkCommandName(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2) return;
+  const std::string typed = argv[1];
+  if (typed[0] == '-') {
+    if (typed == "-h" || typed == "--help" || typed == "--help-all" || typed == "--version") return;
+    throw stagecut::Error("unknown option '" + typed + "'; options go after the command, e.g. " +
+                          "'stagecut inspect FILE'; run 'stagecut --help' for usage");
+  }
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (command->get_name() == typed) return;
+    names.push_back(command->get_name());
+  }
+  throw stagecut::Error("unknown command '" + typed + "'" + stagecut::unknownNameHint(typed, names));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "stagecut: measure a model's layers, cut it into balanced pipeline stages, simulate the\n"
+      "schedule and prove the split by running it.",
+      "stagecut"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", [] { return stagecut::versionText(); });
+  stagecut::addBubbleCommand(app);
+  stagecut::addDemoCommand(app);
+  stagecut::addInspectCommand(app);
+  app.footer("Run 'stagecut <command> --help' for a command's options.\n");
+
+  try {
+    checkCommandName(app, argc, argv);
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 would print several lines; users get one, with the way to the right help.
+    const auto parsed = app.get_subcommands();
+    const std::string help = parsed.empty() ? "stagecut --help" : "stagecut " + parsed.front()->get_name() + " --help";
+    std::cerr << "stagecut: " << e.what() << "; run '" << help << "' for usage\n";
+    return 2;
+  } catch (const stagecut::Error& e) {
+    std::cerr << "stagecut: " << e.what() << '\n';
+    return e.exitCode();
+  } catch (const std::exception& e) {
+    std::cerr << "stagecut: internal error: " << e.what()
+              << "; please report it with the command that caused it\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace stagecut {
+
+/// Whether a failure is the user's input (bad flag, bad file: exit code 2) or something that
+/// went wrong while running (a rank died, a device failed: exit code 1).
+enum class ErrorKind { kInput, kRuntime };
+
+/// The one exception type the library throws. Its message is a single line that names the
+/// input, says what is wrong and how to fix it; the CLI prints it as is.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, ErrorKind kind = ErrorKind::kInput)
+      : std::runtime_error(message), kind_(kind) {}
+
+  ErrorKind kind() const { return kind_; }
+  /// Process exit code the CLI uses for this error: 2 for bad input, 1 for a run-time failure.
+  int exitCode() const { return kind_ == ErrorKind::kInput ? 2 : 1; }
+
+ private:
+  ErrorKind kind_;
+};
+
+}  // namespace stagecut

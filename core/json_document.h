@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace stagecut {
+
+/// Reads a whole file. Throws Error (input) naming the path when it cannot be opened or read.
+std::string readTextFile(const std::string& path);
+
+/// Parses JSON text from `source` (a file name, used in messages). Throws Error (input) with one
+/// line naming the source when the text is empty, not JSON, or holds a number out of range.
+nlohmann::json parseJsonDocument(const std::string& text, const std::string& source);
+
+/// The document's "format" tag, e.g. "stagecut.profile/1". Throws Error (input) when the document
+/// is not an object or has no string "format" field.
+std::string documentFormat(const nlohmann::json& document, const std::string& source);
+
+/// Serialises a document the way every stagecut writer does: 2-space indent, trailing newline.
+std::string toJsonText(const nlohmann::json& document);
+
+}  // namespace stagecut

@@ -1,0 +1,140 @@
+#include "core/partition_json.h"
+
+#include <limits>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/json_fields.h"
+
+namespace stagecut {
+
+namespace {
+
+using nlohmann::json;
+
+json stageToJson(const StageCost& stage) {
+  return {{"first", stage.first},         {"last", stage.last},
+          {"forward_ms", stage.forward_ms}, {"backward_ms", stage.backward_ms},
+          {"comm_ms", stage.comm_ms},     {"cost_ms", stage.cost_ms},
+          {"params", stage.params},       {"memory_bytes", stage.memory_bytes}};
+}
+
+StageCost stageFromJson(const json& item, std::size_t position, const std::string& source) {
+  const JsonFields fields(item, source + ": stage " + std::to_string(position));
+  constexpr int kMaxLayer = std::numeric_limits<int>::max();
+  StageCost stage;
+  stage.first = fields.integer("first", 0, kMaxLayer);
+  stage.last = fields.integer("last", 0, kMaxLayer);
+  if (stage.last < stage.first) {
+    fields.fail("last", "is " + std::to_string(stage.last) + ", before \"first\" " +
+                            std::to_string(stage.first) + "; every stage needs at least one layer");
+  }
+  stage.forward_ms = fields.nonNegative("forward_ms");
+  stage.backward_ms = fields.nonNegative("backward_ms");
+  stage.comm_ms = fields.optionalNonNegative("comm_ms").value_or(0.0);
+  stage.cost_ms = fields.nonNegative("cost_ms");
+  stage.params = fields.count("params");
+  stage.memory_bytes = fields.count("memory_bytes");
+  return stage;
+}
+
+}  // namespace
+
+json partitionToJson(const Partition& partition) {
+  json stages = json::array();
+  for (const auto& stage : partition.stages) stages.push_back(stageToJson(stage));
+  json outputs = json::object();
+  for (const auto& [name, text] : partition.outputs) outputs[name] = text;
+  return {{"format", kPartitionFormat},
+          {"method", partition.method},
+          {"stages", std::move(stages)},
+          {"bottleneck_ms", partition.bottleneck_ms},
+          {"lower_bound_ms", partition.lower_bound_ms},
+          {"predicted_step_ms", partition.predicted_step_ms},
+          {"predicted_bubble", partition.predicted_bubble},
+          {"outputs", std::move(outputs)}};
+}
+
+Partition partitionFromJson(const json& document, const std::string& source) {
+  const std::string format = documentFormat(document, source);
+  if (format != kPartitionFormat) {
+    throw Error(source + ": format \"" + format + "\" is not a partition this stagecut reads; " +
+                "expected \"" + kPartitionFormat + "\"");
+  }
+  const JsonFields top(document, source);
+  Partition partition;
+  partition.method = top.string("method");
+  const json& stages = top.array("stages");
+  if (stages.empty()) {
+    throw Error(source + ": field \"stages\" is empty; a partition needs at least one stage");
+  }
+  for (std::size_t i = 0; i < stages.size(); ++i) {
+    StageCost stage = stageFromJson(stages[i], i, source);
+    const int expected_first = i == 0 ? 0 : partition.stages.back().last + 1;
+    if (stage.first != expected_first) {
+      throw Error(source + ": stage " + std::to_string(i) + ": field \"first\" is " +
+                  std::to_string(stage.first) + ", expected " + std::to_string(expected_first) +
+                  "; stages must be contiguous, start at layer 0 and not overlap");
+    }
+    partition.stages.push_back(stage);
+  }
+  partition.bottleneck_ms = top.nonNegative("bottleneck_ms");
+  partition.lower_bound_ms = top.nonNegative("lower_bound_ms");
+  partition.predicted_step_ms = top.nonNegative("predicted_step_ms");
+  partition.predicted_bubble = top.nonNegative("predicted_bubble");
+  if (partition.predicted_bubble > 1.0) {
+    top.fail("predicted_bubble", "must be a fraction between 0 and 1, got " +
+                                     json(partition.predicted_bubble).dump());
+  }
+  if (top.has("outputs")) {
+    const JsonFields outputs = top.object("outputs");
+    for (const auto& [name, text] : outputs.json().items()) {
+      if (!text.is_string()) {
+        outputs.fail(name.c_str(), "must be a string, got " + describeJsonValue(text));
+      }
+      partition.outputs[name] = text.get<std::string>();
+    }
+  }
+  return partition;
+}
+
+Partition readPartitionFile(const std::string& path) {
+  return partitionFromJson(parseJsonDocument(readTextFile(path), path), path);
+}
+
+void writePartitionFile(const std::string& path, const Partition& partition) {
+  writeFileAtomically(path, toJsonText(partitionToJson(partition)));
+}
+
+void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_count,
+                                const std::string& source) {
+  const int last = partition.stages.empty() ? -1 : partition.stages.back().last;
+  if (static_cast<std::size_t>(last + 1) != layer_count) {
+    throw Error(source + ": the partition covers layers 0.." + std::to_string(last) +
+                " but the profile has " + std::to_string(layer_count) +
+                " layers; make the partition from this profile");
+  }
+}
+
+std::vector<int> Partition::layersPerStage() const {
+  std::vector<int> counts;
+  counts.reserve(stages.size());
+  for (const auto& stage : stages) counts.push_back(stage.layerCount());
+  return counts;
+}
+
+bool StageCost::operator==(const StageCost& other) const {
+  return first == other.first && last == other.last && forward_ms == other.forward_ms &&
+         backward_ms == other.backward_ms && comm_ms == other.comm_ms &&
+         cost_ms == other.cost_ms && params == other.params && memory_bytes == other.memory_bytes;
+}
+
+bool Partition::operator==(const Partition& other) const {
+  return method == other.method && stages == other.stages &&
+         bottleneck_ms == other.bottleneck_ms && lower_bound_ms == other.lower_bound_ms &&
+         predicted_step_ms == other.predicted_step_ms &&
+         predicted_bubble == other.predicted_bubble && outputs == other.outputs;
+}
+
+}  // namespace stagecut

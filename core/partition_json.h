@@ -1,0 +1,30 @@
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/partition.h"
+
+namespace stagecut {
+
+/// The `stagecut.partition/1` document of a partition.
+nlohmann::json partitionToJson(const Partition& partition);
+
+/// Reads a `stagecut.partition/1` document. Throws Error (input) with one line naming the source,
+/// the stage and the field for an unknown format, a missing or negative field, or stages that are
+/// empty, overlap or leave a gap.
+Partition partitionFromJson(const nlohmann::json& document, const std::string& source);
+
+/// Reads and validates a partition file.
+Partition readPartitionFile(const std::string& path);
+
+/// Writes a partition file atomically. Throws Error on failure.
+void writePartitionFile(const std::string& path, const Partition& partition);
+
+/// Checks that the partition covers layers 0..layer_count-1 of a profile exactly.
+/// Throws Error (input) naming `source` and the fix otherwise.
+void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_count,
+                                const std::string& source);
+
+}  // namespace stagecut

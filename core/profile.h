@@ -1,0 +1,94 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stagecut {
+
+/// Format tag of profile files this build reads and writes.
+inline constexpr const char* kProfileFormat = "stagecut.profile/1";
+
+/// Spread of one repeated timing, in milliseconds per microbatch. `median` is what the
+/// partitioner uses; `cv` is the coefficient of variation (stddev / mean, unitless).
+struct TimeStatsMs {
+  double median = 0.0;
+  double min = 0.0;
+  double max = 0.0;
+  double cv = 0.0;
+
+  /// A timing known only as one number (an imported profile): min = max = median, cv = 0.
+  static TimeStatsMs exactly(double ms) { return {ms, ms, ms, 0.0}; }
+  bool operator==(const TimeStatsMs& other) const {
+    return median == other.median && min == other.min && max == other.max && cv == other.cv;
+  }
+};
+
+/// Measured cost of one layer of the chain, per microbatch.
+struct LayerCost {
+  int index = 0;
+  std::string name;
+  std::string kind;  ///< e.g. "Embedding"; empty when unknown (imported profiles)
+  TimeStatsMs forward_ms;
+  TimeStatsMs backward_ms;  ///< whole backward: input grad and weight grad together
+  std::optional<TimeStatsMs> backward_input_ms;   ///< B: gradient w.r.t. the layer input
+  std::optional<TimeStatsMs> backward_weight_ms;  ///< W: gradient w.r.t. the weights
+  std::uint64_t params = 0;
+  std::uint64_t param_bytes = 0;
+  std::uint64_t activation_bytes = 0;  ///< kept alive for the backward, per microbatch
+  std::uint64_t output_bytes = 0;      ///< sent to the next stage (and its gradient back)
+  std::optional<std::vector<std::int64_t>> output_shape;
+
+  bool operator==(const LayerCost& other) const;
+};
+
+/// Which model was measured. `config` holds the source's own settings (layers, hidden, ...).
+struct ModelInfo {
+  std::string name;
+  std::string source;  ///< "zoo:gpt", "torchscript:model.pt", "import:pipedream", ...
+  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json extra = nlohmann::json::object();  ///< fields this build does not know, kept
+};
+
+/// Where it was measured. Empty strings and zero counts mean "not known".
+struct DeviceInfo {
+  std::string kind;  ///< "cpu", "cuda", or what an importer knows
+  std::string name;
+  int threads = 0;
+  std::string torch;  ///< LibTorch version
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+/// How it was measured. Zero counts and empty strings mean "not known".
+struct RunInfo {
+  int microbatch_size = 0;
+  int seq_len = 0;
+  std::string dtype;
+  int warmup = 0;
+  int repeats = 0;
+  std::string timer;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+/// Whole-model timing, to check that the layers' sum is close to the unsplit model.
+struct WholeModelCost {
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+  double sum_of_layers_vs_whole = 0.0;  ///< relative difference, unitless
+};
+
+/// A measured (or imported) layer chain: the input of the partitioner and the simulator.
+struct Profile {
+  ModelInfo model;
+  DeviceInfo device;
+  RunInfo run;
+  std::vector<LayerCost> layers;
+  std::optional<WholeModelCost> whole_model;
+
+  std::size_t layerCount() const { return layers.size(); }
+};
+
+}  // namespace stagecut

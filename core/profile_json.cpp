@@ -1,0 +1,189 @@
+#include "core/profile_json.h"
+
+#include <limits>
+
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/json_fields.h"
+
+namespace stagecut {
+
+namespace {
+
+using nlohmann::json;
+
+json statsToJson(const TimeStatsMs& stats) {
+  return {{"median", stats.median}, {"min", stats.min}, {"max", stats.max}, {"cv", stats.cv}};
+}
+
+// Known metadata fields are typed; anything else another tool wrote is kept as is.
+json withExtra(json known, const json& extra) {
+  for (const auto& [key, value] : extra.items()) {
+    if (!known.contains(key)) known[key] = value;
+  }
+  return known;
+}
+
+json extraFields(const json& block, std::initializer_list<const char*> known_keys) {
+  json extra = json::object();
+  for (const auto& [key, value] : block.items()) {
+    bool known = false;
+    for (const char* known_key : known_keys) known = known || key == known_key;
+    if (!known) extra[key] = value;
+  }
+  return extra;
+}
+
+json layerToJson(const LayerCost& layer) {
+  json out = {{"index", layer.index}, {"name", layer.name}};
+  if (!layer.kind.empty()) out["kind"] = layer.kind;
+  out["forward_ms"] = statsToJson(layer.forward_ms);
+  out["backward_ms"] = statsToJson(layer.backward_ms);
+  if (layer.backward_input_ms) out["backward_input_ms"] = statsToJson(*layer.backward_input_ms);
+  if (layer.backward_weight_ms) out["backward_weight_ms"] = statsToJson(*layer.backward_weight_ms);
+  out["params"] = layer.params;
+  out["param_bytes"] = layer.param_bytes;
+  out["activation_bytes"] = layer.activation_bytes;
+  out["output_bytes"] = layer.output_bytes;
+  if (layer.output_shape) out["output_shape"] = *layer.output_shape;
+  return out;
+}
+
+LayerCost layerFromJson(const json& item, std::size_t position, const std::string& source) {
+  const std::string where = source + ": layer " + std::to_string(position);
+  const JsonFields fields(item, where);
+  LayerCost layer;
+  layer.index = fields.integer("index", 0, std::numeric_limits<int>::max());
+  if (static_cast<std::size_t>(layer.index) != position) {
+    throw Error(source + ": layer at position " + std::to_string(position) + " has field \"index\" " +
+                std::to_string(layer.index) + "; layers must be listed in order 0, 1, 2, ... " +
+                "with no gap or duplicate");
+  }
+  layer.name = fields.string("name");
+  layer.kind = fields.optionalString("kind");
+  layer.forward_ms = fields.timeStats("forward_ms");
+  layer.backward_ms = fields.timeStats("backward_ms");
+  layer.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
+  layer.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
+  layer.params = fields.count("params");
+  layer.param_bytes = fields.count("param_bytes");
+  layer.activation_bytes = fields.count("activation_bytes");
+  layer.output_bytes = fields.count("output_bytes");
+  if (fields.has("output_shape")) {
+    const auto& shape = fields.array("output_shape");
+    std::vector<std::int64_t> dims;
+    for (const auto& dim : shape) {
+      if (!dim.is_number_integer() || dim.get<std::int64_t>() < 0) {
+        fields.fail("output_shape", "must list whole numbers >= 0, got " + describeJsonValue(dim));
+      }
+      dims.push_back(dim.get<std::int64_t>());
+    }
+    layer.output_shape = std::move(dims);
+  }
+  return layer;
+}
+
+}  // namespace
+
+json profileToJson(const Profile& profile) {
+  json doc;
+  doc["format"] = kProfileFormat;
+  json model = {{"name", profile.model.name}, {"source", profile.model.source},
+                {"config", profile.model.config}};
+  doc["model"] = withExtra(model, profile.model.extra);
+  json device = {{"kind", profile.device.kind}, {"name", profile.device.name}};
+  if (profile.device.threads > 0) device["threads"] = profile.device.threads;
+  if (!profile.device.torch.empty()) device["torch"] = profile.device.torch;
+  doc["device"] = withExtra(device, profile.device.extra);
+  json run = json::object();
+  if (profile.run.microbatch_size > 0) run["microbatch_size"] = profile.run.microbatch_size;
+  if (profile.run.seq_len > 0) run["seq_len"] = profile.run.seq_len;
+  if (!profile.run.dtype.empty()) run["dtype"] = profile.run.dtype;
+  if (profile.run.warmup > 0) run["warmup"] = profile.run.warmup;
+  if (profile.run.repeats > 0) run["repeats"] = profile.run.repeats;
+  if (!profile.run.timer.empty()) run["timer"] = profile.run.timer;
+  doc["run"] = withExtra(run, profile.run.extra);
+  json layers = json::array();
+  for (const auto& layer : profile.layers) layers.push_back(layerToJson(layer));
+  doc["layers"] = std::move(layers);
+  if (profile.whole_model) {
+    doc["whole_model"] = {{"forward_ms", profile.whole_model->forward_ms},
+                          {"backward_ms", profile.whole_model->backward_ms},
+                          {"sum_of_layers_vs_whole", profile.whole_model->sum_of_layers_vs_whole}};
+  }
+  return doc;
+}
+
+Profile profileFromJson(const json& document, const std::string& source) {
+  const std::string format = documentFormat(document, source);
+  if (format != kProfileFormat) {
+    throw Error(source + ": format \"" + format + "\" is not a profile this stagecut reads; " +
+                "expected \"" + kProfileFormat + "\"");
+  }
+  const JsonFields top(document, source);
+  constexpr int kMaxSetting = std::numeric_limits<int>::max();
+  Profile profile;
+
+  const JsonFields model = top.object("model");
+  profile.model.name = model.optionalString("name");
+  profile.model.source = model.optionalString("source");
+  if (model.has("config")) profile.model.config = model.object("config").json();
+  profile.model.extra = extraFields(model.json(), {"name", "source", "config"});
+
+  const JsonFields device = top.object("device");
+  profile.device.kind = device.optionalString("kind");
+  profile.device.name = device.optionalString("name");
+  profile.device.threads = device.optionalInteger("threads", 0, kMaxSetting, 0);
+  profile.device.torch = device.optionalString("torch");
+  profile.device.extra = extraFields(device.json(), {"kind", "name", "threads", "torch"});
+
+  const JsonFields run = top.object("run");
+  profile.run.microbatch_size = run.optionalInteger("microbatch_size", 1, kMaxSetting, 0);
+  profile.run.seq_len = run.optionalInteger("seq_len", 1, kMaxSetting, 0);
+  profile.run.dtype = run.optionalString("dtype");
+  profile.run.warmup = run.optionalInteger("warmup", 0, kMaxSetting, 0);
+  profile.run.repeats = run.optionalInteger("repeats", 0, kMaxSetting, 0);
+  profile.run.timer = run.optionalString("timer");
+  profile.run.extra = extraFields(
+      run.json(), {"microbatch_size", "seq_len", "dtype", "warmup", "repeats", "timer"});
+
+  const json& layers = top.array("layers");
+  if (layers.empty()) {
+    throw Error(source + ": field \"layers\" is empty; a profile needs at least one layer");
+  }
+  profile.layers.reserve(layers.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    profile.layers.push_back(layerFromJson(layers[i], i, source));
+  }
+
+  if (top.has("whole_model")) {
+    const JsonFields whole = top.object("whole_model");
+    WholeModelCost cost;
+    cost.forward_ms = whole.nonNegative("forward_ms");
+    cost.backward_ms = whole.nonNegative("backward_ms");
+    cost.sum_of_layers_vs_whole =
+        whole.has("sum_of_layers_vs_whole") ? whole.finite("sum_of_layers_vs_whole") : 0.0;
+    profile.whole_model = cost;
+  }
+  return profile;
+}
+
+Profile readProfileFile(const std::string& path) {
+  return profileFromJson(parseJsonDocument(readTextFile(path), path), path);
+}
+
+void writeProfileFile(const std::string& path, const Profile& profile) {
+  writeFileAtomically(path, toJsonText(profileToJson(profile)));
+}
+
+bool LayerCost::operator==(const LayerCost& other) const {
+  return index == other.index && name == other.name && kind == other.kind &&
+         forward_ms == other.forward_ms && backward_ms == other.backward_ms &&
+         backward_input_ms == other.backward_input_ms &&
+         backward_weight_ms == other.backward_weight_ms && params == other.params &&
+         param_bytes == other.param_bytes && activation_bytes == other.activation_bytes &&
+         output_bytes == other.output_bytes && output_shape == other.output_shape;
+}
+
+}  // namespace stagecut

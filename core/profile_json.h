@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/profile.h"
+
+namespace stagecut {
+
+/// The `stagecut.profile/1` document of a profile.
+nlohmann::json profileToJson(const Profile& profile);
+
+/// Reads a `stagecut.profile/1` document. `source` names the file in messages. Throws Error
+/// (input) with one line naming the source, the layer and the field for an unknown format, a
+/// missing field, a negative or non-finite number, or layer indices out of order.
+Profile profileFromJson(const nlohmann::json& document, const std::string& source);
+
+/// Reads and validates a profile file.
+Profile readProfileFile(const std::string& path);
+
+/// Writes a profile file atomically (a temporary file, then rename). Throws Error on failure.
+void writeProfileFile(const std::string& path, const Profile& profile);
+
+}  // namespace stagecut

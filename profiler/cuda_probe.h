@@ -1,0 +1,18 @@
+#pragma once
+
+#include <string>
+
+namespace stagecut {
+
+/// Whether CUDA timing can run here: built with CUDA (STAGECUT_CUDA) and a device present.
+struct CudaAvailability {
+  bool built = false;  ///< this binary has the CUDA timing code
+  int devices = 0;     ///< CUDA devices visible now; 0 without a GPU or driver
+  std::string reason;  ///< why there are none, for the user ("built without CUDA", driver error)
+};
+
+/// Asks the CUDA runtime how many devices there are. Never throws and never aborts: a machine
+/// without a GPU or a driver gets devices = 0 and the runtime's reason.
+CudaAvailability probeCuda();
+
+}  // namespace stagecut

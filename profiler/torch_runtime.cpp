@@ -1,0 +1,59 @@
+#include "profiler/torch_runtime.h"
+
+#include <dlfcn.h>
+
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+namespace {
+
+// OpenBLAS is reached through Debian's libblas.so.3 alternative, so its symbols may or may not
+// be there; look them up at run time instead of linking against one BLAS.
+using SetThreadsFn = void (*)(int);
+using GetThreadsFn = int (*)();
+using GetConfigFn = char* (*)();
+
+template <typename Fn>
+Fn openblasSymbol(const char* name) {
+  return reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+TorchRuntimeInfo torchRuntimeInfo() {
+  TorchRuntimeInfo info;
+  info.torch_version = TORCH_VERSION;
+  info.intraop_threads = at::get_num_threads();
+  info.interop_threads = at::get_num_interop_threads();
+  if (const auto get_threads = openblasSymbol<GetThreadsFn>("openblas_get_num_threads")) {
+    info.blas_threads = get_threads();
+    const auto get_config = openblasSymbol<GetConfigFn>("openblas_get_config");
+    info.blas = std::string("OpenBLAS ") + (get_config ? get_config() : "");
+  } else {
+    info.blas = "unknown";
+  }
+  return info;
+}
+
+void pinThreads(int threads) {
+  if (threads < 1) {
+    throw Error("--threads " + std::to_string(threads) + ": use 1 or more threads");
+  }
+  at::set_num_threads(threads);
+  // The inter-op pool can only be set once per process, before any inter-op work; a second
+  // call throws in LibTorch 1.13, and a profile only needs it set the first time.
+  static bool interop_set = false;
+  if (!interop_set) {
+    at::set_num_interop_threads(1);
+    interop_set = true;
+  }
+  if (const auto set_threads = openblasSymbol<SetThreadsFn>("openblas_set_num_threads")) {
+    set_threads(threads);
+  }
+}
+
+}  // namespace stagecut

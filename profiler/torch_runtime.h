@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+
+namespace stagecut {
+
+/// What LibTorch and its BLAS run with in this process: recorded in every profile, because
+/// timings on a CPU swing several-fold with the thread counts.
+struct TorchRuntimeInfo {
+  std::string torch_version;  ///< e.g. "1.13.1"
+  int intraop_threads = 0;    ///< LibTorch's intra-op pool
+  int interop_threads = 0;    ///< LibTorch's inter-op pool
+  int blas_threads = -1;      ///< OpenBLAS's own pool; -1 when the BLAS is not OpenBLAS
+  std::string blas;           ///< "OpenBLAS <config>" or "unknown"
+};
+
+/// Reads the settings above from the running process.
+TorchRuntimeInfo torchRuntimeInfo();
+
+/// Pins LibTorch's intra-op pool and OpenBLAS's separate pool to `threads` (and the inter-op
+/// pool to 1), so that the two pools do not oversubscribe the cores and timings are repeatable.
+/// Call before the first LibTorch operation. Throws Error (input) when threads < 1.
+void pinThreads(int threads);
+
+}  // namespace stagecut

@@ -1,0 +1,131 @@
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <functional>
+
+#include "core/json_document.h"
+#include "core/partition_json.h"
+#include "core/profile_json.h"
+#include "tests/test_support.h"
+
+using stagecut::testing::CommandResult;
+using stagecut::testing::makePartition;
+using stagecut::testing::makeProfile;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// The contract for bad input: exit 2, nothing on stdout, exactly one line on stderr.
+void checkOneLineError(const CommandResult& result, const std::string& expected) {
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "stagecut: " + expected + "\n");
+}
+
+std::string brokenProfile(const std::function<void(nlohmann::json&)>& breakIt) {
+  nlohmann::json document = stagecut::profileToJson(makeProfile(4));
+  breakIt(document);
+  return stagecut::toJsonText(document);
+}
+
+}  // namespace
+
+TEST_CASE("inspect prints a profile's layers and totals", "[cli][inspect]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), makeProfile(3));
+  const CommandResult result = runStagecut("inspect " + dir.file("p.json"));
+  CHECK(result.exit_code == 0);
+  CHECK(result.err.empty());
+  CHECK_THAT(result.out, Contains("stagecut.profile/1, 3 layers"));
+  CHECK_THAT(result.out, Contains("layer.2"));
+  // Totals are sums of the layers' medians: 0.5 + 1.5 + 2.5 forward, 1.25 + 3.25 + 5.25 backward.
+  CHECK_THAT(result.out, Contains("forward 4.50 ms, backward 9.75 ms per microbatch"));
+}
+
+TEST_CASE("inspect prints a partition's stages", "[cli][inspect]") {
+  const TempDir dir;
+  stagecut::writePartitionFile(dir.file("s.json"), makePartition({4, 5, 5, 3}));
+  const CommandResult result = runStagecut("inspect " + dir.file("s.json"));
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("method compute, 4 stages over 17 layers"));
+  CHECK_THAT(result.out, Contains("layers per stage: 4,5,5,3"));
+  CHECK_THAT(result.out, Contains("4-8"));
+}
+
+TEST_CASE("inspect gives one error line and exit 2 for each broken file", "[cli][inspect][errors]") {
+  const TempDir dir;
+  struct BrokenFile {
+    std::string name;
+    std::string content;
+    std::string message_after_path;
+  };
+  const std::vector<BrokenFile> cases = {
+      {"empty.json", "", ": file is empty; expected a stagecut JSON document"},
+      {"garbage.json", std::string("\x7f" "ELF\x01\x02\x00\x00", 8),
+       ": is a binary file, not JSON; expected a stagecut JSON document"},
+      {"truncated.json", "{\"format\": \"stagecut.profile/1\", \"layers\": [",
+       ": not valid JSON: parse error at line 1, column 45: syntax error while parsing value - "
+       "unexpected end of input; expected '[', '{', or a literal"},
+      {"array.json", "[1, 2]", ": expected a JSON object with a \"format\" field, got array"},
+      {"noformat.json", "{\"layers\": []}",
+       ": no string \"format\" field; expected \"stagecut.profile/1\" or \"stagecut.partition/1\""},
+      {"v9.json", "{\"format\": \"stagecut.profile/9\"}",
+       ": unknown format \"stagecut.profile/9\"; this stagecut reads \"stagecut.profile/1\" and "
+       "\"stagecut.partition/1\""},
+      {"missing.json", brokenProfile([](auto& d) { d["layers"][1].erase("output_bytes"); }),
+       ": layer 1: field \"output_bytes\" is missing; it is required"},
+      {"negative.json", brokenProfile([](auto& d) { d["layers"][2]["forward_ms"]["median"] = -0.5; }),
+       ": layer 2: field \"forward_ms.median\" must be >= 0, got -0.5"},
+      {"order.json", brokenProfile([](auto& d) { d["layers"][3]["index"] = 7; }),
+       ": layer at position 3 has field \"index\" 7; layers must be listed in order 0, 1, 2, ... "
+       "with no gap or duplicate"},
+      {"huge.json", brokenProfile([](auto&) {}).replace(0, 1, "{\"big\": 1e999, "),
+       ": not valid JSON: number overflow parsing '1e999'"},
+      {"nan.json", brokenProfile([](auto&) {}).replace(0, 1, "{\"x\": NaN, "),
+       ": not valid JSON: parse error at line 1, column 7: syntax error while parsing value - "
+       "invalid literal; last read: '\"x\": N'"},
+  };
+  for (const auto& broken : cases) {
+    INFO(broken.name);
+    dir.write(broken.name, broken.content);
+    checkOneLineError(runStagecut("inspect " + dir.file(broken.name)),
+                      dir.file(broken.name) + broken.message_after_path);
+  }
+  checkOneLineError(runStagecut("inspect " + dir.file("absent.json")),
+                    dir.file("absent.json") + ": cannot open (No such file or directory); check the path");
+}
+
+TEST_CASE("bad usage exits 2 with one line pointing at the help", "[cli][errors]") {
+  checkOneLineError(runStagecut("frobnicate"),
+                    "unknown command 'frobnicate'; use one of: bubble, demo, inspect");
+  checkOneLineError(runStagecut("inspekt p.json"),
+                    "unknown command 'inspekt', did you mean 'inspect'?");
+  checkOneLineError(runStagecut("inspect"),
+                    "file is required; run 'stagecut inspect --help' for usage");
+}
+
+TEST_CASE("version and help exit 0 and say what stagecut is", "[cli]") {
+  const CommandResult version = runStagecut("--version");
+  CHECK(version.exit_code == 0);
+  CHECK_THAT(version.out, Contains("stagecut 0.1.0"));
+  const CommandResult help = runStagecut("--help");
+  CHECK(help.exit_code == 0);
+  CHECK_THAT(help.out, Contains("inspect"));
+  CHECK_THAT(help.out, Contains("bubble"));
+  CHECK_THAT(help.out, Contains("demo"));
+}
+
+TEST_CASE("every sample file shipped in data/samples inspects cleanly", "[cli][inspect][data]") {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(STAGECUT_SOURCE_DIR "/data/samples")) {
+    if (entry.path().extension() != ".json") continue;
+    INFO(entry.path().string());
+    const CommandResult result = runStagecut("inspect '" + entry.path().string() + "'");
+    CHECK(result.exit_code == 0);
+    CHECK(result.err.empty());
+    ++checked;
+  }
+  CHECK(checked > 0);
+}

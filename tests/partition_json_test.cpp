@@ -1,0 +1,93 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "core/partition_json.h"
+#include "tests/test_support.h"
+
+using stagecut::Error;
+using stagecut::Partition;
+using stagecut::partitionFromJson;
+using stagecut::partitionToJson;
+using stagecut::testing::makePartition;
+using stagecut::testing::TempDir;
+using nlohmann::json;
+
+namespace {
+
+std::string rejectionOf(const json& document) {
+  try {
+    partitionFromJson(document, "s.json");
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == 2);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a partition survives write then read unchanged", "[core][partition]") {
+  const TempDir dir;
+  const Partition original = makePartition({4, 5, 5, 3});
+  stagecut::writePartitionFile(dir.file("s.json"), original);
+  const Partition back = stagecut::readPartitionFile(dir.file("s.json"));
+  CHECK(back == original);
+  CHECK(back.layersPerStage() == std::vector<int>{4, 5, 5, 3});
+}
+
+TEST_CASE("the partition reader rejects stages with a gap, an overlap or no layers",
+          "[core][partition][errors]") {
+  json document = partitionToJson(makePartition({2, 3, 2}));
+  document["stages"][1]["first"] = 3;
+  document["stages"][1]["last"] = 4;
+  CHECK(rejectionOf(document) ==
+        "s.json: stage 1: field \"first\" is 3, expected 2; stages must be contiguous, start at "
+        "layer 0 and not overlap");
+
+  document = partitionToJson(makePartition({2, 3, 2}));
+  document["stages"][2]["first"] = 4;
+  CHECK(rejectionOf(document) ==
+        "s.json: stage 2: field \"first\" is 4, expected 5; stages must be contiguous, start at "
+        "layer 0 and not overlap");
+
+  document = partitionToJson(makePartition({2, 3, 2}));
+  document["stages"][0]["last"] = 0;
+  document["stages"][0]["first"] = 1;
+  CHECK(rejectionOf(document) ==
+        "s.json: stage 0: field \"last\" is 0, before \"first\" 1; every stage needs at least one "
+        "layer");
+}
+
+TEST_CASE("the partition reader names missing and negative fields", "[core][partition][errors]") {
+  for (const char* field : {"first", "last", "forward_ms", "backward_ms", "cost_ms", "params",
+                            "memory_bytes"}) {
+    json document = partitionToJson(makePartition({1, 1}));
+    document["stages"][1].erase(field);
+    CHECK(rejectionOf(document) ==
+          std::string("s.json: stage 1: field \"") + field + "\" is missing; it is required");
+  }
+  json document = partitionToJson(makePartition({1, 1}));
+  document["bottleneck_ms"] = -3;
+  CHECK(rejectionOf(document) == "s.json: field \"bottleneck_ms\" must be >= 0, got -3");
+  document = partitionToJson(makePartition({1, 1}));
+  document["predicted_bubble"] = 1.5;
+  CHECK(rejectionOf(document) ==
+        "s.json: field \"predicted_bubble\" must be a fraction between 0 and 1, got 1.5");
+  document = partitionToJson(makePartition({1, 1}));
+  document["stages"] = json::array();
+  CHECK(rejectionOf(document) ==
+        "s.json: field \"stages\" is empty; a partition needs at least one stage");
+  document = partitionToJson(makePartition({1, 1}));
+  document["format"] = "stagecut.profile/1";
+  CHECK(rejectionOf(document) ==
+        "s.json: format \"stagecut.profile/1\" is not a partition this stagecut reads; expected "
+        "\"stagecut.partition/1\"");
+}
+
+TEST_CASE("a partition must cover exactly the profile's layers", "[core][partition][errors]") {
+  const Partition partition = makePartition({2, 3});
+  CHECK_NOTHROW(stagecut::checkPartitionCoversLayers(partition, 5, "s.json"));
+  CHECK_THROWS_WITH(stagecut::checkPartitionCoversLayers(partition, 7, "s.json"),
+                    "s.json: the partition covers layers 0..4 but the profile has 7 layers; make "
+                    "the partition from this profile");
+}

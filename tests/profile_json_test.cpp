@@ -1,0 +1,178 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/profile_json.h"
+#include "tests/test_support.h"
+
+using stagecut::Error;
+using stagecut::Profile;
+using stagecut::profileFromJson;
+using stagecut::profileToJson;
+using stagecut::testing::makeProfile;
+using stagecut::testing::TempDir;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+namespace {
+
+// Runs the reader on a document and returns its error message ("" when it accepted it).
+std::string rejectionOf(const json& document) {
+  try {
+    profileFromJson(document, "p.json");
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == 2);
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a profile survives write then read unchanged", "[core][profile]") {
+  const TempDir dir;
+  const Profile original = makeProfile(5);
+  stagecut::writeProfileFile(dir.file("p.json"), original);
+  const Profile back = stagecut::readProfileFile(dir.file("p.json"));
+  CHECK(back.layers == original.layers);
+  CHECK(back.model.name == original.model.name);
+  CHECK(back.model.config == original.model.config);
+  CHECK(back.device.threads == original.device.threads);
+  CHECK(back.device.torch == original.device.torch);
+  CHECK(back.run.microbatch_size == original.run.microbatch_size);
+  CHECK(back.run.repeats == original.run.repeats);
+  REQUIRE(back.whole_model.has_value());
+  CHECK(back.whole_model->sum_of_layers_vs_whole == original.whole_model->sum_of_layers_vs_whole);
+  CHECK(profileToJson(back) == profileToJson(original));
+}
+
+TEST_CASE("metadata fields another tool wrote are kept through a round trip", "[core][profile]") {
+  json document = profileToJson(makeProfile(2));
+  document["device"]["cuda_driver"] = "550.54";
+  document["run"]["command"] = "stagecut profile --model gpt";
+  const json back = profileToJson(profileFromJson(document, "p.json"));
+  CHECK(back["device"]["cuda_driver"] == "550.54");
+  CHECK(back["run"]["command"] == "stagecut profile --model gpt");
+}
+
+TEST_CASE("an imported profile may give a time as one number and omit optional fields",
+          "[core][profile]") {
+  const json document = {
+      {"format", "stagecut.profile/1"}, {"model", json::object()}, {"device", json::object()},
+      {"run", json::object()},
+      {"layers", {{{"index", 0}, {"name", "conv1"}, {"forward_ms", 2.5}, {"backward_ms", 5},
+                   {"params", 1728}, {"param_bytes", 6912}, {"activation_bytes", 1.6e7},
+                   {"output_bytes", 1.6e7}}}}};
+  const Profile profile = profileFromJson(document, "p.json");
+  REQUIRE(profile.layers.size() == 1);
+  CHECK(profile.layers[0].forward_ms.median == 2.5);
+  CHECK(profile.layers[0].forward_ms.max == 2.5);
+  CHECK(profile.layers[0].activation_bytes == 16000000u);
+  CHECK_FALSE(profile.layers[0].backward_input_ms.has_value());
+  CHECK_FALSE(profile.whole_model.has_value());
+}
+
+TEST_CASE("the profile reader rejects an unknown format version", "[core][profile][errors]") {
+  json document = profileToJson(makeProfile(2));
+  document["format"] = "stagecut.profile/2";
+  CHECK(rejectionOf(document) ==
+        "p.json: format \"stagecut.profile/2\" is not a profile this stagecut reads; expected "
+        "\"stagecut.profile/1\"");
+}
+
+TEST_CASE("the profile reader names each missing required layer field", "[core][profile][errors]") {
+  for (const char* field : {"index", "name", "forward_ms", "backward_ms", "params", "param_bytes",
+                            "activation_bytes", "output_bytes"}) {
+    json document = profileToJson(makeProfile(3));
+    document["layers"][2].erase(field);
+    CHECK(rejectionOf(document) ==
+          std::string("p.json: layer 2: field \"") + field + "\" is missing; it is required");
+  }
+}
+
+TEST_CASE("the profile reader names each missing metadata block", "[core][profile][errors]") {
+  for (const char* block : {"model", "device", "run", "layers"}) {
+    json document = profileToJson(makeProfile(1));
+    document.erase(block);
+    CHECK(rejectionOf(document) ==
+          std::string("p.json: field \"") + block + "\" is missing; it is required");
+  }
+}
+
+TEST_CASE("the profile reader rejects negative times and sizes naming layer and field",
+          "[core][profile][errors]") {
+  json document = profileToJson(makeProfile(4));
+  document["layers"][3]["forward_ms"]["median"] = -1.5;
+  CHECK(rejectionOf(document) == "p.json: layer 3: field \"forward_ms.median\" must be >= 0, got -1.5");
+
+  document = profileToJson(makeProfile(4));
+  document["layers"][1]["backward_ms"] = -2;
+  CHECK(rejectionOf(document) == "p.json: layer 1: field \"backward_ms\" must be >= 0, got -2");
+
+  document = profileToJson(makeProfile(4));
+  document["layers"][0]["activation_bytes"] = -4096;
+  CHECK(rejectionOf(document) ==
+        "p.json: layer 0: field \"activation_bytes\" must be >= 0, got -4096");
+
+  document = profileToJson(makeProfile(4));
+  document["layers"][2]["params"] = 12.5;
+  CHECK(rejectionOf(document) == "p.json: layer 2: field \"params\" must be a whole number, got 12.5");
+}
+
+TEST_CASE("the profile reader rejects non-finite and wrongly typed times", "[core][profile][errors]") {
+  json document = profileToJson(makeProfile(2));
+  document["layers"][1]["forward_ms"]["median"] = std::numeric_limits<double>::infinity();
+  CHECK(rejectionOf(document) ==
+        "p.json: layer 1: field \"forward_ms.median\" must be finite, got null");
+
+  document = profileToJson(makeProfile(2));
+  document["layers"][0]["backward_ms"]["median"] = "fast";
+  CHECK(rejectionOf(document) ==
+        "p.json: layer 0: field \"backward_ms.median\" must be a number, got \"fast\"");
+
+  document = profileToJson(makeProfile(2));
+  document["layers"][0]["forward_ms"] = {{"median", 2.0}, {"min", 3.0}, {"max", 4.0}};
+  CHECK_THAT(rejectionOf(document),
+             Contains("layer 0: field \"forward_ms\" must have min <= median <= max"));
+}
+
+TEST_CASE("the profile reader rejects layer indices out of order, gaps and duplicates",
+          "[core][profile][errors]") {
+  json document = profileToJson(makeProfile(4));
+  document["layers"][2]["index"] = 3;
+  CHECK(rejectionOf(document) ==
+        "p.json: layer at position 2 has field \"index\" 3; layers must be listed in order 0, 1, "
+        "2, ... with no gap or duplicate");
+  document["layers"][2]["index"] = 1;
+  CHECK_THAT(rejectionOf(document), Contains("position 2 has field \"index\" 1"));
+}
+
+TEST_CASE("the profile reader rejects a profile without layers", "[core][profile][errors]") {
+  json document = profileToJson(makeProfile(1));
+  document["layers"] = json::array();
+  CHECK(rejectionOf(document) ==
+        "p.json: field \"layers\" is empty; a profile needs at least one layer");
+}
+
+TEST_CASE("reading a file that is not JSON names the file and the position",
+          "[core][profile][errors]") {
+  const TempDir dir;
+  dir.write("bad.json", "{\"format\": \"stagecut.profile/1\", \"layers\": [");
+  try {
+    stagecut::readProfileFile(dir.file("bad.json"));
+    FAIL("a truncated file was accepted");
+  } catch (const Error& e) {
+    CHECK_THAT(e.what(), Contains(dir.file("bad.json") + ": not valid JSON: parse error at line 1"));
+  }
+  dir.write("empty.json", " \n");
+  CHECK_THROWS_WITH(stagecut::readProfileFile(dir.file("empty.json")),
+                    dir.file("empty.json") + ": file is empty; expected a stagecut JSON document");
+  CHECK_THROWS_WITH(stagecut::readProfileFile(dir.file("missing.json")),
+                    dir.file("missing.json") + ": cannot open (No such file or directory); check the path");
+}
+
+TEST_CASE("a number too large for a double is rejected as invalid JSON", "[core][profile][errors]") {
+  CHECK_THROWS_WITH(stagecut::parseJsonDocument("{\"x\": 1e999}", "big.json"),
+                    Contains("big.json: not valid JSON"));
+}

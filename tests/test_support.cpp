@@ -1,0 +1,122 @@
+#include "tests/test_support.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace stagecut::testing {
+
+Profile makeProfile(int layers) {
+  Profile profile;
+  profile.model.name = "test-chain";
+  profile.model.source = "test";
+  profile.model.config = {{"layers", layers}};
+  profile.device.kind = "cpu";
+  profile.device.name = "test machine";
+  profile.device.threads = 1;
+  profile.device.torch = "1.13.1";
+  profile.run.microbatch_size = 4;
+  profile.run.dtype = "float32";
+  profile.run.warmup = 2;
+  profile.run.repeats = 5;
+  profile.run.timer = "steady_clock";
+  for (int i = 0; i < layers; ++i) {
+    LayerCost layer;
+    layer.index = i;
+    layer.name = "layer." + std::to_string(i);
+    layer.kind = i % 2 ? "Linear" : "";
+    layer.forward_ms = {0.5 + i, 0.4 + i, 0.75 + i, 0.03125};
+    layer.backward_ms = TimeStatsMs::exactly(1.25 + 2 * i);
+    if (i % 2) {
+      layer.backward_input_ms = TimeStatsMs::exactly(0.5 + i);
+      layer.backward_weight_ms = TimeStatsMs::exactly(0.75 + i);
+      layer.output_shape = std::vector<std::int64_t>{4, 16 + i};
+    }
+    layer.params = 1000u * static_cast<unsigned>(i + 1);
+    layer.param_bytes = 4 * layer.params;
+    layer.activation_bytes = 4096u * static_cast<unsigned>(i + 1);
+    layer.output_bytes = 256;
+    profile.layers.push_back(layer);
+  }
+  profile.whole_model = WholeModelCost{1.5, 3.25, -0.0125};
+  return profile;
+}
+
+Partition makePartition(const std::vector<int>& layers_per_stage) {
+  Partition partition;
+  partition.method = "compute";
+  int first = 0;
+  for (int count : layers_per_stage) {
+    StageCost stage;
+    stage.first = first;
+    stage.last = first + count - 1;
+    stage.forward_ms = 1.5 * count;
+    stage.backward_ms = 3.0 * count;
+    stage.comm_ms = 0.125;
+    stage.cost_ms = stage.forward_ms + stage.backward_ms + stage.comm_ms;
+    stage.params = 1000u * static_cast<unsigned>(count);
+    stage.memory_bytes = 1u << 20;
+    partition.stages.push_back(stage);
+    partition.bottleneck_ms = std::max(partition.bottleneck_ms, stage.cost_ms);
+    first += count;
+  }
+  partition.lower_bound_ms = partition.bottleneck_ms * 0.75;
+  partition.predicted_step_ms = 42.5;
+  partition.predicted_bubble = 0.25;
+  partition.outputs["list"] = "2,3";
+  return partition;
+}
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "stagecut-test-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+void TempDir::write(const std::string& name, const std::string& content) const {
+  std::ofstream(file(name), std::ios::binary) << content;
+}
+
+std::vector<std::string> TempDir::list() const {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(path_)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+CommandResult runStagecut(const std::string& args) {
+  const TempDir capture;
+  const std::string command = std::string("'") + STAGECUT_BINARY + "' " + args + " >'" +
+                              capture.file("out") + "' 2>'" + capture.file("err") + "' </dev/null";
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(capture.file("out"));
+  result.err = slurp(capture.file("err"));
+  return result;
+}
+
+}  // namespace stagecut::testing

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/partition.h"
+#include "core/profile.h"
+
+namespace stagecut::testing {
+
+/// A valid profile of `layers` layers with distinct, made-up costs (tests only).
+Profile makeProfile(int layers);
+
+/// A valid partition of `layers` layers into stages of the given sizes (tests only).
+Partition makePartition(const std::vector<int>& layers_per_stage);
+
+/// A fresh empty folder under the system temp folder, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  void write(const std::string& name, const std::string& content) const;
+  /// Names of the files in the folder, sorted.
+  std::vector<std::string> list() const;
+
+ private:
+  std::string path_;
+};
+
+/// What a run of the stagecut binary printed and returned.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs the built stagecut binary with `args` (already shell-quoted where needed).
+CommandResult runStagecut(const std::string& args);
+
+}  // namespace stagecut::testing
