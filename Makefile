@@ -28,7 +28,7 @@ test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 bench: build
-	$(BUILD_DIR)/bench/bench_formats
+	@for b in $(BUILD_DIR)/bench/bench_*; do echo "== $$b"; $$b; done
 
 clean:
 	rm -rf $(BUILD_DIR)
