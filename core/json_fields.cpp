@@ -140,6 +140,7 @@ TimeStatsMs JsonFields::timeStats(const char* key) const {
   result.min = stats.optionalNonNegative("min").value_or(result.median);
   result.max = stats.optionalNonNegative("max").value_or(result.median);
   result.cv = stats.optionalNonNegative("cv").value_or(0.0);
+  result.repeats = stats.optionalInteger("repeats", 0, std::numeric_limits<int>::max(), 0);
   if (result.min > result.median || result.median > result.max) {
     fail(key, "must have min <= median <= max, got min " + std::to_string(result.min) +
                   ", median " + std::to_string(result.median) + ", max " +

@@ -19,11 +19,13 @@ struct TimeStatsMs {
   double min = 0.0;
   double max = 0.0;
   double cv = 0.0;
+  int repeats = 0;  ///< timed runs behind the figures; 0 when unknown (imported profiles)
 
   /// A timing known only as one number (an imported profile): min = max = median, cv = 0.
-  static TimeStatsMs exactly(double ms) { return {ms, ms, ms, 0.0}; }
+  static TimeStatsMs exactly(double ms) { return {ms, ms, ms, 0.0, 0}; }
   bool operator==(const TimeStatsMs& other) const {
-    return median == other.median && min == other.min && max == other.max && cv == other.cv;
+    return median == other.median && min == other.min && max == other.max && cv == other.cv &&
+           repeats == other.repeats;
   }
 };
 

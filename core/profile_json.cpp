@@ -14,7 +14,9 @@ namespace {
 using nlohmann::json;
 
 json statsToJson(const TimeStatsMs& stats) {
-  return {{"median", stats.median}, {"min", stats.min}, {"max", stats.max}, {"cv", stats.cv}};
+  json out = {{"median", stats.median}, {"min", stats.min}, {"max", stats.max}, {"cv", stats.cv}};
+  if (stats.repeats > 0) out["repeats"] = stats.repeats;
+  return out;
 }
 
 // Known metadata fields are typed; anything else another tool wrote is kept as is.

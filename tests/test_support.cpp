@@ -30,7 +30,7 @@ Profile makeProfile(int layers) {
     layer.index = i;
     layer.name = "layer." + std::to_string(i);
     layer.kind = i % 2 ? "Linear" : "";
-    layer.forward_ms = {0.5 + i, 0.4 + i, 0.75 + i, 0.03125};
+    layer.forward_ms = {0.5 + i, 0.4 + i, 0.75 + i, 0.03125, 7};
     layer.backward_ms = TimeStatsMs::exactly(1.25 + 2 * i);
     if (i % 2) {
       layer.backward_input_ms = TimeStatsMs::exactly(0.5 + i);
