@@ -10,6 +10,8 @@ namespace stagecut {
 void addBubbleCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
 void addInspectCommand(CLI::App& app);
+/// `stagecut profile` (LibTorch builds only); `command_line` is recorded in the profile.
+void addProfileCommand(CLI::App& app, const std::string& command_line);
 
 /// The version line: stagecut's version, build type, LibTorch and CUDA support.
 std::string versionText();

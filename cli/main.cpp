@@ -23,6 +23,12 @@ void checkCommandName(const CLI::App& app, int argc, char** argv) {
   throw stagecut::Error("unknown command '" + typed + "'" + stagecut::unknownNameHint(typed, names));
 }
 
+std::string commandLine(int argc, char** argv) {
+  std::string line;
+  for (int i = 0; i < argc; ++i) line += (i ? " " : "") + std::string(argv[i]);
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,6 +41,9 @@ int main(int argc, char** argv) {
   stagecut::addBubbleCommand(app);
   stagecut::addDemoCommand(app);
   stagecut::addInspectCommand(app);
+#ifdef STAGECUT_WITH_TORCH
+  stagecut::addProfileCommand(app, commandLine(argc, argv));
+#endif
   app.footer("Run 'stagecut <command> --help' for a command's options.\n");
 
   try {

@@ -35,6 +35,15 @@ bool writeAll(int fd, const std::string& content) {
 
 }  // namespace
 
+void checkWritable(const std::string& path) {
+  if (path.empty()) failWrite("\"\"", ENOENT);
+  const auto slash = path.find_last_of('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::access(folder.c_str(), W_OK) != 0) failWrite(path, errno);
+  struct stat info {};
+  if (::stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode)) failWrite(path, EISDIR);
+}
+
 void writeFileAtomically(const std::string& path, const std::string& content) {
   if (path.empty()) failWrite("\"\"", ENOENT);
   std::string temp_template = path + ".tmp.XXXXXX";

@@ -10,4 +10,8 @@ namespace stagecut {
 /// temporary file is left behind.
 void writeFileAtomically(const std::string& path, const std::string& content);
 
+/// Checks up front that `path` could be written (its folder exists and is writable), so a long
+/// run does not fail at its end. Throws the same Error as writeFileAtomically would.
+void checkWritable(const std::string& path);
+
 }  // namespace stagecut

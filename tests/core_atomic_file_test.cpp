@@ -50,3 +50,13 @@ TEST_CASE("a failed rename keeps what was at the path and removes the temporary"
   CHECK(dir.list() == std::vector<std::string>{"taken"});
   CHECK(stagecut::readTextFile(dir.file("taken/keep")) == "old");
 }
+
+TEST_CASE("an output path is checked for writability before the work", "[core][atomic][errors]") {
+  const TempDir dir;
+  CHECK_NOTHROW(stagecut::checkWritable(dir.file("new.json")));
+  CHECK_THROWS_WITH(stagecut::checkWritable(dir.file("no/such/out.json")),
+                    "cannot write " + dir.file("no/such/out.json") +
+                        " (No such file or directory); check that its folder exists and is writable");
+  CHECK_THROWS_WITH(stagecut::checkWritable(dir.path()), StartsWith("cannot write " + dir.path() + " (Is a directory)"));
+  CHECK(dir.list().empty());
+}

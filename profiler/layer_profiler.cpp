@@ -1,0 +1,274 @@
+#include "profiler/layer_profiler.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "core/sample_stats.h"
+#include "profiler/memory_counter.h"
+
+namespace stagecut {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// One layer's fixed setting: its input (the previous layer's output, detached) and the upstream
+// gradient its backward receives (1 for a scalar loss, else a seeded random tensor).
+struct LayerBench {
+  torch::Tensor input;
+  torch::Tensor upstream_grad;
+  bool input_has_grad = false;
+};
+
+// Samples of one timed unit (a layer or the whole model) and when it may stop.
+struct UnitSamples {
+  std::vector<double> forward, backward, backward_input, backward_weight;
+  double spent_s = 0.0;
+
+  bool active(const MeasureOptions& options) const {
+    const int repeats = static_cast<int>(forward.size());
+    if (repeats < options.min_repeats) return true;
+    if (repeats >= options.max_repeats || spent_s >= options.budget_s_per_layer) return false;
+    return summarizeSamples(forward).cv > options.cv_target ||
+           summarizeSamples(backward).cv > options.cv_target;
+  }
+};
+
+TimeStatsMs statsOf(const std::vector<double>& samples) {
+  TimeStatsMs stats = summarizeSamples(samples);
+  stats.repeats = static_cast<int>(samples.size());
+  return stats;
+}
+
+std::uint64_t tensorBytes(const torch::Tensor& tensor) {
+  return static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
+}
+
+torch::Tensor freshInput(const LayerBench& bench) {
+  auto input = bench.input.detach();
+  if (bench.input_has_grad) input = input.requires_grad_(true);
+  return input;
+}
+
+std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch& batch,
+                                      std::uint64_t seed) {
+  std::vector<LayerBench> benches;
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
+  torch::NoGradGuard no_grad;
+  torch::Tensor activation = batch.input;
+  for (const auto& layer : chain.layers) {
+    LayerBench bench;
+    bench.input = activation.detach();
+    bench.input_has_grad = activation.is_floating_point();
+    const torch::Tensor output = layer.forward(activation, batch.target);
+    bench.upstream_grad = output.numel() == 1
+                              ? torch::ones_like(output)
+                              : torch::randn(output.sizes(), generator, output.options());
+    benches.push_back(bench);
+    activation = output;
+  }
+  return benches;
+}
+
+// Times F, B, W and the whole backward of one layer on one graph (retained between the three
+// backward passes), so each round costs one forward instead of four.
+void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Tensor& target,
+               RegionTimer& timer, UnitSamples& samples) {
+  const auto started = Clock::now();
+  const torch::Tensor input = freshInput(bench);
+  timer.start();
+  const torch::Tensor output = layer.forward(input, target);
+  samples.forward.push_back(timer.stopMs());
+
+  const bool has_weights = !layer.parameters.empty();
+  std::vector<torch::Tensor> everything = layer.parameters;
+  if (bench.input_has_grad) {
+    timer.start();
+    torch::autograd::grad({output}, {input}, {bench.upstream_grad}, true, false, true);
+    samples.backward_input.push_back(timer.stopMs());
+    everything.push_back(input);
+  } else {
+    samples.backward_input.push_back(0.0);
+  }
+  if (has_weights) {
+    timer.start();
+    torch::autograd::grad({output}, layer.parameters, {bench.upstream_grad}, true, false, true);
+    samples.backward_weight.push_back(timer.stopMs());
+  } else {
+    samples.backward_weight.push_back(0.0);
+  }
+  if (everything.empty()) {
+    samples.backward.push_back(0.0);
+  } else {
+    timer.start();
+    torch::autograd::grad({output}, everything, {bench.upstream_grad}, false, false, true);
+    samples.backward.push_back(timer.stopMs());
+  }
+  samples.spent_s += secondsSince(started);
+}
+
+void timeWholeModel(const LayerChain& chain, const ChainBatch& batch, const torch::Tensor& upstream,
+                    RegionTimer& timer, UnitSamples& samples) {
+  const auto started = Clock::now();
+  timer.start();
+  const torch::Tensor output = chain.forward(batch);
+  samples.forward.push_back(timer.stopMs());
+  std::vector<torch::Tensor> parameters = chain.parameters();
+  timer.start();
+  torch::autograd::grad({output}, parameters, {upstream}, false, false, true);
+  samples.backward.push_back(timer.stopMs());
+  samples.spent_s += secondsSince(started);
+}
+
+std::uint64_t parameterCount(const ChainLayer& layer) {
+  std::uint64_t count = 0;
+  for (const auto& parameter : layer.parameters) count += static_cast<std::uint64_t>(parameter.numel());
+  return count;
+}
+
+std::uint64_t parameterBytes(const ChainLayer& layer) {
+  std::uint64_t bytes = 0;
+  for (const auto& parameter : layer.parameters) bytes += tensorBytes(parameter);
+  return bytes;
+}
+
+// The dtype the layers compute in, named as PyTorch users write it.
+std::string parameterDtype(const LayerChain& chain) {
+  for (const auto& layer : chain.layers) {
+    for (const auto& parameter : layer.parameters) {
+      switch (parameter.scalar_type()) {
+        case torch::kFloat64: return "float64";
+        case torch::kFloat16: return "float16";
+        case torch::kBFloat16: return "bfloat16";
+        default: return "float32";
+      }
+    }
+  }
+  return "float32";
+}
+
+}  // namespace
+
+std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
+                                     const torch::Tensor& target) {
+  MemoryCounter counter;
+  torch::Tensor output;
+  {
+    // The layer gets its own copy of the input: if it saves it for the backward the copy stays
+    // alive and is counted, otherwise it is freed when this scope ends. The copy is made by a
+    // clone of a leaf, as a stage's input would be an intermediate: a leaf that requires grad
+    // would be held by its AccumulateGrad node whether the layer saves it or not.
+    torch::Tensor leaf = input.detach();
+    if (leaf.is_floating_point()) leaf.requires_grad_(true);
+    torch::Tensor copy = leaf.clone();
+    output = layer.forward(copy, target);
+  }
+  const std::int64_t kept = counter.liveBytes() - static_cast<std::int64_t>(tensorBytes(output));
+  return kept > 0 ? static_cast<std::uint64_t>(kept) : 0;
+}
+
+Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
+  const auto started = Clock::now();
+  const int layer_count = static_cast<int>(chain.layers.size());
+  const ChainBatch batch = chain.make_batch(options.microbatch_size, options.seed);
+  const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed);
+
+  Profile profile;
+  profile.model.name = chain.model_name;
+  profile.model.source = chain.source;
+  profile.model.config = chain.config;
+  for (int i = 0; i < layer_count; ++i) {
+    const ChainLayer& layer = chain.layers[i];
+    LayerCost cost;
+    cost.index = i;
+    cost.name = layer.name;
+    cost.kind = layer.kind;
+    cost.params = parameterCount(layer);
+    cost.param_bytes = parameterBytes(layer);
+    torch::Tensor output;
+    {
+      torch::NoGradGuard no_grad;
+      output = layer.forward(benches[i].input, batch.target);
+    }
+    cost.output_bytes = tensorBytes(output);
+    cost.output_shape = output.sizes().vec();
+    cost.activation_bytes = measureActivationBytes(layer, benches[i].input, batch.target);
+    profile.layers.push_back(cost);
+  }
+
+  std::vector<UnitSamples> layer_samples(layer_count);
+  UnitSamples whole_samples;
+  const torch::Tensor whole_upstream = benches.back().upstream_grad;
+  const int rounds_at_least = options.warmup_rounds + options.min_repeats;
+  double round_seconds = 0.0;
+  for (int round = 0;; ++round) {
+    const bool warmup = round < options.warmup_rounds;
+    const auto round_started = Clock::now();
+    bool any_active = false;
+    if (warmup || whole_samples.active(options)) {
+      UnitSamples scratch;
+      timeWholeModel(chain, batch, whole_upstream, timer, warmup ? scratch : whole_samples);
+      any_active = true;
+    }
+    for (int i = 0; i < layer_count; ++i) {
+      if (!warmup && !layer_samples[i].active(options)) continue;
+      any_active = true;
+      if (options.on_progress) {
+        MeasureProgress progress;
+        progress.round = round;
+        progress.warmup = warmup;
+        progress.rounds_at_least = rounds_at_least;
+        progress.layer = i;
+        progress.layers = layer_count;
+        progress.layer_name = chain.layers[i].name;
+        progress.elapsed_s = secondsSince(started);
+        const double done = round + static_cast<double>(i) / layer_count;
+        const double per_round = round_seconds > 0 ? round_seconds : progress.elapsed_s / std::max(done, 1e-9);
+        progress.estimated_left_s = std::max(0.0, (rounds_at_least - done) * per_round);
+        options.on_progress(progress);
+      }
+      UnitSamples scratch;
+      timeLayer(chain.layers[i], benches[i], batch.target, timer, warmup ? scratch : layer_samples[i]);
+    }
+    if (round == 0) round_seconds = secondsSince(round_started);
+    if (!warmup && !any_active) break;
+  }
+
+  int most_repeats = 0;
+  for (int i = 0; i < layer_count; ++i) {
+    LayerCost& cost = profile.layers[i];
+    cost.forward_ms = statsOf(layer_samples[i].forward);
+    cost.backward_ms = statsOf(layer_samples[i].backward);
+    cost.backward_input_ms = statsOf(layer_samples[i].backward_input);
+    cost.backward_weight_ms = statsOf(layer_samples[i].backward_weight);
+    most_repeats = std::max(most_repeats, cost.forward_ms.repeats);
+  }
+  WholeModelCost whole;
+  whole.forward_ms = summarizeSamples(whole_samples.forward).median;
+  whole.backward_ms = summarizeSamples(whole_samples.backward).median;
+  double layers_ms = 0;
+  for (const auto& cost : profile.layers) layers_ms += cost.forward_ms.median + cost.backward_ms.median;
+  const double whole_ms = whole.forward_ms + whole.backward_ms;
+  whole.sum_of_layers_vs_whole = whole_ms > 0 ? (layers_ms - whole_ms) / whole_ms : 0.0;
+  profile.whole_model = whole;
+
+  profile.run.microbatch_size = options.microbatch_size;
+  profile.run.dtype = parameterDtype(chain);
+  profile.run.warmup = options.warmup_rounds;
+  profile.run.repeats = most_repeats;
+  profile.run.timer = timer.name();
+  profile.run.extra = {{"min_repeats", options.min_repeats},
+                       {"max_repeats", options.max_repeats},
+                       {"cv_target", options.cv_target},
+                       {"budget_s_per_layer", options.budget_s_per_layer},
+                       {"seed", options.seed},
+                       {"whole_model_repeats", static_cast<int>(whole_samples.forward.size())},
+                       {"elapsed_s", secondsSince(started)}};
+  if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();
+  return profile;
+}
+
+}  // namespace stagecut

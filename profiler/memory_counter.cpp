@@ -1,0 +1,43 @@
+#include "profiler/memory_counter.h"
+
+#include <atomic>
+
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+
+namespace stagecut {
+
+namespace {
+
+class CountingReporter : public c10::MemoryReportingInfoBase {
+ public:
+  void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
+    if (device.type() != c10::DeviceType::CPU) return;
+    const int64_t live = live_.fetch_add(alloc_size) + alloc_size;
+    int64_t peak = peak_.load();
+    while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
+    }
+  }
+  bool memoryProfilingEnabled() const override { return true; }
+
+  std::atomic<int64_t> live_{0};
+  std::atomic<int64_t> peak_{0};
+};
+
+}  // namespace
+
+struct MemoryCounter::Impl {
+  std::shared_ptr<CountingReporter> reporter = std::make_shared<CountingReporter>();
+  // Installing the reporter as this thread's profiler state turns on c10's CPU reporting;
+  // LibTorch's thread pools carry the thread-local state into their workers.
+  c10::DebugInfoGuard guard{c10::DebugInfoKind::PROFILER_STATE, reporter};
+};
+
+MemoryCounter::MemoryCounter() : impl_(std::make_unique<Impl>()) {}
+MemoryCounter::~MemoryCounter() = default;
+
+std::int64_t MemoryCounter::liveBytes() const { return impl_->reporter->live_.load(); }
+std::int64_t MemoryCounter::peakBytes() const { return impl_->reporter->peak_.load(); }
+void MemoryCounter::resetPeak() { impl_->reporter->peak_.store(impl_->reporter->live_.load()); }
+
+}  // namespace stagecut

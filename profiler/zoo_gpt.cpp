@@ -1,0 +1,160 @@
+// The `gpt` family: token + position embedding, pre-norm transformer blocks with causal
+// attention, final norm + LM head, cross-entropy loss. The embedding holds many parameters and
+// little compute and the head much compute: the imbalance that equal-parameter splits miss.
+#include <cmath>
+
+#include "core/error.h"
+#include "core/suggest.h"
+#include "profiler/layer_chain.h"
+#include "profiler/zoo_builders.h"
+
+namespace stagecut {
+
+namespace {
+
+struct GptShape {
+  int layers, hidden, heads, ffn, seq, vocab;
+};
+
+struct GptPreset {
+  const char* name;
+  GptShape shape;
+};
+
+// GPT-2 shapes (Radford et al. 2019); gpt-tiny is the fast one for tests and the demo.
+constexpr GptPreset kPresets[] = {
+    {"gpt2-small", {12, 768, 12, 3072, 1024, 50257}},
+    {"gpt2-medium", {24, 1024, 16, 4096, 1024, 50257}},
+    {"gpt2-large", {36, 1280, 20, 5120, 1024, 50257}},
+    {"gpt-tiny", {4, 128, 4, 512, 64, 8192}},
+};
+
+struct GptEmbedImpl : torch::nn::Module {
+  GptEmbedImpl(int vocab, int seq, int hidden)
+      : token(register_module("token", torch::nn::Embedding(vocab, hidden))),
+        position(register_module("position", torch::nn::Embedding(seq, hidden))) {}
+  torch::Tensor forward(const torch::Tensor& tokens) {
+    const auto positions = torch::arange(tokens.size(1), torch::kLong);
+    return token(tokens) + position(positions).unsqueeze(0);
+  }
+  torch::nn::Embedding token, position;
+};
+TORCH_MODULE(GptEmbed);
+
+struct GptBlockImpl : torch::nn::Module {
+  GptBlockImpl(int hidden, int head_count, int ffn)
+      : heads(head_count),
+        norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
+        qkv(register_module("qkv", torch::nn::Linear(hidden, 3 * hidden))),
+        proj(register_module("proj", torch::nn::Linear(hidden, hidden))),
+        norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
+        fc1(register_module("fc1", torch::nn::Linear(hidden, ffn))),
+        fc2(register_module("fc2", torch::nn::Linear(ffn, hidden))) {}
+
+  torch::Tensor attention(const torch::Tensor& x) {
+    const auto batch = x.size(0), seq = x.size(1), hidden = x.size(2);
+    const auto head_dim = hidden / heads;
+    auto split = qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
+    const auto q = split[0], k = split[1], v = split[2];
+    auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
+    const auto future = torch::ones({seq, seq}, torch::kBool).triu(1);
+    scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+    const auto mixed = torch::matmul(torch::softmax(scores, -1), v);
+    return proj(mixed.transpose(1, 2).reshape({batch, seq, hidden}));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x) {
+    const auto h = x + attention(norm1(x));
+    return h + fc2(torch::gelu(fc1(norm2(h))));
+  }
+
+  int heads;
+  torch::nn::LayerNorm norm1;
+  torch::nn::Linear qkv, proj;
+  torch::nn::LayerNorm norm2;
+  torch::nn::Linear fc1, fc2;
+};
+TORCH_MODULE(GptBlock);
+
+struct GptHeadImpl : torch::nn::Module {
+  GptHeadImpl(int hidden, int vocab)
+      : norm(register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
+        lm_head(register_module(
+            "lm_head", torch::nn::Linear(torch::nn::LinearOptions(hidden, vocab).bias(false)))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return lm_head(norm(x)); }
+  torch::nn::LayerNorm norm;
+  torch::nn::Linear lm_head;
+};
+TORCH_MODULE(GptHead);
+
+GptShape resolveShape(const ZooOptions& options) {
+  const std::string preset = options.preset.empty() ? "gpt2-small" : options.preset;
+  const GptPreset* found = nullptr;
+  for (const auto& candidate : kPresets) {
+    if (preset == candidate.name) found = &candidate;
+  }
+  if (!found) {
+    throw Error("--preset " + preset + ": not a gpt preset" + unknownNameHint(preset, gptPresets()));
+  }
+  GptShape shape = found->shape;
+  if (options.layers) shape.layers = options.layers;
+  if (options.hidden) shape.hidden = options.hidden;
+  if (options.heads) shape.heads = options.heads;
+  if (options.ffn) shape.ffn = options.ffn;
+  else if (options.hidden) shape.ffn = 4 * options.hidden;
+  if (options.seq) shape.seq = options.seq;
+  if (options.vocab) shape.vocab = options.vocab;
+  requirePositive("--layers", shape.layers);
+  requirePositive("--hidden", shape.hidden);
+  requirePositive("--heads", shape.heads);
+  requirePositive("--ffn", shape.ffn);
+  requirePositive("--seq", shape.seq);
+  requirePositive("--vocab", shape.vocab);
+  if (shape.hidden % shape.heads != 0) {
+    throw Error("--hidden " + std::to_string(shape.hidden) + " is not divisible by --heads " +
+                std::to_string(shape.heads) + "; pick a head count that divides the width");
+  }
+  return shape;
+}
+
+}  // namespace
+
+std::vector<std::string> gptPresets() {
+  std::vector<std::string> names;
+  for (const auto& preset : kPresets) names.push_back(preset.name);
+  return names;
+}
+
+LayerChain buildGpt(const ZooOptions& options) {
+  const GptShape shape = resolveShape(options);
+  torch::manual_seed(options.seed);
+  LayerChain chain;
+  chain.model_name = options.preset.empty() ? "gpt2-small" : options.preset;
+  chain.source = "zoo:gpt";
+  chain.config = {{"layers", shape.layers}, {"hidden", shape.hidden}, {"heads", shape.heads},
+                  {"ffn", shape.ffn},       {"seq", shape.seq},       {"vocab", shape.vocab},
+                  {"seed", options.seed}};
+
+  chain.layers.push_back(moduleLayer("embed", "Embedding", GptEmbed(shape.vocab, shape.seq, shape.hidden)));
+  for (int i = 0; i < shape.layers; ++i) {
+    chain.layers.push_back(moduleLayer("block." + std::to_string(i), "TransformerBlock",
+                                       GptBlock(shape.hidden, shape.heads, shape.ffn)));
+  }
+  chain.layers.push_back(moduleLayer("head", "LMHead", GptHead(shape.hidden, shape.vocab)));
+  chain.layers.push_back(lossLayer("loss", "CrossEntropyLoss", [vocab = shape.vocab](
+                                                                    const torch::Tensor& logits,
+                                                                    const torch::Tensor& target) {
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}), target.reshape({-1}));
+  }));
+
+  chain.make_batch = [shape](int rows, std::uint64_t seed) {
+    auto generator = seededGenerator(seed);
+    ChainBatch batch;
+    batch.input = torch::randint(0, shape.vocab, {rows, shape.seq}, generator, torch::kLong);
+    batch.target = torch::randint(0, shape.vocab, {rows, shape.seq}, generator, torch::kLong);
+    return batch;
+  };
+  return chain;
+}
+
+}  // namespace stagecut

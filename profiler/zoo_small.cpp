@@ -1,0 +1,118 @@
+// The `mlp` family (fast, for tests) and `vgg16` (conv blocks with few parameters and much
+// compute, fully connected layers with the opposite: where equal-parameter splits fail most).
+#include "core/suggest.h"
+#include "profiler/zoo_builders.h"
+
+namespace stagecut {
+
+namespace {
+
+struct LinearReluImpl : torch::nn::Module {
+  LinearReluImpl(int64_t in, int64_t out, bool with_relu, bool flatten_input)
+      : linear(register_module("linear", torch::nn::Linear(in, out))), relu(with_relu), flatten(flatten_input) {}
+  torch::Tensor forward(const torch::Tensor& x) {
+    auto y = linear(flatten ? x.flatten(1) : x);
+    return relu ? torch::relu(y) : y;
+  }
+  torch::nn::Linear linear;
+  bool relu, flatten;
+};
+TORCH_MODULE(LinearRelu);
+
+struct ConvReluImpl : torch::nn::Module {
+  ConvReluImpl(int64_t in, int64_t out)
+      : conv(register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(in, out, 3).padding(1)))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return torch::relu(conv(x)); }
+  torch::nn::Conv2d conv;
+};
+TORCH_MODULE(ConvRelu);
+
+struct MaxPoolImpl : torch::nn::Module {
+  torch::Tensor forward(const torch::Tensor& x) { return torch::max_pool2d(x, 2); }
+};
+TORCH_MODULE(MaxPool);
+
+ChainLayer crossEntropyLoss() {
+  return lossLayer("loss", "CrossEntropyLoss", [](const torch::Tensor& logits, const torch::Tensor& target) {
+    return torch::nn::functional::cross_entropy(logits, target);
+  });
+}
+
+}  // namespace
+
+LayerChain buildMlp(const ZooOptions& options) {
+  const int depth = options.layers ? options.layers : 4;
+  const int width = options.hidden ? options.hidden : 256;
+  requirePositive("--layers", depth);
+  requirePositive("--hidden", width);
+  torch::manual_seed(options.seed);
+  LayerChain chain;
+  chain.model_name = "mlp";
+  chain.source = "zoo:mlp";
+  chain.config = {{"layers", depth}, {"hidden", width}, {"seed", options.seed}};
+  for (int i = 0; i < depth; ++i) {
+    chain.layers.push_back(
+        moduleLayer("fc." + std::to_string(i), "Linear+ReLU", LinearRelu(width, width, true, false)));
+  }
+  chain.layers.push_back(lossLayer("loss", "MSELoss", [](const torch::Tensor& x, const torch::Tensor& target) {
+    return torch::mse_loss(x, target);
+  }));
+  chain.make_batch = [width](int rows, std::uint64_t seed) {
+    auto generator = seededGenerator(seed);
+    return ChainBatch{torch::randn({rows, width}, generator), torch::randn({rows, width}, generator)};
+  };
+  return chain;
+}
+
+LayerChain buildVgg16(const ZooOptions& options) {
+  const int image = options.image_size ? options.image_size : 224;
+  const int classes = options.classes ? options.classes : 1000;
+  requirePositive("--image-size", image);
+  requirePositive("--classes", classes);
+  if (image % 32 != 0) {
+    throw Error("--image-size " + std::to_string(image) +
+                ": vgg16 halves the image five times; use a multiple of 32 (e.g. 224 or 64)");
+  }
+  torch::manual_seed(options.seed);
+  LayerChain chain;
+  chain.model_name = "vgg16";
+  chain.source = "zoo:vgg16";
+  chain.config = {{"image_size", image}, {"classes", classes}, {"seed", options.seed}};
+  // VGG16's configuration D (Simonyan and Zisserman 2015): channels per conv, 0 for a pool.
+  const int plan[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
+  int channels = 3, conv_index = 0, pool_index = 0;
+  for (int out : plan) {
+    if (out == 0) {
+      chain.layers.push_back(moduleLayer("pool." + std::to_string(pool_index++), "MaxPool2d", MaxPool()));
+    } else {
+      chain.layers.push_back(
+          moduleLayer("conv." + std::to_string(conv_index++), "Conv2d+ReLU", ConvRelu(channels, out)));
+      channels = out;
+    }
+  }
+  const int64_t spatial = image / 32;
+  chain.layers.push_back(moduleLayer("fc.0", "Linear+ReLU", LinearRelu(512 * spatial * spatial, 4096, true, true)));
+  chain.layers.push_back(moduleLayer("fc.1", "Linear+ReLU", LinearRelu(4096, 4096, true, false)));
+  chain.layers.push_back(moduleLayer("fc.2", "Linear", LinearRelu(4096, classes, false, false)));
+  chain.layers.push_back(crossEntropyLoss());
+  chain.make_batch = [image, classes](int rows, std::uint64_t seed) {
+    auto generator = seededGenerator(seed);
+    ChainBatch batch;
+    batch.input = torch::randn({rows, 3, image, image}, generator);
+    batch.target = torch::randint(0, classes, {rows}, generator, torch::kLong);
+    return batch;
+  };
+  return chain;
+}
+
+std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "vgg16"}; }
+
+LayerChain buildZooModel(const ZooOptions& options) {
+  if (options.family == "gpt") return buildGpt(options);
+  if (options.family == "mlp") return buildMlp(options);
+  if (options.family == "vgg16") return buildVgg16(options);
+  throw Error("--model " + options.family + ": not a built-in model" +
+              unknownNameHint(options.family, zooFamilies()));
+}
+
+}  // namespace stagecut

@@ -1,0 +1,109 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "profiler/layer_profiler.h"
+#include "profiler/torch_runtime.h"
+#include "profiler/zoo.h"
+#include "profiler/zoo_builders.h"
+
+using stagecut::ChainLayer;
+using stagecut::LayerChain;
+using stagecut::MeasureOptions;
+using stagecut::Profile;
+
+namespace {
+
+struct LinearGeluImpl : torch::nn::Module {
+  LinearGeluImpl() : linear(register_module("linear", torch::nn::Linear(1024, 4096))) {}
+  torch::Tensor forward(const torch::Tensor& x) { return torch::gelu(linear(x)); }
+  torch::nn::Linear linear;
+};
+TORCH_MODULE(LinearGelu);
+
+MeasureOptions quickOptions() {
+  MeasureOptions options;
+  options.microbatch_size = 2;
+  options.warmup_rounds = 1;
+  options.min_repeats = 3;
+  options.max_repeats = 3;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("activation bytes of Linear + GELU are the tensors it saves", "[profiler][memory]") {
+  stagecut::pinThreads(1);
+  const ChainLayer layer = stagecut::moduleLayer("fc", "Linear+GELU", LinearGelu());
+  const torch::Tensor input = torch::randn({64, 1024});
+  // Linear saves its input (64 x 1024 floats) for the weight gradient; GELU saves its input, the
+  // Linear's output (64 x 4096 floats). The GELU output goes to the next layer and is not counted.
+  const double saved = 4.0 * (64 * 1024 + 64 * 4096);
+  const double measured = static_cast<double>(stagecut::measureActivationBytes(layer, input, {}));
+  CHECK(measured == Approx(saved).epsilon(0.2));
+}
+
+TEST_CASE("a layer that saves nothing keeps no activation bytes", "[profiler][memory]") {
+  ChainLayer scale;
+  scale.name = "scale";
+  scale.forward = [](const torch::Tensor& x, const torch::Tensor&) { return x * 2.0; };
+  CHECK(stagecut::measureActivationBytes(scale, torch::randn({256, 256}), {}) == 0u);
+}
+
+TEST_CASE("a measured profile has every layer with consistent figures", "[profiler][measure]") {
+  stagecut::pinThreads(1);
+  stagecut::ZooOptions zoo;
+  zoo.family = "mlp";
+  zoo.layers = 3;
+  zoo.hidden = 64;
+  const LayerChain chain = stagecut::buildZooModel(zoo);
+  stagecut::SteadyClockTimer timer;
+  int progress_calls = 0;
+  MeasureOptions options = quickOptions();
+  options.on_progress = [&](const stagecut::MeasureProgress&) { ++progress_calls; };
+  const Profile profile = stagecut::measureLayerChain(chain, options, timer);
+  REQUIRE(profile.layers.size() == 4u);
+  CHECK(progress_calls >= 4 * 4);  // warm-up and three timed rounds over four layers
+  for (const auto& layer : profile.layers) {
+    INFO(layer.name);
+    CHECK(layer.forward_ms.repeats == 3);
+    CHECK(layer.forward_ms.median > 0);
+    CHECK(layer.forward_ms.min <= layer.forward_ms.median);
+    CHECK(layer.backward_ms.median > 0);
+    REQUIRE(layer.backward_input_ms.has_value());
+    REQUIRE(layer.backward_weight_ms.has_value());
+  }
+  // fc.k: 64 x 64 weights + 64 biases; the loss has none and no weight gradient.
+  CHECK(profile.layers[0].params == 64u * 64u + 64u);
+  CHECK(profile.layers[0].param_bytes == 4u * (64u * 64u + 64u));
+  CHECK(profile.layers[3].params == 0u);
+  CHECK(profile.layers[3].backward_weight_ms->median == 0.0);
+  CHECK(profile.layers[0].output_bytes == 2u * 64u * 4u);
+  CHECK(*profile.layers[0].output_shape == std::vector<std::int64_t>{2, 64});
+  CHECK(profile.layers[3].output_shape->empty());
+  REQUIRE(profile.whole_model.has_value());
+  CHECK(profile.whole_model->forward_ms > 0);
+  CHECK(profile.run.timer == "steady_clock");
+  CHECK(profile.run.microbatch_size == 2);
+}
+
+TEST_CASE("B + W is close to the whole backward on a large layer", "[profiler][measure]") {
+  // Loosely: on a layer dominated by two GEMMs (input grad, weight grad) their sum should be
+  // within 35% of the backward that computes both: the bound allows the machine's noise.
+  stagecut::pinThreads(1);
+  LayerChain chain;
+  chain.model_name = "linear";
+  chain.layers.push_back(stagecut::moduleLayer("fc", "Linear", torch::nn::Linear(1024, 1024)));
+  chain.make_batch = [](int rows, std::uint64_t seed) {
+    auto generator = stagecut::seededGenerator(seed);
+    return stagecut::ChainBatch{torch::randn({rows, 1024}, generator), {}};
+  };
+  MeasureOptions options = quickOptions();
+  options.microbatch_size = 512;
+  options.min_repeats = 5;
+  options.max_repeats = 5;
+  stagecut::SteadyClockTimer timer;
+  const Profile profile = stagecut::measureLayerChain(chain, options, timer);
+  const auto& layer = profile.layers[0];
+  const double split = layer.backward_input_ms->median + layer.backward_weight_ms->median;
+  CHECK(split == Approx(layer.backward_ms.median).epsilon(0.35));
+}
