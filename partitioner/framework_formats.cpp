@@ -1,0 +1,201 @@
+#include "partitioner/framework_formats.h"
+
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/suggest.h"
+#include "partitioner/baselines.h"
+#include "partitioner/megatron_layout.h"
+#include "partitioner/split_score.h"
+
+namespace stagecut {
+
+namespace {
+
+std::string joined(const std::vector<int>& values, const char* separator) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? separator : "") + std::to_string(values[i]);
+  return text;
+}
+
+std::string quoted(const std::string& name) {
+  std::string text = "\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') text += '\\';
+    text += c;
+  }
+  return text + "\"";
+}
+
+// A formatter's output did not describe the split it was given: a bug here, not the user's.
+[[noreturn]] void coverageBug(const std::string& format, const std::string& why) {
+  throw Error("--format " + format + ": internal check failed: " + why +
+              "; please report it with the profile", ErrorKind::kRuntime);
+}
+
+void checkCounts(const std::string& format, const std::vector<int>& parsed,
+                 const std::vector<int>& expected) {
+  if (parsed != expected) {
+    coverageBug(format, "it describes " + joined(parsed, ",") + " instead of " + joined(expected, ","));
+  }
+}
+
+std::vector<int> parseIntegers(const std::string& text) {
+  std::vector<int> values;
+  std::string digits;
+  for (char c : text + ",") {
+    if (c >= '0' && c <= '9') {
+      digits += c;
+    } else if (!digits.empty()) {
+      values.push_back(std::stoi(digits));
+      digits.clear();
+    }
+  }
+  return values;
+}
+
+void requireUniqueNames(const std::string& format, const Profile& profile) {
+  std::set<std::string> seen;
+  for (const LayerCost& layer : profile.layers) {
+    if (!seen.insert(layer.name).second) {
+      throw Error("--format " + format + ": layer name \"" + layer.name + "\" appears twice; " +
+                  format + " names modules by name, so give the profile's layers unique names");
+    }
+  }
+}
+
+std::string listFormat(const std::vector<int>& counts) {
+  const std::string text = joined(counts, ",");
+  checkCounts("list", parseIntegers(text), counts);
+  return text;
+}
+
+std::string balanceFormat(const std::string& format, const std::vector<int>& counts) {
+  const std::string text = "balance=[" + joined(counts, ", ") + "]";
+  checkCounts(format, parseIntegers(text), counts);
+  return text;
+}
+
+std::string megatronFormat(const Profile& profile, const std::vector<int>& counts) {
+  const MegatronGroups groups = megatronGroups(profile);
+  const std::string layout = megatronLayout(groups, counts);
+  std::vector<int> parsed;
+  for (const std::string& stage : expandMegatronLayout(layout)) {
+    int layers = 0;
+    for (char symbol : stage) {
+      layers += symbol == 'E' ? groups.embedding_layers : symbol == 'L' ? groups.loss_layers : 1;
+    }
+    parsed.push_back(layers);
+  }
+  checkCounts("megatron", parsed, counts);
+  std::string text = "--pipeline-model-parallel-layout \"" + layout + "\"";
+  const std::string flags = megatronFirstLastFlags(groups, counts);
+  if (!flags.empty()) text += "\n" + flags;
+  return text;
+}
+
+std::string deepspeedFormat(const Profile& profile, const std::vector<int>& counts) {
+  const std::vector<int> parts = boundaryList(counts);
+  std::ostringstream text;
+  text << "parts=[" << joined(parts, ", ") << "]";
+  std::vector<int> listed;
+  for (std::size_t s = 0; s + 1 < parts.size(); ++s) {
+    // DeepSpeed's PipelineModule._partition_layers prints these lines on rank 0.
+    text << "\nstage=" << s << " layers=" << parts[s + 1] - parts[s];
+    listed.push_back(0);
+    for (int k = parts[s]; k < parts[s + 1]; ++k) {
+      const LayerCost& layer = profile.layers[k];
+      char index[16];
+      std::snprintf(index, sizeof index, "%2d", k);
+      text << "\n    " << index << ": " << (layer.kind.empty() ? layer.name : layer.kind);
+      ++listed.back();
+    }
+  }
+  std::vector<int> from_parts;
+  for (std::size_t s = 0; s + 1 < parts.size(); ++s) from_parts.push_back(parts[s + 1] - parts[s]);
+  checkCounts("deepspeed", from_parts, counts);
+  checkCounts("deepspeed", listed, counts);
+  return text.str();
+}
+
+std::string pippyFormat(const Profile& profile, const std::vector<int>& counts) {
+  requireUniqueNames("pippy", profile);
+  std::string text = "split_spec={";
+  const std::vector<int> parts = boundaryList(counts);
+  std::vector<int> parsed;
+  for (std::size_t s = 1; s + 1 < parts.size(); ++s) {
+    text += (s > 1 ? ", " : "") + quoted(profile.layers[parts[s]].name) + ": SplitPoint.BEGINNING";
+    parsed.push_back(parts[s] - parts[s - 1]);
+  }
+  parsed.push_back(static_cast<int>(profile.layerCount()) - parts[parts.size() - 2]);
+  checkCounts("pippy", parsed, counts);
+  return text + "}";
+}
+
+std::string torchtitanFormat(const Profile& profile, const std::vector<int>& counts) {
+  requireUniqueNames("torchtitan", profile);
+  std::string text = "module_fqns_per_model_part=[";
+  const std::vector<int> parts = boundaryList(counts);
+  std::vector<int> parsed;
+  std::set<std::string> named;
+  for (std::size_t s = 0; s + 1 < parts.size(); ++s) {
+    text += s ? ", [" : "[";
+    parsed.push_back(0);
+    for (int k = parts[s]; k < parts[s + 1]; ++k) {
+      text += (k > parts[s] ? ", " : "") + quoted(profile.layers[k].name);
+      named.insert(profile.layers[k].name);
+      ++parsed.back();
+    }
+    text += "]";
+  }
+  checkCounts("torchtitan", parsed, counts);
+  if (named.size() != profile.layerCount()) coverageBug("torchtitan", "a layer is missing");
+  return text + "]";
+}
+
+}  // namespace
+
+const std::vector<std::string>& frameworkFormatNames() {
+  static const std::vector<std::string> names{"list",      "json",     "megatron", "torchgpipe",
+                                              "fairscale", "deepspeed", "pippy",   "torchtitan"};
+  return names;
+}
+
+void checkFrameworkFormatName(const std::string& name) {
+  for (const std::string& known : frameworkFormatNames()) {
+    if (name == known) return;
+  }
+  throw Error("--format: unknown format '" + name + "'" + unknownNameHint(name, frameworkFormatNames()));
+}
+
+std::string formatSplit(const std::string& format, const Profile& profile,
+                        const std::vector<int>& layers_per_stage) {
+  checkFrameworkFormatName(format);
+  checkSplitShape(layers_per_stage, static_cast<int>(profile.layerCount()),
+                  static_cast<int>(layers_per_stage.size()), "--format");
+  if (format == "list") return listFormat(layers_per_stage);
+  if (format == "megatron") return megatronFormat(profile, layers_per_stage);
+  if (format == "torchgpipe" || format == "fairscale") return balanceFormat(format, layers_per_stage);
+  if (format == "deepspeed") return deepspeedFormat(profile, layers_per_stage);
+  if (format == "pippy") return pippyFormat(profile, layers_per_stage);
+  if (format == "torchtitan") return torchtitanFormat(profile, layers_per_stage);
+  throw Error("--format json: the partition document is written by the command, not formatted here");
+}
+
+std::map<std::string, std::string> frameworkOutputs(const Profile& profile,
+                                                    const std::vector<int>& layers_per_stage) {
+  std::map<std::string, std::string> outputs;
+  for (const std::string& format : frameworkFormatNames()) {
+    if (format == "json") continue;
+    try {
+      outputs[format] = formatSplit(format, profile, layers_per_stage);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kInput) throw;  // a coverage bug must not pass silently
+    }
+  }
+  return outputs;
+}
+
+}  // namespace stagecut

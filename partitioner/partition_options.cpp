@@ -1,0 +1,169 @@
+#include "partitioner/partition_options.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/suggest.h"
+#include "core/units.h"
+
+namespace stagecut {
+
+namespace {
+
+std::vector<std::string> splitCommas(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) parts.push_back(part);
+  if (!text.empty() && text.back() == ',') parts.push_back("");
+  return parts;
+}
+
+struct NamedOptimizer {
+  const char* name;
+  double bytes_per_param;
+};
+
+// Bytes per parameter of model state (ZeRO paper, section 3.1; Megatron keeps fp32 main
+// gradients, hence 18 rather than ZeRO's 16 for mixed precision).
+constexpr NamedOptimizer kOptimizers[] = {
+    {"sgd", 8.0}, {"sgd-momentum", 12.0}, {"adam", 16.0}, {"adam-mixed", 18.0}};
+
+}  // namespace
+
+const std::vector<std::string>& optimizerNames() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (const auto& optimizer : kOptimizers) list.push_back(optimizer.name);
+    return list;
+  }();
+  return names;
+}
+
+double optimizerBytesPerParam(const std::string& name) {
+  for (const auto& optimizer : kOptimizers) {
+    if (name == optimizer.name) return optimizer.bytes_per_param;
+  }
+  throw Error("--optimizer: unknown optimizer '" + name + "'" + unknownNameHint(name, optimizerNames()));
+}
+
+PipelineSchedule parsePipelineSchedule(const std::string& name) {
+  if (name == "gpipe") return PipelineSchedule::kGpipe;
+  if (name == "1f1b") return PipelineSchedule::kOneFOneB;
+  throw Error("--schedule: unknown schedule '" + name + "'" + unknownNameHint(name, {"gpipe", "1f1b"}));
+}
+
+const char* pipelineScheduleName(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
+}
+
+int inFlightMicrobatches(PipelineSchedule schedule, int stage, int stages, int microbatches) {
+  if (schedule == PipelineSchedule::kGpipe) return microbatches;
+  return std::min(stages - stage, microbatches);
+}
+
+std::vector<double> parseStageSpeeds(const std::string& text, int stages) {
+  const std::vector<std::string> parts = splitCommas(text);
+  std::vector<double> speeds;
+  for (const std::string& part : parts) {
+    char* end = nullptr;
+    const double speed = std::strtod(part.c_str(), &end);
+    if (part.empty() || *end != '\0' || !(speed > 0) || !std::isfinite(speed)) {
+      throw Error("--stage-speed " + text + ": \"" + part + "\" is not a speed > 0; use " +
+                  "relative speeds, one per stage, e.g. 1,1,0.5,1");
+    }
+    speeds.push_back(speed);
+  }
+  if (static_cast<int>(speeds.size()) != stages) {
+    std::string example;
+    for (int s = 0; s < stages; ++s) example += s ? ",1" : "1";
+    throw Error("--stage-speed " + text + ": " + std::to_string(speeds.size()) + " values for " +
+                std::to_string(stages) + " stages; give one per stage, e.g. --stage-speed " + example);
+  }
+  return speeds;
+}
+
+std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages) {
+  std::vector<std::uint64_t> caps;
+  for (const std::string& part : splitCommas(text)) caps.push_back(parseBytes(part, "--memory-cap"));
+  if (caps.size() != 1 && static_cast<int>(caps.size()) != stages) {
+    throw Error("--memory-cap " + text + ": " + std::to_string(caps.size()) + " caps for " +
+                std::to_string(stages) + " stages; give one for all stages or one per stage");
+  }
+  return caps;
+}
+
+void checkStageCount(int stages, std::size_t layers) {
+  if (stages < 1) {
+    throw Error("--stages " + std::to_string(stages) + ": a pipeline needs at least 1 stage");
+  }
+  if (static_cast<std::size_t>(stages) > layers) {
+    throw Error("--stages " + std::to_string(stages) + ": the profile has " + std::to_string(layers) +
+                " layers; use --stages " + std::to_string(layers) + " or fewer");
+  }
+}
+
+CostModel buildCostModel(const Profile& profile, const PartitionOptions& options,
+                         const std::string& source) {
+  const int layers = static_cast<int>(profile.layerCount());
+  const int stages = options.stages;
+  checkStageCount(stages, profile.layerCount());
+  if (options.microbatches < 1) {
+    throw Error("--microbatches " + std::to_string(options.microbatches) +
+                ": a step needs at least 1 microbatch");
+  }
+  if (!options.stage_speed.empty() && static_cast<int>(options.stage_speed.size()) != stages) {
+    throw Error("--stage-speed: " + std::to_string(options.stage_speed.size()) + " values for " +
+                std::to_string(stages) + " stages; give one per stage");
+  }
+  if (!options.memory_cap_bytes.empty() && options.memory_cap_bytes.size() != 1 &&
+      static_cast<int>(options.memory_cap_bytes.size()) != stages) {
+    throw Error("--memory-cap: " + std::to_string(options.memory_cap_bytes.size()) + " caps for " +
+                std::to_string(stages) + " stages; give one for all stages or one per stage");
+  }
+  if (!(options.bytes_per_param >= 0) || !std::isfinite(options.bytes_per_param)) {
+    throw Error("--bytes-per-param: must be a number >= 0");
+  }
+
+  ChainCosts costs;
+  costs.recompute = options.recompute;
+  double total_ms = 0.0;
+  for (int k = 0; k < layers; ++k) {
+    const LayerCost& layer = profile.layers[k];
+    const double forward_ms = layer.forward_ms.median;
+    const double compute_ms = forward_ms + layer.backward_ms.median + (options.recompute ? forward_ms : 0.0);
+    costs.compute_ms.push_back(compute_ms);
+    total_ms += compute_ms;
+    costs.state_bytes.push_back(static_cast<double>(layer.params) * options.bytes_per_param);
+    costs.activation_bytes.push_back(static_cast<double>(layer.activation_bytes));
+    costs.input_bytes.push_back(k > 0 ? static_cast<double>(profile.layers[k - 1].output_bytes) : 0.0);
+  }
+  if (!(total_ms > 0)) {
+    throw Error(source + ": all " + std::to_string(layers) + " layers take 0 ms; there is no time " +
+                "to balance; measure the model with 'stagecut profile' or fix the imported times");
+  }
+  if (options.modelsCommunication()) {
+    for (int b = 0; b + 1 < layers; ++b) {
+      const double bytes = static_cast<double>(profile.layers[b].output_bytes);
+      const double transfer_ms =
+          options.bandwidth_bytes_per_s > 0 ? 1000.0 * bytes / options.bandwidth_bytes_per_s : 0.0;
+      // One message each way: the activation forward, its gradient backward.
+      costs.boundary_comm_ms.push_back(2 * (options.latency_ms + transfer_ms));
+    }
+  }
+  costs.stage_speed = options.stage_speed.empty() ? std::vector<double>(stages, 1.0) : options.stage_speed;
+  for (int s = 0; s < stages; ++s) {
+    costs.in_flight.push_back(inFlightMicrobatches(options.schedule, s, stages, options.microbatches));
+  }
+  for (int s = 0; s < stages && !options.memory_cap_bytes.empty(); ++s) {
+    const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
+                                                                    : options.memory_cap_bytes[s];
+    costs.memory_cap_bytes.push_back(static_cast<double>(cap));
+  }
+  return CostModel(std::move(costs));
+}
+
+}  // namespace stagecut

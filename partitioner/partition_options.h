@@ -1,0 +1,71 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/profile.h"
+#include "partitioner/cost_model.h"
+
+namespace stagecut {
+
+/// The schedules whose in-flight microbatches the memory model knows.
+enum class PipelineSchedule { kGpipe, kOneFOneB };
+
+/// Everything the user decides about a split, in units; the CLI fills it from flags.
+struct PartitionOptions {
+  int stages = 1;        ///< N
+  int microbatches = 1;  ///< M per step
+  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  bool recompute = false;  ///< activation checkpointing: one more forward, less memory
+  /// Link bandwidth in bytes per second; 0 with latency_ms = 0 means no communication modelled.
+  double bandwidth_bytes_per_s = 0.0;
+  double latency_ms = 0.0;  ///< per message, each direction
+  std::vector<double> stage_speed;  ///< relative speed per stage; empty: all 1
+  /// Weights + gradients + optimizer state per parameter, bytes (adam: 16).
+  double bytes_per_param = 16.0;
+  /// One cap for all stages, one per stage, or none (empty).
+  std::vector<std::uint64_t> memory_cap_bytes;
+
+  /// Whether any communication cost is charged.
+  bool modelsCommunication() const { return bandwidth_bytes_per_s > 0 || latency_ms > 0; }
+};
+
+/// Bytes per parameter of `--optimizer NAME`: sgd 8 (fp32 weights and gradients), sgd-momentum
+/// 12, adam 16 (weights, gradients, two moments, fp32), adam-mixed 18 (bf16 weights, fp32
+/// gradients, fp32 master weights and moments, as Megatron keeps them). Throws Error (input)
+/// with the nearest name otherwise.
+double optimizerBytesPerParam(const std::string& name);
+
+/// Names optimizerBytesPerParam() knows.
+const std::vector<std::string>& optimizerNames();
+
+/// "gpipe" or "1f1b". Throws Error (input) with the accepted names otherwise.
+PipelineSchedule parsePipelineSchedule(const std::string& name);
+
+/// "gpipe" or "1f1b".
+const char* pipelineScheduleName(PipelineSchedule schedule);
+
+/// Microbatches whose activations stage `stage` (0-based) of `stages` keeps alive at once:
+/// GPipe M, 1F1B min(N - s, M).
+int inFlightMicrobatches(PipelineSchedule schedule, int stage, int stages, int microbatches);
+
+/// Parses `--stage-speed 1,1,0.5,1`: one relative speed > 0 per stage. Throws Error (input)
+/// naming the flag for a wrong count or a value that is not a number > 0.
+std::vector<double> parseStageSpeeds(const std::string& text, int stages);
+
+/// Parses `--memory-cap 80GiB` (all stages) or `--memory-cap 80GiB,80GiB,40GiB,80GiB` (per
+/// stage) with parseBytes. Throws Error (input) for a bad size or a wrong count.
+std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages);
+
+/// Throws Error (input) for --stages below 1 (`--stages 0: a pipeline needs at least 1 stage`)
+/// or above the layer count (`--stages 9: the profile has 7 layers; use --stages 7 or fewer`).
+void checkStageCount(int stages, std::size_t layers);
+
+/// Checks the options against the profile (`source` names it in messages) and resolves them
+/// into the solvers' cost model. Throws Error (input) for --stages < 1 or above the layer count,
+/// --microbatches < 1, a profile whose layers all take 0 ms, a wrong number of speeds or caps.
+CostModel buildCostModel(const Profile& profile, const PartitionOptions& options,
+                         const std::string& source);
+
+}  // namespace stagecut

@@ -1,0 +1,61 @@
+#include "partitioner/partition_summary.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "partitioner/split_score.h"
+
+namespace stagecut {
+
+double predictedStepMs(const std::vector<double>& stage_cost_ms, int microbatches) {
+  double sum = 0.0, bottleneck = 0.0;
+  for (double cost : stage_cost_ms) {
+    sum += cost;
+    bottleneck = std::max(bottleneck, cost);
+  }
+  return sum + (microbatches - 1) * bottleneck;
+}
+
+double predictedBubble(const std::vector<double>& stage_cost_ms, int microbatches) {
+  const double step_ms = predictedStepMs(stage_cost_ms, microbatches);
+  if (!(step_ms > 0)) return 0.0;
+  double sum = 0.0;
+  for (double cost : stage_cost_ms) sum += cost;
+  const double stages = static_cast<double>(stage_cost_ms.size());
+  return 1.0 - microbatches * sum / (stages * step_ms);
+}
+
+Partition describeSplit(const Profile& profile, const PartitionOptions& options,
+                        const CostModel& model, const std::vector<int>& layers_per_stage,
+                        const std::string& method) {
+  checkSplitShape(layers_per_stage, model.layerCount(), model.stageCount(), method.c_str());
+  Partition partition;
+  partition.method = method;
+  std::vector<double> costs;
+  int first = 0;
+  for (int s = 0; s < model.stageCount(); ++s) {
+    StageCost stage;
+    stage.first = first;
+    stage.last = first + layers_per_stage[s] - 1;
+    for (int k = stage.first; k <= stage.last; ++k) {
+      const LayerCost& layer = profile.layers[k];
+      stage.forward_ms += layer.forward_ms.median;
+      // Recomputation reruns the forward inside the backward pass.
+      stage.backward_ms += layer.backward_ms.median + (options.recompute ? layer.forward_ms.median : 0.0);
+      stage.params += layer.params;
+    }
+    stage.comm_ms = model.commInMs(stage.first) + model.commOutMs(stage.last);
+    stage.cost_ms = model.stageCostMs(s, stage.first, stage.last);
+    stage.memory_bytes = static_cast<std::uint64_t>(std::llround(model.memoryBytes(s, stage.first, stage.last)));
+    costs.push_back(stage.cost_ms);
+    partition.bottleneck_ms = std::max(partition.bottleneck_ms, stage.cost_ms);
+    partition.stages.push_back(stage);
+    first = stage.last + 1;
+  }
+  partition.lower_bound_ms = bottleneckLowerBoundMs(model);
+  partition.predicted_step_ms = predictedStepMs(costs, options.microbatches);
+  partition.predicted_bubble = predictedBubble(costs, options.microbatches);
+  return partition;
+}
+
+}  // namespace stagecut
