@@ -1,5 +1,8 @@
 #pragma once
 
+#include <optional>
+#include <string>
+
 namespace stagecut {
 
 /// Bubble of GPipe and 1F1B with equal stage costs and no communication: the idle fraction of a
@@ -10,5 +13,25 @@ double pipelineBubbleFraction(int stages, int microbatches);
 /// Step time of GPipe and 1F1B in units of one microbatch's forward + backward on one stage:
 /// M + N - 1 (M slots of useful work plus N - 1 slots of fill and drain).
 double pipelineStepSlots(int stages, int microbatches);
+
+/// Bubble of interleaved 1F1B with v chunks per rank, equal chunk costs and no communication:
+/// fill and drain shrink to (N - 1) / v of a stage's slot, so the bubble is
+/// (N - 1) / (v M + N - 1) (Narayanan et al. 2021). Throws Error (input) when N, M or v < 1.
+double interleavedBubbleFraction(int stages, int microbatches, int chunks);
+
+/// Bubble of ZB-H1 with F = B = W on every stage and no communication, for M >= N: each rank
+/// idles N - 1 op slots (a third of 1F1B's 3 (N - 1)), so the bubble is (N - 1) / (3 M + N - 1).
+/// Throws Error (input) when N < 1 or M < N.
+double zeroBubbleH1BubbleFraction(int stages, int microbatches);
+
+/// The closed-form bubble of schedule `name` where one is known for equal stage costs and no
+/// communication: gpipe and 1f1b (any F : B), interleaved-1f1b (any F : B, M a multiple of N),
+/// zb-h1 (only when `equal_f_b_w`, and M >= N). std::nullopt otherwise.
+std::optional<double> closedFormBubble(const std::string& name, int stages, int microbatches,
+                                       int chunks, bool equal_f_b_w);
+
+/// "(N-1)/(M+N-1)", "(N-1)/(vM+N-1)", "(N-1)/(3M+N-1)": the formula closedFormBubble() uses for
+/// `name`, for tables; "" where it has none.
+std::string closedFormText(const std::string& name);
 
 }  // namespace stagecut

@@ -1,0 +1,191 @@
+#include "schedule/generators.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/suggest.h"
+
+namespace stagecut {
+
+void checkPipelineShape(int stages, int microbatches, int chunks) {
+  if (stages < 1) {
+    throw Error("--stages " + std::to_string(stages) + ": a pipeline needs at least 1 stage");
+  }
+  if (microbatches < 1) {
+    throw Error("--microbatches " + std::to_string(microbatches) +
+                ": a step needs at least 1 microbatch");
+  }
+  if (chunks < 1) {
+    throw Error("--chunks " + std::to_string(chunks) + ": each rank needs at least 1 model chunk");
+  }
+}
+
+namespace {
+
+Schedule emptySchedule(const char* name, int stages, int microbatches, int chunks) {
+  Schedule schedule;
+  schedule.name = name;
+  schedule.stages = stages;
+  schedule.microbatches = microbatches;
+  schedule.chunks = chunks;
+  schedule.ranks.resize(stages);
+  return schedule;
+}
+
+}  // namespace
+
+const std::vector<std::string>& scheduleNames() {
+  static const std::vector<std::string> names = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
+  return names;
+}
+
+std::vector<std::string> parseScheduleList(const std::string& list) {
+  std::vector<std::string> names;
+  std::size_t begin = 0;
+  while (begin <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', begin), list.size());
+    const std::string name = list.substr(begin, comma - begin);
+    begin = comma + 1;
+    if (name.empty()) continue;
+    const std::vector<std::string>& known = scheduleNames();
+    if (name == "all") {
+      for (const std::string& each : known) {
+        if (std::find(names.begin(), names.end(), each) == names.end()) names.push_back(each);
+      }
+      continue;
+    }
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::vector<std::string> candidates = known;
+      candidates.push_back("all");
+      throw Error("--schedule: unknown schedule '" + name + "'" + unknownNameHint(name, candidates));
+    }
+    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+  }
+  if (names.empty()) {
+    throw Error("--schedule \"" + list + "\": no schedule named; use e.g. --schedule gpipe,1f1b "
+                "or --schedule all");
+  }
+  return names;
+}
+
+Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks) {
+  checkPipelineShape(stages, microbatches, chunks);
+  const std::vector<std::string>& known = scheduleNames();
+  if (std::find(known.begin(), known.end(), name) == known.end()) {
+    throw Error("--schedule: unknown schedule '" + name + "'" + unknownNameHint(name, known));
+  }
+  if (name == "interleaved-1f1b") return generateInterleavedOneFOneB(stages, microbatches, chunks);
+  if (chunks != 1) {
+    throw Error("--chunks " + std::to_string(chunks) + ": " + name +
+                " runs one model chunk per rank; use --chunks 1, or interleaved-1f1b for " +
+                "several chunks");
+  }
+  if (name == "gpipe") return generateGpipe(stages, microbatches);
+  if (name == "1f1b") return generateOneFOneB(stages, microbatches);
+  return generateZeroBubbleH1(stages, microbatches);
+}
+
+Schedule generateGpipe(int stages, int microbatches) {
+  checkPipelineShape(stages, microbatches, 1);
+  Schedule schedule = emptySchedule("gpipe", stages, microbatches, 1);
+  for (RankOps& ops : schedule.ranks) {
+    ops.reserve(2 * static_cast<std::size_t>(microbatches));
+    for (int m = 0; m < microbatches; ++m) ops.push_back({OpKind::kForward, m, 0});
+    // Autograd over the concatenated microbatches meets the last one first (as torchgpipe runs).
+    for (int m = microbatches - 1; m >= 0; --m) ops.push_back({OpKind::kBackward, m, 0});
+  }
+  return schedule;
+}
+
+Schedule generateOneFOneB(int stages, int microbatches) {
+  checkPipelineShape(stages, microbatches, 1);
+  Schedule schedule = emptySchedule("1f1b", stages, microbatches, 1);
+  for (int rank = 0; rank < stages; ++rank) {
+    RankOps& ops = schedule.ranks[rank];
+    ops.reserve(2 * static_cast<std::size_t>(microbatches));
+    const int warmup = std::min(stages - 1 - rank, microbatches);
+    for (int m = 0; m < warmup; ++m) ops.push_back({OpKind::kForward, m, 0});
+    for (int m = warmup; m < microbatches; ++m) {
+      ops.push_back({OpKind::kForward, m, 0});
+      ops.push_back({OpKind::kBackward, m - warmup, 0});
+    }
+    for (int m = microbatches - warmup; m < microbatches; ++m) {
+      ops.push_back({OpKind::kBackward, m, 0});
+    }
+  }
+  return schedule;
+}
+
+Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
+  checkPipelineShape(stages, microbatches, chunks);
+  if (microbatches % stages != 0) {
+    const int lower = microbatches / stages * stages;
+    const std::string fix = lower > 0 ? std::to_string(lower) + " or " : "";
+    throw Error("--microbatches " + std::to_string(microbatches) +
+                ": interleaved-1f1b needs a multiple of --stages " + std::to_string(stages) +
+                "; use " + fix + std::to_string(lower + stages));
+  }
+  if (chunks == 1) {
+    Schedule schedule = generateOneFOneB(stages, microbatches);
+    schedule.name = "interleaved-1f1b";
+    return schedule;
+  }
+  Schedule schedule = emptySchedule("interleaved-1f1b", stages, microbatches, chunks);
+  const int total = microbatches * chunks;
+  const int group = stages * chunks;
+  // The k-th forward of a rank: microbatches go in groups of N through chunk 0, then the same
+  // group through chunk 1, and so on; backwards walk the chunks in reverse.
+  auto forwardOp = [&](int k) {
+    return PipelineOp{OpKind::kForward, k / group * stages + k % stages, k % group / stages};
+  };
+  auto backwardOp = [&](int k) {
+    return PipelineOp{OpKind::kBackward, k / group * stages + k % stages,
+                      chunks - 1 - k % group / stages};
+  };
+  for (int rank = 0; rank < stages; ++rank) {
+    RankOps& ops = schedule.ranks[rank];
+    ops.reserve(2 * static_cast<std::size_t>(total));
+    // Megatron's warm-up: enough forwards that the first backward of the last chunk can arrive
+    // (the 2 per later rank is its forward and backward slot, the (v - 1) N the earlier chunks).
+    const int warmup = std::min((stages - rank - 1) * 2 + (chunks - 1) * stages, total);
+    for (int k = 0; k < warmup; ++k) ops.push_back(forwardOp(k));
+    for (int k = warmup; k < total; ++k) {
+      ops.push_back(forwardOp(k));
+      ops.push_back(backwardOp(k - warmup));
+    }
+    for (int k = total - warmup; k < total; ++k) ops.push_back(backwardOp(k));
+  }
+  return schedule;
+}
+
+Schedule generateZeroBubbleH1(int stages, int microbatches) {
+  checkPipelineShape(stages, microbatches, 1);
+  Schedule schedule = emptySchedule("zb-h1", stages, microbatches, 1);
+  schedule.splits_backward = true;
+  for (int rank = 0; rank < stages; ++rank) {
+    RankOps& ops = schedule.ranks[rank];
+    ops.reserve(3 * static_cast<std::size_t>(microbatches));
+    int next_forward = 0, next_backward = 0, next_weight = 0;
+    const int warmup = std::min(stages - 1 - rank, microbatches);
+    while (next_forward < warmup) ops.push_back({OpKind::kForward, next_forward++, 0});
+    // Rank r's first r backwards keep their W: later ranks start their backwards earlier than
+    // rank 0 and would otherwise wait, so their W fills the cool-down instead.
+    for (int deferred = 0; deferred < rank && next_forward < microbatches; ++deferred) {
+      ops.push_back({OpKind::kForward, next_forward++, 0});
+      ops.push_back({OpKind::kBackward, next_backward++, 0});
+    }
+    while (next_forward < microbatches) {
+      ops.push_back({OpKind::kForward, next_forward++, 0});
+      ops.push_back({OpKind::kBackward, next_backward++, 0});
+      ops.push_back({OpKind::kWeight, next_weight++, 0});
+    }
+    while (next_backward < microbatches) {
+      ops.push_back({OpKind::kBackward, next_backward++, 0});
+      ops.push_back({OpKind::kWeight, next_weight++, 0});
+    }
+    while (next_weight < microbatches) ops.push_back({OpKind::kWeight, next_weight++, 0});
+  }
+  return schedule;
+}
+
+}  // namespace stagecut

@@ -1,0 +1,46 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule/pipeline_schedule.h"
+
+namespace stagecut {
+
+/// The schedule names generateSchedule() knows, in the order the CLI lists and runs them:
+/// gpipe, 1f1b, interleaved-1f1b, zb-h1.
+const std::vector<std::string>& scheduleNames();
+
+/// Splits a comma-separated list such as "gpipe,1f1b" ("all" for every schedule) into known
+/// names, in the order given, without repeats. Throws Error (input) for an empty list or an
+/// unknown name, suggesting the nearest: "--schedule: unknown schedule '1f1', did you mean '1f1b'?".
+std::vector<std::string> parseScheduleList(const std::string& list);
+
+/// Checks a pipeline's shape: N = `stages`, M = `microbatches` and v = `chunks` must each be at
+/// least 1. Throws Error (input) naming the flag (--stages, --microbatches, --chunks) otherwise.
+void checkPipelineShape(int stages, int microbatches, int chunks);
+
+/// The op lists of schedule `name` for N = `stages` ranks, M = `microbatches` and v = `chunks`
+/// model chunks per rank (v > 1 only for interleaved-1f1b, which also needs M a multiple of N).
+/// Throws Error (input) naming the flag (--stages, --microbatches, --chunks, --schedule) and the
+/// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run.
+Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks = 1);
+
+/// GPipe: all M forwards, then all M backwards (last microbatch first), on every rank.
+Schedule generateGpipe(int stages, int microbatches);
+
+/// 1F1B (PipeDream-Flush, as Megatron and DeepSpeed run it): rank r warms up with
+/// min(N - 1 - r, M) forwards, then alternates one forward and one backward, then drains.
+Schedule generateOneFOneB(int stages, int microbatches);
+
+/// Interleaved 1F1B (Megatron's virtual pipeline): v chunks per rank, rank r holding model
+/// stages r, r + N, ...; forwards run in groups of N microbatches per chunk. M must be a
+/// multiple of N. With v = 1 it is 1F1B.
+Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks);
+
+/// ZB-H1 (Qi et al. 2023): 1F1B's order with the backward split into B (input gradient) and W
+/// (weight gradient); rank r defers the W of its first r backwards to its cool-down, where the
+/// pipeline would otherwise idle, so no rank holds more than N microbatches (1F1B's rank 0).
+Schedule generateZeroBubbleH1(int stages, int microbatches);
+
+}  // namespace stagecut

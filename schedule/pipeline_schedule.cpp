@@ -1,0 +1,84 @@
+#include "schedule/pipeline_schedule.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+std::size_t Schedule::opCount() const {
+  std::size_t count = 0;
+  for (const RankOps& ops : ranks) count += ops.size();
+  return count;
+}
+
+const char* opKindLetter(OpKind kind) {
+  switch (kind) {
+    case OpKind::kForward:
+      return "F";
+    case OpKind::kBackward:
+      return "B";
+    case OpKind::kWeight:
+      return "W";
+  }
+  return "?";
+}
+
+std::string describeOp(const PipelineOp& op, int chunks) {
+  std::string text = std::string(opKindLetter(op.kind)) + "(" + std::to_string(op.microbatch);
+  if (chunks > 1) text += ", c" + std::to_string(op.chunk);
+  return text + ")";
+}
+
+void checkScheduleComplete(const Schedule& schedule) {
+  const std::string where = "schedule '" + schedule.name + "'";
+  if (schedule.stages < 1 || schedule.microbatches < 1 || schedule.chunks < 1) {
+    throw Error(where + ": needs at least 1 stage, 1 microbatch and 1 chunk; it has " +
+                std::to_string(schedule.stages) + ", " + std::to_string(schedule.microbatches) +
+                " and " + std::to_string(schedule.chunks));
+  }
+  if (static_cast<int>(schedule.ranks.size()) != schedule.stages) {
+    throw Error(where + ": has " + std::to_string(schedule.ranks.size()) + " op lists for " +
+                std::to_string(schedule.stages) + " stages; give one list per rank");
+  }
+  const int kinds = schedule.splits_backward ? 3 : 2;
+  const std::size_t per_rank =
+      static_cast<std::size_t>(kinds) * schedule.chunks * schedule.microbatches;
+  std::vector<char> seen(per_rank);
+  for (int rank = 0; rank < schedule.stages; ++rank) {
+    const std::string at = where + ": rank " + std::to_string(rank);
+    std::fill(seen.begin(), seen.end(), 0);
+    for (const PipelineOp& op : schedule.ranks[rank]) {
+      const std::string name = describeOp(op, schedule.chunks);
+      if (op.microbatch < 0 || op.microbatch >= schedule.microbatches || op.chunk < 0 ||
+          op.chunk >= schedule.chunks) {
+        throw Error(at + ": op " + name + " is out of range; microbatches are 0.." +
+                    std::to_string(schedule.microbatches - 1) + " and chunks 0.." +
+                    std::to_string(schedule.chunks - 1));
+      }
+      if (op.kind == OpKind::kWeight && !schedule.splits_backward) {
+        throw Error(at + ": op " + name +
+                    " is a weight-gradient op in a schedule whose backward is not split; set "
+                    "splits_backward or drop the W ops");
+      }
+      const std::size_t slot =
+          (static_cast<std::size_t>(op.kind) * schedule.chunks + op.chunk) * schedule.microbatches +
+          op.microbatch;
+      if (seen[slot]) throw Error(at + ": op " + name + " appears twice; each op runs once");
+      seen[slot] = 1;
+    }
+    if (schedule.ranks[rank].size() != per_rank) {
+      for (std::size_t slot = 0; slot < per_rank; ++slot) {
+        if (seen[slot]) continue;
+        const int microbatch = static_cast<int>(slot % schedule.microbatches);
+        const int chunk = static_cast<int>(slot / schedule.microbatches % schedule.chunks);
+        const auto kind = static_cast<OpKind>(slot / schedule.microbatches / schedule.chunks);
+        throw Error(at + ": op " + describeOp({kind, microbatch, chunk}, schedule.chunks) +
+                    " is missing; every microbatch needs its F and B" +
+                    (schedule.splits_backward ? " and W" : "") + " on every chunk");
+      }
+    }
+  }
+}
+
+}  // namespace stagecut

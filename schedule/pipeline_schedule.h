@@ -1,0 +1,62 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace stagecut {
+
+/// What one op of a pipeline schedule computes for one microbatch on one model chunk.
+enum class OpKind : std::uint8_t {
+  kForward,   ///< F: the chunk's forward pass
+  kBackward,  ///< B: the whole backward, or only the input gradient where W is split off
+  kWeight,    ///< W: the weight gradient, split off the backward (zero-bubble schedules)
+};
+
+/// One op of a rank's list: F, B or W of `microbatch` (0..M-1) on the rank's local `chunk`
+/// (0..v-1). Plain data: the simulator and the pipelined runtime execute the same lists.
+struct PipelineOp {
+  OpKind kind = OpKind::kForward;
+  int microbatch = 0;
+  int chunk = 0;
+
+  bool operator==(const PipelineOp& other) const {
+    return kind == other.kind && microbatch == other.microbatch && chunk == other.chunk;
+  }
+};
+
+/// The ops one rank runs, in order, one at a time.
+using RankOps = std::vector<PipelineOp>;
+
+/// A pipeline schedule: for each of `stages` ranks, the ordered ops of one training step over
+/// `microbatches` microbatches, with `chunks` model chunks per rank. Rank r's local chunk c is
+/// model stage c * stages + r (Megatron's virtual pipeline layout; c = 0 when chunks = 1).
+struct Schedule {
+  std::string name;
+  int stages = 0;        ///< N: pipeline ranks
+  int chunks = 1;        ///< v: model chunks per rank
+  int microbatches = 0;  ///< M
+  bool splits_backward = false;  ///< true when B is the input gradient only and W ops exist
+  std::vector<RankOps> ranks;    ///< one list per rank, size `stages`
+
+  /// Model stages in the chain: N * v.
+  int modelStages() const { return stages * chunks; }
+  /// The model stage that rank `rank` runs as its local chunk `chunk`.
+  int modelStage(int rank, int chunk) const { return chunk * stages + rank; }
+  /// Total ops over all ranks.
+  std::size_t opCount() const;
+};
+
+/// "F", "B" or "W".
+const char* opKindLetter(OpKind kind);
+
+/// "F(3)" for one chunk per rank, "F(3, c1)" with several: how messages and charts name an op.
+std::string describeOp(const PipelineOp& op, int chunks);
+
+/// Checks that a schedule can be simulated or run: N, M, v >= 1, one list per rank, every op's
+/// microbatch and chunk in range, and each rank's list holding every F and B (and W, exactly
+/// when `splits_backward`) of its chunks exactly once. Throws Error (input) naming the schedule,
+/// the rank and the op otherwise. Order is not checked here: the simulator reports deadlocks.
+void checkScheduleComplete(const Schedule& schedule);
+
+}  // namespace stagecut

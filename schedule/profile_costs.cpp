@@ -1,0 +1,65 @@
+#include "schedule/profile_costs.h"
+
+#include <algorithm>
+
+#include "core/partition_json.h"
+
+namespace stagecut {
+
+double BoundaryLink::transferMs(std::uint64_t bytes) const {
+  const double wire_ms =
+      bandwidth_bytes_per_s > 0 ? static_cast<double>(bytes) / bandwidth_bytes_per_s * 1e3 : 0.0;
+  return latency_ms + wire_ms;
+}
+
+PartitionCosts costsFromPartition(const Profile& profile, const Partition& partition, int chunks,
+                                  const BoundaryLink& link, const std::string& partition_source) {
+  checkPartitionCoversLayers(partition, profile.layerCount(), partition_source);
+  PartitionCosts result;
+  std::vector<std::uint64_t> boundary_bytes;
+  for (const StageCost& range : partition.stages) {
+    StageOpCosts stage{0.0, 0.0, 0.0, 0.0, 0};
+    for (int i = range.first; i <= range.last; ++i) {
+      const LayerCost& layer = profile.layers[static_cast<std::size_t>(i)];
+      stage.forward_ms += layer.forward_ms.median;
+      stage.backward_ms += layer.backward_ms.median;
+      if (layer.backward_input_ms && layer.backward_weight_ms) {
+        stage.backward_input_ms += layer.backward_input_ms->median;
+        stage.backward_weight_ms += layer.backward_weight_ms->median;
+      } else {
+        stage.backward_input_ms += layer.backward_ms.median / 2;
+        stage.backward_weight_ms += layer.backward_ms.median / 2;
+        ++result.layers_with_even_split;
+      }
+      stage.activation_bytes += layer.activation_bytes;
+    }
+    result.stages.push_back(stage);
+    boundary_bytes.push_back(profile.layers[static_cast<std::size_t>(range.last)].output_bytes);
+  }
+
+  const auto ranks = result.stages.size();
+  // The last rank's output is the loss: its boundary matters only where chunks wrap around to
+  // rank 0, and the partition does not say what that tensor is; the largest boundary is the
+  // conservative guess.
+  boundary_bytes.back() =
+      ranks > 1 ? *std::max_element(boundary_bytes.begin(), boundary_bytes.end() - 1) : 0;
+  const double share = 1.0 / chunks;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    for (std::size_t rank = 0; rank < ranks; ++rank) {
+      StageOpCosts stage = result.stages[rank];
+      stage.forward_ms *= share;
+      stage.backward_ms *= share;
+      stage.backward_input_ms *= share;
+      stage.backward_weight_ms *= share;
+      stage.activation_bytes /= static_cast<std::uint64_t>(chunks);
+      result.costs.stages.push_back(stage);
+      const bool last_model_stage = chunk == chunks - 1 && rank == ranks - 1;
+      if (!link.isFree() && !last_model_stage) {
+        result.costs.comm_ms.push_back(link.transferMs(boundary_bytes[rank]));
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace stagecut

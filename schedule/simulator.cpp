@@ -1,0 +1,244 @@
+#include "schedule/simulator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "core/error.h"
+#include "schedule/generators.h"
+
+namespace stagecut {
+
+namespace {
+
+constexpr int kNoRank = -1;
+
+// The simulator's view of one op's identity: which F, B or W of which microbatch on which
+// model stage. Indexes the flat arrays of end times and waiting ranks.
+class OpSlots {
+ public:
+  OpSlots(int model_stages, int microbatches)
+      : model_stages_(model_stages), microbatches_(microbatches) {}
+  std::size_t count() const {
+    return 3 * static_cast<std::size_t>(model_stages_) * microbatches_;
+  }
+  std::size_t of(OpKind kind, int model_stage, int microbatch) const {
+    return (static_cast<std::size_t>(kind) * model_stages_ + model_stage) * microbatches_ +
+           microbatch;
+  }
+
+ private:
+  int model_stages_;
+  int microbatches_;
+};
+
+// An input an op waits for: another op, on `rank`, whose result needs `transfer_ms` to arrive.
+struct Dependency {
+  std::size_t slot = 0;
+  int rank = 0;
+  double transfer_ms = 0.0;
+  PipelineOp op;
+};
+
+class Simulation {
+ public:
+  Simulation(const Schedule& schedule, const PipelineCosts& costs)
+      : schedule_(schedule),
+        costs_(costs),
+        slots_(schedule.modelStages(), schedule.microbatches),
+        end_ms_(slots_.count(), kNotDone),
+        waiting_rank_(slots_.count(), kNoRank),
+        position_(schedule.stages, 0),
+        free_at_ms_(schedule.stages, 0.0),
+        blocked_on_(schedule.stages) {}
+
+  SimulationResult run() {
+    SimulationResult result;
+    result.schedule = schedule_.name;
+    result.stages = schedule_.stages;
+    result.chunks = schedule_.chunks;
+    result.microbatches = schedule_.microbatches;
+    result.ranks.resize(schedule_.stages);
+    result.op_times.resize(schedule_.stages);
+    for (int rank = 0; rank < schedule_.stages; ++rank) {
+      result.op_times[rank].resize(schedule_.ranks[rank].size());
+    }
+    std::vector<int> ready;
+    for (int rank = schedule_.stages - 1; rank >= 0; --rank) ready.push_back(rank);
+    while (!ready.empty()) {
+      const int rank = ready.back();
+      ready.pop_back();
+      advance(rank, &result, &ready);
+    }
+    for (int rank = 0; rank < schedule_.stages; ++rank) {
+      if (position_[rank] < schedule_.ranks[rank].size()) throw deadlock(rank);
+    }
+    summarize(&result);
+    return result;
+  }
+
+ private:
+  static constexpr double kNotDone = -1.0;
+
+  // Runs rank's ops until one waits for an input that is not done yet.
+  void advance(int rank, SimulationResult* result, std::vector<int>* ready) {
+    const RankOps& ops = schedule_.ranks[rank];
+    std::vector<OpTiming>& times = result->op_times[rank];
+    Dependency inputs[2];
+    while (position_[rank] < ops.size()) {
+      const PipelineOp& op = ops[position_[rank]];
+      const int stage = schedule_.modelStage(rank, op.chunk);
+      const int input_count = dependencies(rank, op, stage, inputs);
+      double start_ms = free_at_ms_[rank];
+      for (int i = 0; i < input_count; ++i) {
+        const double input_end_ms = end_ms_[inputs[i].slot];
+        if (input_end_ms == kNotDone) {
+          blocked_on_[rank] = inputs[i];
+          if (inputs[i].rank != rank) waiting_rank_[inputs[i].slot] = rank;
+          return;
+        }
+        start_ms = std::max(start_ms, input_end_ms + inputs[i].transfer_ms);
+      }
+      const double end_ms = start_ms + duration(op, stage);
+      times[position_[rank]] = {start_ms, end_ms};
+      free_at_ms_[rank] = end_ms;
+      const std::size_t slot = slots_.of(op.kind, stage, op.microbatch);
+      end_ms_[slot] = end_ms;
+      if (waiting_rank_[slot] != kNoRank) {
+        ready->push_back(waiting_rank_[slot]);
+        waiting_rank_[slot] = kNoRank;
+      }
+      ++position_[rank];
+    }
+  }
+
+  int dependencies(int rank, const PipelineOp& op, int stage, Dependency* inputs) const {
+    const int m = op.microbatch;
+    const int last_stage = schedule_.modelStages() - 1;
+    switch (op.kind) {
+      case OpKind::kForward:
+        if (stage == 0) return 0;
+        inputs[0] = across(rank, OpKind::kForward, stage - 1, m, stage - 1);
+        return 1;
+      case OpKind::kBackward:
+        inputs[0] = {slots_.of(OpKind::kForward, stage, m), rank, 0.0,
+                     {OpKind::kForward, m, op.chunk}};
+        if (stage == last_stage) return 1;
+        inputs[1] = across(rank, OpKind::kBackward, stage + 1, m, stage);
+        return 2;
+      case OpKind::kWeight:
+        inputs[0] = {slots_.of(OpKind::kBackward, stage, m), rank, 0.0,
+                     {OpKind::kBackward, m, op.chunk}};
+        return 1;
+    }
+    return 0;
+  }
+
+  // An input from model stage `from_stage`, crossing boundary `boundary` (s -> s + 1).
+  Dependency across(int rank, OpKind kind, int from_stage, int m, int boundary) const {
+    const int from_rank = from_stage % schedule_.stages;
+    const double transfer_ms =
+        from_rank == rank || costs_.comm_ms.empty() ? 0.0 : costs_.comm_ms[boundary];
+    return {slots_.of(kind, from_stage, m), from_rank, transfer_ms,
+            {kind, m, from_stage / schedule_.stages}};
+  }
+
+  double duration(const PipelineOp& op, int stage) const {
+    const StageOpCosts& cost = costs_.stages[stage];
+    switch (op.kind) {
+      case OpKind::kForward:
+        return cost.forward_ms;
+      case OpKind::kBackward:
+        return schedule_.splits_backward ? cost.backward_input_ms : cost.backward_ms;
+      case OpKind::kWeight:
+        return cost.backward_weight_ms;
+    }
+    return 0.0;
+  }
+
+  // Follows "rank waits for an op of another rank" from `rank` until a rank repeats: that loop
+  // is the deadlock. Every blocked rank waits for an op not done, so its rank is blocked too.
+  Error deadlock(int rank) const {
+    std::vector<int> visit_order;
+    std::vector<int> seen_at(schedule_.stages, -1);
+    while (seen_at[rank] < 0) {
+      seen_at[rank] = static_cast<int>(visit_order.size());
+      visit_order.push_back(rank);
+      rank = blocked_on_[rank].rank;
+    }
+    std::string cycle;
+    for (std::size_t i = static_cast<std::size_t>(seen_at[rank]); i < visit_order.size(); ++i) {
+      const int waiting = visit_order[i];
+      const Dependency& input = blocked_on_[waiting];
+      const PipelineOp& at = schedule_.ranks[waiting][position_[waiting]];
+      cycle += (cycle.empty() ? "" : "; ") + std::string("rank ") + std::to_string(waiting) +
+               " waits at " + describeOp(at, schedule_.chunks) + " for " +
+               describeOp(input.op, schedule_.chunks);
+      cycle += input.rank == waiting ? " later in its own list"
+                                     : " of rank " + std::to_string(input.rank);
+    }
+    return Error("schedule '" + schedule_.name + "' deadlocks: " + cycle +
+                 "; reorder the op lists so that every op's inputs come first");
+  }
+
+  void summarize(SimulationResult* result) const {
+    double step_ms = 0.0;
+    for (int rank = 0; rank < schedule_.stages; ++rank) {
+      step_ms = std::max(step_ms, free_at_ms_[rank]);
+    }
+    result->step_ms = step_ms;
+    double idle_ms = 0.0;
+    const OpKind frees = schedule_.splits_backward ? OpKind::kWeight : OpKind::kBackward;
+    for (int rank = 0; rank < schedule_.stages; ++rank) {
+      RankStats& stats = result->ranks[rank];
+      int in_flight = 0;
+      std::uint64_t live_bytes = 0;
+      for (std::size_t i = 0; i < schedule_.ranks[rank].size(); ++i) {
+        const PipelineOp& op = schedule_.ranks[rank][i];
+        const OpTiming& timing = result->op_times[rank][i];
+        stats.busy_ms += timing.end_ms - timing.start_ms;
+        const std::uint64_t bytes =
+            costs_.stages[schedule_.modelStage(rank, op.chunk)].activation_bytes;
+        if (op.kind == OpKind::kForward) {
+          ++in_flight;
+          live_bytes += bytes;
+          stats.peak_in_flight = std::max(stats.peak_in_flight, in_flight);
+          stats.peak_activation_bytes = std::max(stats.peak_activation_bytes, live_bytes);
+        } else if (op.kind == frees) {
+          --in_flight;
+          live_bytes -= bytes;
+        }
+      }
+      stats.idle_ms = std::max(0.0, step_ms - stats.busy_ms);
+      idle_ms += stats.idle_ms;
+    }
+    result->bubble = step_ms > 0 ? idle_ms / (schedule_.stages * step_ms) : 0.0;
+  }
+
+  const Schedule& schedule_;
+  const PipelineCosts& costs_;
+  OpSlots slots_;
+  std::vector<double> end_ms_;
+  std::vector<int> waiting_rank_;
+  std::vector<std::size_t> position_;
+  std::vector<double> free_at_ms_;
+  std::vector<Dependency> blocked_on_;
+};
+
+}  // namespace
+
+SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) {
+  checkScheduleComplete(schedule);
+  checkCostsFit(schedule, costs);
+  return Simulation(schedule, costs).run();
+}
+
+SimulationResult simulateStageTimes(const std::string& name, int microbatches,
+                                    const std::vector<double>& forward_ms,
+                                    const std::vector<double>& backward_ms, double comm_ms) {
+  const PipelineCosts costs = costsFromStageTimes(forward_ms, backward_ms, comm_ms);
+  const Schedule schedule =
+      generateSchedule(name, static_cast<int>(forward_ms.size()), microbatches, 1);
+  return simulate(schedule, costs);
+}
+
+}  // namespace stagecut

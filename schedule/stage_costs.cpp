@@ -1,0 +1,84 @@
+#include "schedule/stage_costs.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+namespace {
+
+void checkTime(double ms, const std::string& what) {
+  if (!std::isfinite(ms) || ms < 0) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%g", ms);
+    throw Error(what + " is " + value + "; times must be finite and >= 0");
+  }
+}
+
+}  // namespace
+
+PipelineCosts unitCosts(const Schedule& schedule) {
+  const double per_chunk = 1.0 / schedule.chunks;
+  StageOpCosts stage;
+  stage.forward_ms = per_chunk;
+  stage.backward_ms = 2 * per_chunk;
+  stage.backward_input_ms = per_chunk;
+  stage.backward_weight_ms = per_chunk;
+  PipelineCosts costs;
+  costs.stages.assign(static_cast<std::size_t>(schedule.modelStages()), stage);
+  return costs;
+}
+
+PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
+                                  const std::vector<double>& backward_ms, double comm_ms) {
+  if (forward_ms.empty() || forward_ms.size() != backward_ms.size()) {
+    throw Error("stage times: " + std::to_string(forward_ms.size()) + " forward and " +
+                std::to_string(backward_ms.size()) +
+                " backward times; give one of each per stage, at least one stage");
+  }
+  checkTime(comm_ms, "stage times: the communication time");
+  PipelineCosts costs;
+  for (std::size_t s = 0; s < forward_ms.size(); ++s) {
+    checkTime(forward_ms[s], "stage " + std::to_string(s) + ": forward_ms");
+    checkTime(backward_ms[s], "stage " + std::to_string(s) + ": backward_ms");
+    StageOpCosts stage;
+    stage.forward_ms = forward_ms[s];
+    stage.backward_ms = backward_ms[s];
+    stage.backward_input_ms = backward_ms[s] / 2;
+    stage.backward_weight_ms = backward_ms[s] / 2;
+    costs.stages.push_back(stage);
+  }
+  if (comm_ms > 0) costs.comm_ms.assign(forward_ms.size() - 1, comm_ms);
+  return costs;
+}
+
+void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs) {
+  const auto model_stages = static_cast<std::size_t>(schedule.modelStages());
+  if (costs.stages.size() != model_stages) {
+    throw Error("schedule '" + schedule.name + "': costs for " +
+                std::to_string(costs.stages.size()) + " model stages, but " +
+                std::to_string(schedule.stages) + " ranks x " + std::to_string(schedule.chunks) +
+                " chunks need " + std::to_string(model_stages) + "; give one per model stage");
+  }
+  if (!costs.comm_ms.empty() && costs.comm_ms.size() != model_stages - 1) {
+    throw Error("schedule '" + schedule.name + "': " + std::to_string(costs.comm_ms.size()) +
+                " communication times for " + std::to_string(model_stages - 1) +
+                " boundaries; give one per boundary, or none");
+  }
+  for (std::size_t s = 0; s < model_stages; ++s) {
+    const StageOpCosts& stage = costs.stages[s];
+    const std::string at = "model stage " + std::to_string(s) + ": ";
+    checkTime(stage.forward_ms, at + "forward_ms");
+    checkTime(stage.backward_ms, at + "backward_ms");
+    checkTime(stage.backward_input_ms, at + "backward_input_ms");
+    checkTime(stage.backward_weight_ms, at + "backward_weight_ms");
+  }
+  for (std::size_t b = 0; b < costs.comm_ms.size(); ++b) {
+    checkTime(costs.comm_ms[b], "boundary " + std::to_string(b) + ": comm_ms");
+  }
+}
+
+}  // namespace stagecut

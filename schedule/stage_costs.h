@@ -1,0 +1,46 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "schedule/pipeline_schedule.h"
+
+namespace stagecut {
+
+/// What one model stage's ops cost per microbatch, in ms (or unit slots), and the activation
+/// memory a microbatch keeps alive on it between its forward and its (weight) backward.
+struct StageOpCosts {
+  double forward_ms = 1.0;
+  double backward_ms = 2.0;         ///< B where W is not split off: the whole backward
+  double backward_input_ms = 1.0;   ///< B where W is split off: the input gradient only
+  double backward_weight_ms = 1.0;  ///< W: the weight gradient
+  std::uint64_t activation_bytes = 0;
+};
+
+/// The costs the simulator runs a schedule on: one entry per model stage (N * v, in chain
+/// order, model stage c * N + r being rank r's chunk c), and the transfer time of each boundary.
+struct PipelineCosts {
+  std::vector<StageOpCosts> stages;
+  /// comm_ms[s]: time for model stage s's output to reach stage s + 1, and for its gradient to
+  /// come back, when the two run on different ranks. Empty means no communication; otherwise
+  /// one entry per boundary (N * v - 1).
+  std::vector<double> comm_ms;
+};
+
+/// The lesson's unit costs for a schedule's N * v model stages: each rank does F = 1, B = 1 and
+/// W = 1 per microbatch (an unsplit backward B + W = 2), divided evenly among its v chunks;
+/// no communication. So every schedule does the same work per rank and their steps compare.
+PipelineCosts unitCosts(const Schedule& schedule);
+
+/// Costs from per-stage times, the partitioner's view: stage s takes forward_ms[s] and
+/// backward_ms[s] (whole backward; split evenly into B and W for schedules that split it), and
+/// every boundary takes comm_ms. Throws Error (input) when the vectors differ in size, are
+/// empty, or hold negative or non-finite times.
+PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
+                                  const std::vector<double>& backward_ms, double comm_ms);
+
+/// Checks that `costs` fit `schedule` (one entry per model stage, N * v - 1 boundaries or none)
+/// and hold finite times >= 0. Throws Error (input) naming the stage and the field otherwise.
+void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs);
+
+}  // namespace stagecut

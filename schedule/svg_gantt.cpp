@@ -1,0 +1,254 @@
+#include "schedule/svg_gantt.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "schedule/time_axis.h"
+
+namespace stagecut {
+
+namespace {
+
+// Layout in px. The width suits a 16:9 slide; rows shrink for deep pipelines so the chart stays
+// about one screen tall.
+constexpr double kWidth = 1200;
+constexpr double kLeft = 84;
+constexpr double kRight = 28;
+constexpr double kPanelTitle = 34;
+constexpr double kAxis = 34;
+constexpr double kPanelGap = 18;
+constexpr double kLabelFontPx = 12;
+const char* const kFont = "Helvetica, Arial, sans-serif";
+
+struct Rgb {
+  double r, g, b;
+};
+
+// Tableau's blue, orange and green: distinct for colour-blind readers and in greyscale print.
+Rgb baseColour(OpKind kind) {
+  switch (kind) {
+    case OpKind::kForward:
+      return {0x4e, 0x79, 0xa7};
+    case OpKind::kBackward:
+      return {0xf2, 0x8e, 0x2b};
+    case OpKind::kWeight:
+      return {0x59, 0xa1, 0x4f};
+  }
+  return {0x88, 0x88, 0x88};
+}
+
+Rgb lighten(Rgb colour, double amount) {
+  return {colour.r + (255 - colour.r) * amount, colour.g + (255 - colour.g) * amount,
+          colour.b + (255 - colour.b) * amount};
+}
+
+std::string hex(Rgb colour) {
+  char buffer[8];
+  std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", static_cast<int>(std::lround(colour.r)),
+                static_cast<int>(std::lround(colour.g)), static_cast<int>(std::lround(colour.b)));
+  return buffer;
+}
+
+bool needsDarkText(Rgb colour) {
+  return 0.299 * colour.r + 0.587 * colour.g + 0.114 * colour.b > 170;
+}
+
+Rgb opColour(const PipelineOp& op, int chunks) {
+  const double amount = chunks > 1 ? 0.45 * op.chunk / (chunks - 1) : 0.0;
+  return lighten(baseColour(op.kind), amount);
+}
+
+std::string escapeXml(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f", value);
+  std::string text = buffer;
+  while (text.back() == '0') text.pop_back();
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
+
+std::string formatStep(double step, const std::string& unit) {
+  char buffer[48];
+  const int decimals = step >= 100 ? 0 : step >= 10 ? 1 : 2;
+  std::snprintf(buffer, sizeof buffer, "%.*f %s", decimals, step, unit.c_str());
+  std::string text = buffer;
+  // Unit slots are usually whole: "33 units" rather than "33.0 units".
+  if (std::fabs(step - std::round(step)) < 1e-9 && unit != "ms") {
+    text = std::to_string(static_cast<long long>(std::llround(step))) + " " + unit;
+  }
+  return text;
+}
+
+class SvgWriter {
+ public:
+  void rect(double x, double y, double w, double h, const std::string& fill,
+            const std::string& extra = "") {
+    out_ += "<rect x=\"" + number(x) + "\" y=\"" + number(y) + "\" width=\"" + number(w) +
+            "\" height=\"" + number(h) + "\" fill=\"" + fill + "\"" + extra + "/>\n";
+  }
+  void line(double x1, double y1, double x2, double y2, const std::string& style) {
+    out_ += "<line x1=\"" + number(x1) + "\" y1=\"" + number(y1) + "\" x2=\"" + number(x2) +
+            "\" y2=\"" + number(y2) + "\" " + style + "/>\n";
+  }
+  void text(double x, double y, const std::string& content, const std::string& style) {
+    out_ += "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" " + style + ">" + content +
+            "</text>\n";
+  }
+  void raw(const std::string& text) { out_ += text; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+double rowHeight(int stages) { return std::clamp(440.0 / stages, 9.0, 30.0); }
+double rowGap(int stages) { return rowHeight(stages) >= 20 ? 6.0 : 2.0; }
+
+double panelHeight(const Schedule& schedule) {
+  return kPanelTitle + schedule.stages * (rowHeight(schedule.stages) + rowGap(schedule.stages)) +
+         kAxis + kPanelGap;
+}
+
+void legendItem(SvgWriter* svg, double* x, double y, const std::string& fill,
+                const std::string& label) {
+  svg->rect(*x, y - 12, 16, 16, fill, " rx=\"3\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"");
+  svg->text(*x + 22, y + 1, escapeXml(label), "font-size=\"14\" fill=\"#333\"");
+  // 0.5 em per character is Helvetica's average width at 14 px, rounded up.
+  *x += 22 + 7.4 * static_cast<double>(label.size()) + 26;
+}
+
+void drawLegend(SvgWriter* svg, const std::vector<SimulatedSchedule>& runs, double y) {
+  bool splits = false, chunked = false;
+  for (const SimulatedSchedule& run : runs) {
+    splits = splits || run.schedule->splits_backward;
+    chunked = chunked || run.schedule->chunks > 1;
+  }
+  double x = kLeft;
+  legendItem(svg, &x, y, hex(baseColour(OpKind::kForward)), "Forward (F)");
+  legendItem(svg, &x, y, hex(baseColour(OpKind::kBackward)),
+             splits ? "Backward (B: input grad. where W is split off)" : "Backward (B)");
+  if (splits) legendItem(svg, &x, y, hex(baseColour(OpKind::kWeight)), "Weight grad. (W)");
+  legendItem(svg, &x, y, "url(#idle)", "Idle");
+  if (chunked) {
+    svg->text(x, y + 1, "lighter = later model chunk", "font-size=\"14\" fill=\"#666\"");
+  }
+}
+
+void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double time_scale,
+               double tick, const std::string& unit) {
+  const Schedule& schedule = *run.schedule;
+  const SimulationResult& result = *run.result;
+  const double row = rowHeight(schedule.stages);
+  const double gap = rowGap(schedule.stages);
+  const double rows_top = top + kPanelTitle;
+  const double rows_bottom = rows_top + schedule.stages * (row + gap) - gap;
+  auto x = [&](double t) { return kLeft + t * time_scale; };
+
+  std::string name = scheduleDisplayName(schedule.name);
+  if (schedule.chunks > 1) name += " (v = " + std::to_string(schedule.chunks) + ")";
+  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeXml(name) + "</tspan>" +
+            "<tspan fill=\"#555\">   step " + escapeXml(formatStep(result.step_ms, unit)) +
+            "  ·  bubble " + number(std::round(result.bubble * 1000) / 10) + "%</tspan>",
+            "font-size=\"17\" fill=\"#222\"");
+
+  char buffer[32];
+  const double axis_end = (kWidth - kRight - kLeft) / time_scale;
+  for (double t = 0; t <= axis_end + 1e-9; t += tick) {
+    svg->line(x(t), rows_top - 3, x(t), rows_bottom + 4, "stroke=\"#e3e3e3\" stroke-width=\"1\"");
+    svg->text(x(t), rows_bottom + 19, formatTick(t, tick, buffer, sizeof buffer),
+              "font-size=\"12\" fill=\"#666\" text-anchor=\"middle\"");
+  }
+  svg->text(kLeft - 12, rows_bottom + 19, "time (" + escapeXml(unit) + ")",
+            "font-size=\"12\" fill=\"#666\" text-anchor=\"end\" font-style=\"italic\"");
+
+  for (int rank = 0; rank < schedule.stages; ++rank) {
+    const double y = rows_top + rank * (row + gap);
+    svg->text(kLeft - 12, y + row / 2 + 4, "rank " + std::to_string(rank),
+              "font-size=\"" + number(std::min(13.0, row)) + "\" fill=\"#333\" text-anchor=\"end\"");
+    // The track under the bars is hatched: whatever the bars leave uncovered is the bubble.
+    svg->rect(kLeft, y, result.step_ms * time_scale, row, "url(#idle)");
+    const RankOps& ops = schedule.ranks[rank];
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const OpTiming& timing = result.op_times[rank][i];
+      const double width = (timing.end_ms - timing.start_ms) * time_scale;
+      if (width <= 0) continue;
+      const Rgb colour = opColour(ops[i], schedule.chunks);
+      svg->rect(x(timing.start_ms), y, width, row, hex(colour),
+                width >= 4 ? " stroke=\"#ffffff\" stroke-width=\"1\"" : "");
+      const std::string label = std::to_string(ops[i].microbatch);
+      const double label_px = 0.62 * kLabelFontPx * static_cast<double>(label.size()) + 4;
+      if (width >= label_px && row >= kLabelFontPx + 2) {
+        svg->text(x(timing.start_ms) + width / 2, y + row / 2 + kLabelFontPx * 0.36, label,
+                  "font-size=\"" + number(kLabelFontPx) + "\" text-anchor=\"middle\" fill=\"" +
+                      (needsDarkText(colour) ? "#222" : "#fff") + "\"");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string scheduleDisplayName(const std::string& name) {
+  if (name == "gpipe") return "GPipe";
+  if (name == "1f1b") return "1F1B";
+  if (name == "interleaved-1f1b") return "Interleaved 1F1B";
+  if (name == "zb-h1") return "ZB-H1";
+  return name;
+}
+
+std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
+                           const SvgGanttOptions& options) {
+  const double header = options.title.empty() ? 44 : 80;
+  double height = header + 16;
+  double longest_step = 0;
+  for (const SimulatedSchedule& run : runs) {
+    height += panelHeight(*run.schedule);
+    longest_step = std::max(longest_step, run.result->step_ms);
+  }
+  const double chart_width = kWidth - kLeft - kRight;
+  const double tick = niceStep(longest_step / 12);
+  // The axis ends on a tick, so every panel shares one scale and a shorter step looks shorter.
+  const double axis_end = std::max(tick, std::ceil(longest_step / tick - 1e-9) * tick);
+  const double time_scale = chart_width / axis_end;
+
+  SvgWriter svg;
+  svg.raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
+          "version=\"1.1\" width=\"" + number(kWidth) + "\" height=\"" + number(height) +
+          "\" viewBox=\"0 0 " + number(kWidth) + " " + number(height) + "\" font-family=\"" +
+          kFont + "\">\n");
+  svg.raw("<defs><pattern id=\"idle\" width=\"7\" height=\"7\" patternUnits=\"userSpaceOnUse\" "
+          "patternTransform=\"rotate(45)\"><rect width=\"7\" height=\"7\" fill=\"#f4f4f4\"/>"
+          "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"7\" stroke=\"#cfcfcf\" stroke-width=\"2\"/>"
+          "</pattern></defs>\n");
+  svg.rect(0, 0, kWidth, height, "#ffffff");
+  double y = 0;
+  if (!options.title.empty()) {
+    svg.text(kLeft, 36, escapeXml(options.title), "font-size=\"22\" font-weight=\"bold\" fill=\"#222\"");
+    y = 36;
+  }
+  drawLegend(&svg, runs, y + 32);
+  y = header;
+  for (const SimulatedSchedule& run : runs) {
+    drawPanel(&svg, run, y, time_scale, tick, options.time_unit);
+    y += panelHeight(*run.schedule);
+  }
+  svg.raw("</svg>\n");
+  return svg.take();
+}
+
+}  // namespace stagecut

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "schedule/chrome_trace.h"
+
+namespace stagecut {
+
+/// What an SVG Gantt chart says around the bars.
+struct SvgGanttOptions {
+  std::string title;              ///< the chart's heading, e.g. "4 stages, 8 microbatches"
+  std::string time_unit = "ms";   ///< how simulated times are labelled ("ms", "units")
+};
+
+/// "GPipe", "1F1B", "Interleaved 1F1B", "ZB-H1": a schedule's name as charts and tables print it.
+std::string scheduleDisplayName(const std::string& name);
+
+/// An SVG Gantt chart of simulated schedules, one panel per schedule on a shared time scale, so
+/// a shorter step is a shorter row: bars coloured by op kind (later chunks lighter) with their
+/// microbatch numbers, idle time hatched, a legend, and each panel's step time and bubble in its
+/// title. Standalone SVG 1.1 text.
+std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
+                           const SvgGanttOptions& options);
+
+}  // namespace stagecut

@@ -1,0 +1,120 @@
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "schedule/ascii_gantt.h"
+#include "schedule/chrome_trace.h"
+#include "schedule/generators.h"
+#include "schedule/svg_gantt.h"
+#include "schedule/time_axis.h"
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using stagecut::generateSchedule;
+using stagecut::Schedule;
+using stagecut::SimulationResult;
+
+namespace {
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t count = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("niceStep rounds up to 1, 2, 2.5 or 5 times a power of ten", "[schedule][charts]") {
+  CHECK(stagecut::niceStep(0.29) == Approx(0.5));
+  CHECK(stagecut::niceStep(0.5) == Approx(0.5));
+  CHECK(stagecut::niceStep(2.1) == Approx(2.5));
+  CHECK(stagecut::niceStep(7) == Approx(10));
+  CHECK(stagecut::niceStep(0.3 / 0.1) == Approx(5));
+  CHECK(stagecut::niceStep(0) == 1.0);
+}
+
+TEST_CASE("the text Gantt of a two-stage 1F1B step", "[schedule][charts]") {
+  // Unit costs F = 1, B = 2: rank 0 runs F0 F1, waits for B0 until 4, B0 to 6, waits for B1
+  // until 7, B1 to 9. Rank 1 runs F0 at 1, B0 to 4, F1, B1 to 7. At width 40 one column is 0.5.
+  const Schedule schedule = generateSchedule("1f1b", 2, 2);
+  const SimulationResult result = stagecut::simulate(schedule, stagecut::unitCosts(schedule));
+  stagecut::AsciiGanttOptions options;
+  options.width_columns = 40;
+  options.time_unit = "units";
+  CHECK(stagecut::renderAsciiGantt(schedule, result, options) ==
+        "rank 0  0011....0###..1###\n"
+        "rank 1  ..000###111###....\n"
+        "        |---------|--------\n"
+        "        0         5 units\n"
+        "        F: microbatch number   B: #   idle: .   one column = 0.5 units\n");
+  // Fitted to twice the step, the same chart takes half the columns: 1 unit each.
+  options.fit_ms = 2 * result.step_ms;
+  CHECK_THAT(stagecut::renderAsciiGantt(schedule, result, options),
+             StartsWith("rank 0  01..##.##\nrank 1  .0##1##..\n"));
+}
+
+TEST_CASE("the text Gantt marks W and numbers wide backward ops", "[schedule][charts]") {
+  const Schedule schedule = generateSchedule("zb-h1", 2, 2);
+  const SimulationResult result = stagecut::simulate(schedule, stagecut::unitCosts(schedule));
+  stagecut::AsciiGanttOptions options;
+  options.width_columns = 30;  // 21 columns for 7 units: one column is 0.5
+  const std::string chart = stagecut::renderAsciiGantt(schedule, result, options);
+  CHECK_THAT(chart, StartsWith("rank 0  0011..##==##==\nrank 1  ..00##11##====\n"));
+  CHECK_THAT(chart, Contains("W: ="));
+  options.width_columns = 40;  // 0.25 per column: B spans 4 cells, room for its number
+  CHECK_THAT(stagecut::renderAsciiGantt(schedule, result, options), Contains("0###0==="));
+}
+
+TEST_CASE("the Chrome trace has one track per rank and one event per op", "[schedule][charts]") {
+  const Schedule gpipe = generateSchedule("gpipe", 2, 3);
+  const Schedule zero_bubble = generateSchedule("zb-h1", 2, 3);
+  const SimulationResult a = stagecut::simulate(gpipe, stagecut::unitCosts(gpipe));
+  const SimulationResult b = stagecut::simulate(zero_bubble, stagecut::unitCosts(zero_bubble));
+  const auto trace =
+      nlohmann::json::parse(stagecut::renderChromeTrace({{&gpipe, &a}, {&zero_bubble, &b}}));
+  int complete = 0, threads = 0;
+  for (const auto& event : trace.at("traceEvents")) {
+    if (event.at("ph") == "X") ++complete;
+    if (event.at("name") == "thread_name") ++threads;
+    if (event.at("ph") == "M" && event.at("name") == "process_name" && event.at("pid") == 1) {
+      CHECK(event.at("args").at("name") == "zb-h1");
+    }
+    // GPipe's F1 on rank 1 runs from 2 to 3 units: trace microseconds of 1 ms units.
+    if (event.at("pid") == 0 && event.at("tid") == 1 && event.at("name") == "F1") {
+      CHECK(event.at("ts").get<double>() == Approx(2000.0));
+      CHECK(event.at("dur").get<double>() == Approx(1000.0));
+      CHECK(event.at("cat") == "forward");
+      CHECK(event.at("args").at("microbatch") == 1);
+    }
+  }
+  CHECK(complete == static_cast<int>(gpipe.opCount() + zero_bubble.opCount()));
+  CHECK(threads == 4);
+}
+
+TEST_CASE("the SVG Gantt draws every op, the idle hatch, a legend and the figures",
+          "[schedule][charts]") {
+  const Schedule gpipe = generateSchedule("gpipe", 4, 8);
+  const Schedule interleaved = generateSchedule("interleaved-1f1b", 4, 8, 2);
+  const SimulationResult a = stagecut::simulate(gpipe, stagecut::unitCosts(gpipe));
+  const SimulationResult b = stagecut::simulate(interleaved, stagecut::unitCosts(interleaved));
+  stagecut::SvgGanttOptions options;
+  options.title = "4 stages & 8 microbatches";
+  options.time_unit = "units";
+  const std::string svg = stagecut::renderSvgGantt({{&gpipe, &a}, {&interleaved, &b}}, options);
+  CHECK_THAT(svg, StartsWith("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg "));
+  CHECK_THAT(svg, Contains(">4 stages &amp; 8 microbatches</text>"));
+  CHECK_THAT(svg, Contains("GPipe</tspan>"));
+  CHECK_THAT(svg, Contains("step 33 units  ·  bubble 27.3%"));
+  CHECK_THAT(svg, Contains("Interleaved 1F1B (v = 2)</tspan>"));
+  CHECK_THAT(svg, Contains("step 28.5 units  ·  bubble 15.8%"));
+  CHECK_THAT(svg, Contains(">Forward (F)</text>"));
+  CHECK_THAT(svg, Contains(">Idle</text>"));
+  CHECK_THAT(svg, Contains("lighter = later model chunk"));
+  // One bar per op (bars carry a white outline), one hatched track per rank and panel.
+  CHECK(occurrences(svg, "stroke=\"#ffffff\"") == gpipe.opCount() + interleaved.opCount());
+  CHECK(occurrences(svg, "fill=\"url(#idle)\"/>") == 2 * 4);
+  CHECK(occurrences(svg, "<text") == occurrences(svg, "</text>"));
+  CHECK_THAT(svg, Contains("</svg>\n"));
+  CHECK(stagecut::scheduleDisplayName("zb-h1") == "ZB-H1");
+  CHECK(stagecut::scheduleDisplayName("custom") == "custom");
+}

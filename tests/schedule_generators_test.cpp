@@ -1,0 +1,215 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "schedule/generators.h"
+
+using stagecut::generateSchedule;
+using stagecut::OpKind;
+using stagecut::PipelineOp;
+using stagecut::RankOps;
+using stagecut::Schedule;
+
+namespace Catch {
+template <>
+struct StringMaker<PipelineOp> {
+  static std::string convert(const PipelineOp& op) { return stagecut::describeOp(op, op.chunk + 1); }
+};
+}  // namespace Catch
+
+namespace {
+
+// Most (microbatch, chunk) pairs alive at once on one rank, read off the list alone: a forward
+// makes one alive, the op that ends its backward (B, or W where split off) frees it.
+int peakInFlightOfList(const RankOps& ops, bool splits_backward) {
+  const OpKind frees = splits_backward ? OpKind::kWeight : OpKind::kBackward;
+  int alive = 0, peak = 0;
+  for (const PipelineOp& op : ops) {
+    if (op.kind == OpKind::kForward) peak = std::max(peak, ++alive);
+    if (op.kind == frees) --alive;
+  }
+  return peak;
+}
+
+int forwardsBeforeFirst(const RankOps& ops, OpKind kind) {
+  int count = 0;
+  for (const PipelineOp& op : ops) {
+    if (op.kind == kind) return count;
+    if (op.kind == OpKind::kForward) ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("every generator lists each op of each rank exactly once", "[schedule][generators]") {
+  for (const std::string& name : stagecut::scheduleNames()) {
+    for (int stages = 1; stages <= 8; ++stages) {
+      for (int microbatches = 1; microbatches <= 16; ++microbatches) {
+        const bool interleaved = name == "interleaved-1f1b";
+        if (interleaved && microbatches % stages != 0) continue;
+        const int chunks = interleaved ? 3 : 1;
+        INFO(name << " N = " << stages << " M = " << microbatches);
+        const Schedule schedule = generateSchedule(name, stages, microbatches, chunks);
+        CHECK_NOTHROW(stagecut::checkScheduleComplete(schedule));
+        const int kinds = name == "zb-h1" ? 3 : 2;
+        CHECK(schedule.opCount() ==
+              static_cast<std::size_t>(kinds) * stages * chunks * microbatches);
+        CHECK(schedule.splits_backward == (name == "zb-h1"));
+      }
+    }
+  }
+}
+
+TEST_CASE("GPipe runs every forward before any backward, the last microbatch first",
+          "[schedule][generators]") {
+  const Schedule gpipe = generateSchedule("gpipe", 4, 6);
+  for (const RankOps& ops : gpipe.ranks) {
+    REQUIRE(ops.size() == 12);
+    for (int m = 0; m < 6; ++m) {
+      CHECK(ops[m] == PipelineOp{OpKind::kForward, m, 0});
+      CHECK(ops[6 + m] == PipelineOp{OpKind::kBackward, 5 - m, 0});
+    }
+    CHECK(peakInFlightOfList(ops, false) == 6);
+  }
+}
+
+TEST_CASE("1F1B warms up with N - 1 - r forwards on rank r and keeps min(N - r, M) in flight",
+          "[schedule][generators]") {
+  for (int stages = 1; stages <= 16; ++stages) {
+    for (int microbatches = 1; microbatches <= 64; microbatches += 3) {
+      const Schedule schedule = generateSchedule("1f1b", stages, microbatches);
+      for (int rank = 0; rank < stages; ++rank) {
+        INFO("N = " << stages << " M = " << microbatches << " rank " << rank);
+        const RankOps& ops = schedule.ranks[rank];
+        // The warm-up, then the steady phase's first forward, come before the first backward.
+        CHECK(forwardsBeforeFirst(ops, OpKind::kBackward) ==
+              std::min(stages - rank, microbatches));
+        CHECK(peakInFlightOfList(ops, false) == std::min(stages - rank, microbatches));
+      }
+    }
+  }
+  // The lesson's rank 1 of 4 with 8 microbatches: F0 F1, then F2 B0 ... F7 B5, then B6 B7.
+  const Schedule lesson = generateSchedule("1f1b", 4, 8);
+  const RankOps& rank1 = lesson.ranks[1];
+  const std::vector<PipelineOp> expected = {
+      {OpKind::kForward, 0, 0},  {OpKind::kForward, 1, 0},  {OpKind::kForward, 2, 0},
+      {OpKind::kBackward, 0, 0}, {OpKind::kForward, 3, 0},  {OpKind::kBackward, 1, 0},
+      {OpKind::kForward, 4, 0},  {OpKind::kBackward, 2, 0}, {OpKind::kForward, 5, 0},
+      {OpKind::kBackward, 3, 0}, {OpKind::kForward, 6, 0},  {OpKind::kBackward, 4, 0},
+      {OpKind::kForward, 7, 0},  {OpKind::kBackward, 5, 0}, {OpKind::kBackward, 6, 0},
+      {OpKind::kBackward, 7, 0}};
+  CHECK(rank1 == expected);
+}
+
+TEST_CASE("interleaved 1F1B sends groups of N microbatches through chunk 0, then chunk 1",
+          "[schedule][generators]") {
+  const Schedule schedule = generateSchedule("interleaved-1f1b", 4, 8, 2);
+  CHECK(schedule.chunks == 2);
+  CHECK(schedule.modelStages() == 8);
+  CHECK(schedule.modelStage(1, 1) == 5);  // rank r holds model stages r and r + N
+  std::vector<PipelineOp> forwards;
+  for (const PipelineOp& op : schedule.ranks[0]) {
+    if (op.kind == OpKind::kForward) forwards.push_back(op);
+  }
+  REQUIRE(forwards.size() == 16);
+  for (int k = 0; k < 16; ++k) {
+    INFO("forward " << k);
+    CHECK(forwards[k].microbatch == k / 8 * 4 + k % 4);
+    CHECK(forwards[k].chunk == k % 8 / 4);
+  }
+  // Megatron's warm-up on rank r: 2 (N - r - 1) + (v - 1) N forwards before the steady phase's.
+  for (int rank = 0; rank < 4; ++rank) {
+    CHECK(forwardsBeforeFirst(schedule.ranks[rank], OpKind::kBackward) == 2 * (3 - rank) + 4 + 1);
+  }
+}
+
+TEST_CASE("interleaved 1F1B with one chunk is 1F1B", "[schedule][generators]") {
+  CHECK(generateSchedule("interleaved-1f1b", 4, 8, 1).ranks ==
+        generateSchedule("1f1b", 4, 8).ranks);
+}
+
+TEST_CASE("ZB-H1 defers the W of rank r's first r backwards and holds N microbatches at most",
+          "[schedule][generators]") {
+  for (int stages = 1; stages <= 8; ++stages) {
+    const int microbatches = 3 * stages;
+    const Schedule schedule = generateSchedule("zb-h1", stages, microbatches);
+    for (int rank = 0; rank < stages; ++rank) {
+      INFO("N = " << stages << " rank " << rank);
+      const RankOps& ops = schedule.ranks[rank];
+      int backwards_before_w = 0;
+      for (const PipelineOp& op : ops) {
+        if (op.kind == OpKind::kWeight) break;
+        if (op.kind == OpKind::kBackward) ++backwards_before_w;
+      }
+      CHECK(backwards_before_w == rank + 1);
+      // The deferred W's end the list: r + 1 W's after the last B.
+      CHECK(ops.back().kind == OpKind::kWeight);
+      const auto last_b = std::find_if(ops.rbegin(), ops.rend(), [](const PipelineOp& op) {
+        return op.kind == OpKind::kBackward;
+      });
+      CHECK(std::distance(ops.rbegin(), last_b) == rank + 1);
+      // 1F1B's rank 0 holds N; ZB-H1 keeps every rank within that.
+      CHECK(peakInFlightOfList(ops, true) == stages);
+    }
+  }
+}
+
+TEST_CASE("parseScheduleList expands all, keeps the order given and drops repeats",
+          "[schedule][generators]") {
+  using Names = std::vector<std::string>;
+  CHECK(stagecut::parseScheduleList("gpipe,1f1b") == Names{"gpipe", "1f1b"});
+  CHECK(stagecut::parseScheduleList("all") == Names{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"});
+  CHECK(stagecut::parseScheduleList("zb-h1,all") ==
+        Names{"zb-h1", "gpipe", "1f1b", "interleaved-1f1b"});
+  CHECK(stagecut::parseScheduleList("1f1b,,1f1b") == Names{"1f1b"});
+}
+
+TEST_CASE("generators reject shapes they cannot run with the flag and the fix",
+          "[schedule][generators][errors]") {
+  CHECK_THROWS_WITH(generateSchedule("1f1b", 0, 8), "--stages 0: a pipeline needs at least 1 stage");
+  CHECK_THROWS_WITH(generateSchedule("gpipe", 4, 0),
+                    "--microbatches 0: a step needs at least 1 microbatch");
+  CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 8, 0),
+                    "--chunks 0: each rank needs at least 1 model chunk");
+  CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 6, 2),
+                    "--microbatches 6: interleaved-1f1b needs a multiple of --stages 4; use 4 or 8");
+  CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 3, 2),
+                    "--microbatches 3: interleaved-1f1b needs a multiple of --stages 4; use 4");
+  CHECK_THROWS_WITH(generateSchedule("gpipe", 4, 8, 2),
+                    "--chunks 2: gpipe runs one model chunk per rank; use --chunks 1, or "
+                    "interleaved-1f1b for several chunks");
+  CHECK_THROWS_WITH(generateSchedule("1f1", 4, 8),
+                    "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
+  CHECK_THROWS_WITH(stagecut::parseScheduleList("gpipe,zb-h2"),
+                    "--schedule: unknown schedule 'zb-h2', did you mean 'zb-h1'?");
+  CHECK_THROWS_WITH(stagecut::parseScheduleList("pipedream"),
+                    "--schedule: unknown schedule 'pipedream'; use one of: gpipe, 1f1b, "
+                    "interleaved-1f1b, zb-h1, all");
+  CHECK_THROWS_WITH(stagecut::parseScheduleList(","),
+                    "--schedule \",\": no schedule named; use e.g. --schedule gpipe,1f1b or "
+                    "--schedule all");
+  CHECK_THROWS_AS(generateSchedule("1f1b", -3, 8), stagecut::Error);
+}
+
+TEST_CASE("checkScheduleComplete names the rank and the op that is wrong",
+          "[schedule][generators][errors]") {
+  Schedule schedule = generateSchedule("1f1b", 2, 2);
+  schedule.ranks[1].pop_back();
+  CHECK_THROWS_WITH(stagecut::checkScheduleComplete(schedule),
+                    "schedule '1f1b': rank 1: op B(1) is missing; every microbatch needs its F "
+                    "and B on every chunk");
+  schedule.ranks[1].push_back({OpKind::kBackward, 0, 0});
+  CHECK_THROWS_WITH(stagecut::checkScheduleComplete(schedule),
+                    "schedule '1f1b': rank 1: op B(0) appears twice; each op runs once");
+  schedule.ranks[1].back() = {OpKind::kForward, 2, 0};
+  CHECK_THROWS_WITH(stagecut::checkScheduleComplete(schedule),
+                    "schedule '1f1b': rank 1: op F(2) is out of range; microbatches are 0..1 and "
+                    "chunks 0..0");
+  schedule.ranks[1].back() = {OpKind::kWeight, 1, 0};
+  CHECK_THROWS_WITH(stagecut::checkScheduleComplete(schedule),
+                    "schedule '1f1b': rank 1: op W(1) is a weight-gradient op in a schedule whose "
+                    "backward is not split; set splits_backward or drop the W ops");
+}

@@ -1,0 +1,63 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "schedule/profile_costs.h"
+#include "tests/test_support.h"
+
+using stagecut::BoundaryLink;
+using stagecut::costsFromPartition;
+using stagecut::PartitionCosts;
+using stagecut::testing::makePartition;
+using stagecut::testing::makeProfile;
+
+// makeProfile's layer i: forward 0.5 + i, backward 1.25 + 2i, activations 4096 (i + 1) bytes,
+// 256 output bytes; odd layers also measure B = 0.5 + i and W = 0.75 + i.
+TEST_CASE("stage costs are the sums of their layers' medians", "[schedule][profile-costs]") {
+  const PartitionCosts costs =
+      costsFromPartition(makeProfile(6), makePartition({2, 3, 1}), 1, {}, "part.json");
+  REQUIRE(costs.stages.size() == 3);
+  REQUIRE(costs.costs.stages.size() == 3);
+  CHECK(costs.costs.comm_ms.empty());
+  const auto& first = costs.costs.stages[0];  // layers 0 and 1
+  CHECK(first.forward_ms == Approx(0.5 + 1.5));
+  CHECK(first.backward_ms == Approx(1.25 + 3.25));
+  // Layer 0 has no B / W of its own: its backward 1.25 splits evenly; layer 1 measured 1.5 / 1.75.
+  CHECK(first.backward_input_ms == Approx(0.625 + 1.5));
+  CHECK(first.backward_weight_ms == Approx(0.625 + 1.75));
+  CHECK(first.activation_bytes == 4096u * (1 + 2));
+  const auto& second = costs.costs.stages[1];  // layers 2, 3, 4
+  CHECK(second.forward_ms == Approx(2.5 + 3.5 + 4.5));
+  CHECK(second.backward_input_ms == Approx(5.25 / 2 + 3.5 + 9.25 / 2));
+  CHECK(costs.layers_with_even_split == 3);  // layers 0, 2 and 4
+}
+
+TEST_CASE("boundaries carry the output bytes over the link", "[schedule][profile-costs]") {
+  BoundaryLink link;
+  link.bandwidth_bytes_per_s = 256e3;  // 256 output bytes take 1 ms
+  link.latency_ms = 0.5;
+  CHECK(link.transferMs(256) == Approx(1.5));
+  CHECK_FALSE(link.isFree());
+  CHECK(BoundaryLink{}.isFree());
+  const PartitionCosts costs =
+      costsFromPartition(makeProfile(6), makePartition({2, 3, 1}), 1, link, "part.json");
+  CHECK(costs.costs.comm_ms == std::vector<double>{1.5, 1.5});
+}
+
+TEST_CASE("chunked schedules divide each rank's stage evenly into its chunks",
+          "[schedule][profile-costs]") {
+  BoundaryLink link;
+  link.latency_ms = 2;
+  const PartitionCosts costs =
+      costsFromPartition(makeProfile(4), makePartition({1, 3}), 2, link, "part.json");
+  REQUIRE(costs.costs.stages.size() == 4);  // model stages: rank 0 c0, rank 1 c0, rank 0 c1, ...
+  CHECK(costs.costs.stages[0].forward_ms == Approx(0.5 / 2));
+  CHECK(costs.costs.stages[1].forward_ms == Approx((1.5 + 2.5 + 3.5) / 2));
+  CHECK(costs.costs.stages[2].forward_ms == Approx(0.5 / 2));
+  CHECK(costs.costs.stages[3].activation_bytes == 4096u * (2 + 3 + 4) / 2);
+  CHECK(costs.costs.comm_ms == std::vector<double>{2, 2, 2});
+}
+
+TEST_CASE("a partition that does not cover the profile is rejected", "[schedule][profile-costs]") {
+  CHECK_THROWS_AS(costsFromPartition(makeProfile(5), makePartition({2, 2}), 1, {}, "part.json"),
+                  stagecut::Error);
+}
