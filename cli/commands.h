@@ -10,6 +10,9 @@ namespace stagecut {
 void addBubbleCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
 void addInspectCommand(CLI::App& app);
+void addPartitionCommand(CLI::App& app);
+void addCompareCommand(CLI::App& app);
+void addImportCommand(CLI::App& app);
 /// `stagecut profile` (LibTorch builds only); `command_line` is recorded in the profile.
 void addProfileCommand(CLI::App& app, const std::string& command_line);
 

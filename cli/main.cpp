@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   stagecut::addBubbleCommand(app);
   stagecut::addDemoCommand(app);
   stagecut::addInspectCommand(app);
+  stagecut::addPartitionCommand(app);
+  stagecut::addCompareCommand(app);
+  stagecut::addImportCommand(app);
 #ifdef STAGECUT_WITH_TORCH
   stagecut::addProfileCommand(app, commandLine(argc, argv));
 #endif

@@ -151,7 +151,8 @@ std::string megatronFirstLastFlags(const MegatronGroups& groups, const std::vect
   for (int s = 2; s + 1 < stages; ++s) {
     if (blocks[s] != blocks[1]) return "";
   }
-  if (stages > 2 && blocks[1] < 1) return "";
+  // Megatron rejects 0 for either flag ("must be larger than 0") and empty middle stages.
+  if (blocks.front() < 1 || blocks.back() < 1 || (stages > 2 && blocks[1] < 1)) return "";
   return "--decoder-first-pipeline-num-layers " + std::to_string(blocks.front()) +
          " --decoder-last-pipeline-num-layers " + std::to_string(blocks.back());
 }
@@ -179,11 +180,11 @@ std::vector<int> bestFirstLastSplit(const CostModel& model, const MegatronGroups
   if (stages == 1) {
     consider(blocks, 0, 0);
   } else if (stages == 2) {
-    for (int first = 0; first <= blocks; ++first) consider(first, 0, blocks - first);
+    for (int first = 1; first < blocks; ++first) consider(first, 0, blocks - first);
   } else {
     for (int middle = 1; middle * (stages - 2) <= blocks; ++middle) {
       const int ends = blocks - middle * (stages - 2);
-      for (int first = 0; first <= ends; ++first) consider(first, middle, ends - first);
+      for (int first = 1; first < ends; ++first) consider(first, middle, ends - first);
     }
   }
   return best;

@@ -35,11 +35,13 @@ std::string megatronLayout(const MegatronGroups& groups, const std::vector<int>&
 std::vector<std::string> expandMegatronLayout(const std::string& layout);
 
 /// `--decoder-first-pipeline-num-layers A --decoder-last-pipeline-num-layers B` when the split
-/// has equal middle stages (any split with 2 stages), else "".
+/// has equal, non-empty middle stages (any split with 2 stages) and A, B >= 1 (Megatron rejects
+/// 0), else "".
 std::string megatronFirstLastFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage);
 
 /// The best split (SplitScore order, then fewer layers earlier) among those the two
-/// first/last flags can express: embedding + A blocks, equal middle stages, B blocks + loss.
+/// first/last flags can express: embedding + A blocks, equal middle stages, B blocks + loss,
+/// with A, B >= 1.
 /// Empty when none exists or none fits the memory caps.
 std::vector<int> bestFirstLastSplit(const CostModel& model, const MegatronGroups& groups);
 

@@ -1,0 +1,93 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/partition_flags.h"
+#include "cli/partition_report.h"
+#include "cli/text_table.h"
+#include "core/atomic_file.h"
+#include "core/json_document.h"
+#include "core/partition_json.h"
+#include "core/profile_json.h"
+#include "core/units.h"
+#include "partitioner/profile_partitioner.h"
+
+namespace stagecut {
+
+namespace {
+
+/// Format tag of `stagecut compare --json` documents (DESIGN.md, "Partition").
+constexpr const char* kComparisonFormat = "stagecut.comparison/1";
+
+std::string joinedCounts(const Partition& partition) {
+  std::string text;
+  for (int count : partition.layersPerStage()) text += (text.empty() ? "" : ",") + std::to_string(count);
+  return text;
+}
+
+void printComparison(std::ostream& out, const std::vector<Partition>& splits,
+                     const PartitionOptions& options) {
+  const Partition& optimum = splits.back();
+  TextTable table;
+  table.addColumn("", TextTable::Align::kLeft);
+  for (const Partition& split : splits) table.addColumn(split.method, TextTable::Align::kRight);
+  auto row = [&](const std::string& label, auto cell) {
+    std::vector<std::string> cells{label};
+    for (const Partition& split : splits) cells.push_back(cell(split));
+    table.addRow(cells);
+  };
+  row("layers per stage", [](const Partition& p) { return joinedCounts(p); });
+  for (int s = 0; s < options.stages; ++s) {
+    row("stage " + std::to_string(s) + " ms", [s](const Partition& p) { return formatMs(p.stages[s].cost_ms); });
+  }
+  for (int s = 0; s < options.stages; ++s) {
+    row("stage " + std::to_string(s) + " params", [s](const Partition& p) { return formatCount(p.stages[s].params); });
+  }
+  for (int s = 0; s < options.stages; ++s) {
+    row("stage " + std::to_string(s) + " memory", [s](const Partition& p) { return formatBytes(p.stages[s].memory_bytes); });
+  }
+  row("bottleneck ms", [](const Partition& p) { return formatMs(p.bottleneck_ms); });
+  row("lower bound ms", [](const Partition& p) { return formatMs(p.lower_bound_ms); });
+  row("predicted step ms", [](const Partition& p) { return formatMs(p.predicted_step_ms); });
+  row("predicted bubble", [](const Partition& p) { return formatPercent(p.predicted_bubble); });
+  row("bottleneck vs compute", [&](const Partition& p) {
+    return formatSignedPercent(p.bottleneck_ms / optimum.bottleneck_ms - 1.0);
+  });
+  row("step vs compute", [&](const Partition& p) {
+    return formatSignedPercent(p.predicted_step_ms / optimum.predicted_step_ms - 1.0);
+  });
+  table.print(out, "  ");
+}
+
+}  // namespace
+
+void addCompareCommand(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "compare", "Compare the exact split with the uniform and parameter-balanced baselines");
+  auto flags = std::make_shared<PartitionFlags>();
+  addPartitionFlags(command, *flags);
+  command->callback([flags] {
+    const std::string& path = flags->profile_path;
+    const Profile profile = readProfileFile(path);
+    const PartitionOptions options = resolvePartitionFlags(*flags, profile);
+    std::vector<Partition> splits;
+    for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {
+      splits.push_back(partitionProfile(profile, options, path, method));
+    }
+    nlohmann::json document = {{"format", kComparisonFormat}, {"splits", nlohmann::json::array()}};
+    for (const Partition& split : splits) document["splits"].push_back(partitionToJson(split));
+    if (!flags->output_path.empty()) writeFileAtomically(flags->output_path, toJsonText(document));
+    if (flags->json) {
+      std::cout << toJsonText(document);
+      return;
+    }
+    std::cout << path << ": " << profile.layerCount() << " layers, " << assumptionsNote(*flags, options) << "\n";
+    std::cout << communicationNote(*flags) << "\n";
+    std::cout << "uniform: equal layer counts, the first stages take the remainder (DeepSpeed, "
+                 "Megatron); params: DeepSpeed's partition_method=\"parameters\"; compute: stagecut's "
+                 "exact optimum\n\n";
+    printComparison(std::cout, splits, options);
+    if (!flags->output_path.empty()) std::cout << "\nwrote " << flags->output_path << "\n";
+  });
+}
+
+}  // namespace stagecut

@@ -1,0 +1,82 @@
+#include "cli/partition_flags.h"
+
+#include "core/error.h"
+#include "core/units.h"
+
+namespace stagecut {
+
+void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
+  command->add_option("profile", flags.profile_path, "A stagecut.profile/1 file")->required();
+  command->add_option("--stages,-n", flags.stages, "Pipeline stages N")->required();
+  flags.microbatches_option = command->add_option("--microbatches,-m", flags.microbatches,
+                      "Microbatches per step M (default: 4 x stages)");
+  command->add_option("--schedule", flags.schedule,
+                      "gpipe or 1f1b: how many microbatches' activations each stage keeps")
+      ->capture_default_str();
+  command->add_option("--memory-cap", flags.memory_cap,
+                      "Memory per stage, e.g. 80GiB, or one per stage: 80GiB,80GiB,40GiB,80GiB");
+  command->add_option("--bandwidth", flags.bandwidth,
+                      "Link bandwidth between stages, e.g. 25GB/s (default: no communication cost)");
+  command->add_option("--latency", flags.latency, "Latency per message, e.g. 10us");
+  command->add_option("--stage-speed", flags.stage_speed,
+                      "Relative device speed per stage, e.g. 1,1,0.5,1 (default: all 1)");
+  command->add_option("--optimizer", flags.optimizer,
+                      "sgd, sgd-momentum, adam or adam-mixed: bytes of state per parameter")
+      ->capture_default_str();
+  command->add_option("--bytes-per-param", flags.bytes_per_param,
+                      "Weights + gradients + optimizer state per parameter, bytes (overrides --optimizer)");
+  command->add_flag("--recompute", flags.recompute,
+                    "Activation recomputation: one more forward per layer, only stage inputs kept");
+  command->add_flag("--json", flags.json, "Print the JSON document instead of tables");
+  command->add_option("-o,--output", flags.output_path, "Also write the JSON document to this file");
+}
+
+PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile) {
+  checkStageCount(flags.stages, profile.layerCount());
+  PartitionOptions options;
+  options.stages = flags.stages;
+  const bool microbatches_given = flags.microbatches_option && flags.microbatches_option->count() > 0;
+  options.microbatches = microbatches_given ? flags.microbatches : 4 * flags.stages;
+  if (options.microbatches < 1) {
+    throw Error("--microbatches " + std::to_string(flags.microbatches) +
+                ": a step needs at least 1 microbatch");
+  }
+  options.schedule = parsePipelineSchedule(flags.schedule);
+  options.recompute = flags.recompute;
+  if (!flags.bandwidth.empty()) {
+    options.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.bandwidth, "--bandwidth");
+  }
+  if (!flags.latency.empty()) options.latency_ms = parseDurationMs(flags.latency, "--latency");
+  if (!flags.stage_speed.empty()) options.stage_speed = parseStageSpeeds(flags.stage_speed, flags.stages);
+  options.bytes_per_param = optimizerBytesPerParam(flags.optimizer);
+  if (flags.bytes_per_param < 0) {
+    throw Error("--bytes-per-param " + formatMs(flags.bytes_per_param) + ": must not be negative");
+  }
+  if (flags.bytes_per_param > 0) options.bytes_per_param = flags.bytes_per_param;
+  if (!flags.memory_cap.empty()) options.memory_cap_bytes = parseMemoryCaps(flags.memory_cap, flags.stages);
+  return options;
+}
+
+std::string communicationNote(const PartitionFlags& flags) {
+  if (flags.bandwidth.empty() && flags.latency.empty()) {
+    return "no communication cost modelled (add --bandwidth 25GB/s --latency 10us to charge it)";
+  }
+  std::string note = "communication charged per stage boundary, both directions: ";
+  note += flags.bandwidth.empty() ? "no bandwidth limit" : flags.bandwidth;
+  note += flags.latency.empty() ? ", no latency" : ", " + flags.latency + " latency per message";
+  return note;
+}
+
+std::string assumptionsNote(const PartitionFlags& flags, const PartitionOptions& options) {
+  std::string note = std::to_string(options.stages) + " stages, " +
+                     std::to_string(options.microbatches) + " microbatches, " +
+                     pipelineScheduleName(options.schedule) + ", " +
+                     (flags.bytes_per_param > 0 ? formatMs(flags.bytes_per_param) + " bytes/param"
+                                                : flags.optimizer + " state");
+  if (options.recompute) note += ", recompute";
+  if (!flags.memory_cap.empty()) note += ", memory cap " + flags.memory_cap;
+  if (!flags.stage_speed.empty()) note += ", stage speeds " + flags.stage_speed;
+  return note;
+}
+
+}  // namespace stagecut

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "core/profile.h"
+#include "partitioner/partition_options.h"
+
+namespace stagecut {
+
+/// The flags `partition` and `compare` share, as typed; resolved once the profile is read.
+struct PartitionFlags {
+  std::string profile_path;
+  int stages = 0;
+  int microbatches = 0;
+  CLI::Option* microbatches_option = nullptr;  ///< unset: 4 x stages
+  std::string schedule = "1f1b";
+  std::string memory_cap;
+  std::string bandwidth;
+  std::string latency;
+  std::string stage_speed;
+  std::string optimizer = "adam";
+  double bytes_per_param = 0.0;  ///< 0: from --optimizer
+  bool recompute = false;
+  bool json = false;
+  std::string output_path;
+};
+
+/// Registers the shared flags on `command`.
+void addPartitionFlags(CLI::App* command, PartitionFlags& flags);
+
+/// Checks and converts the flags against the profile. Throws Error (input) with the flag's
+/// name for anything out of range or unparsable.
+PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile);
+
+/// The line that says how communication is modelled: "no communication cost modelled (...)" or
+/// "communication: 25 GB/s, 10 us latency per message".
+std::string communicationNote(const PartitionFlags& flags);
+
+/// One line: the schedule, microbatches, optimizer and caps the figures assume.
+std::string assumptionsNote(const PartitionFlags& flags, const PartitionOptions& options);
+
+}  // namespace stagecut

@@ -1,0 +1,183 @@
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+using stagecut::testing::CommandResult;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
+const std::string kGraph = std::string(STAGECUT_SOURCE_DIR) + "/data/pipedream/residual-block.graph.txt";
+
+CommandResult partition(const std::string& args) { return runStagecut("partition '" + kProfile + "' " + args); }
+
+void checkInputError(const CommandResult& result, const std::string& message) {
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "stagecut: " + message + "\n");
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("partition rejects stage counts with the fix, exit 2", "[cli][partition][errors]") {
+  checkInputError(partition("--stages 12"), "--stages 12: the profile has 11 layers; use --stages 11 or fewer");
+  checkInputError(partition("--stages 0"), "--stages 0: a pipeline needs at least 1 stage");
+  checkInputError(partition("--stages -2"), "--stages -2: a pipeline needs at least 1 stage");
+  checkInputError(partition("--stages 4 --microbatches 0"), "--microbatches 0: a step needs at least 1 microbatch");
+}
+
+TEST_CASE("partition names the stage a memory cap cannot serve, and by how much", "[cli][partition][errors]") {
+  checkInputError(partition("--stages 4 --memory-cap 1MiB"),
+                  "--memory-cap: stage 0 cannot hold even one layer: the smallest it could take, "
+                  "layer 1, needs 30.1 MiB, 29.1 MiB over its cap of 1.00 MiB; raise the cap, use "
+                  "--recompute or a smaller microbatch");
+  checkInputError(partition("--stages 4 --memory-cap 120MiB"),
+                  "--memory-cap: no split into 4 stages fits; the closest puts layers 9-10 on stage "
+                  "3, 125 MiB, 5.01 MiB over its cap of 120 MiB; raise the cap, use more stages, "
+                  "--recompute or a smaller microbatch");
+  checkInputError(partition("--stages 4 --memory-cap 80GB,80GB"),
+                  "--memory-cap 80GB,80GB: 2 caps for 4 stages; give one for all stages or one per stage");
+}
+
+TEST_CASE("partition rejects bad speeds, units and names with the accepted forms", "[cli][partition][errors]") {
+  checkInputError(partition("--stages 4 --stage-speed 1,1,0.5"),
+                  "--stage-speed 1,1,0.5: 3 values for 4 stages; give one per stage, e.g. --stage-speed 1,1,1,1");
+  checkInputError(partition("--stages 4 --stage-speed 1,x,1,1"),
+                  "--stage-speed 1,x,1,1: \"x\" is not a speed > 0; use relative speeds, one per stage, e.g. 1,1,0.5,1");
+  checkInputError(partition("--stages 4 --memory-cap '80 gigs'"),
+                  "--memory-cap \"80 gigs\": not a memory size; use a number with B, KB, MB, GB, TB, "
+                  "KiB, MiB, GiB or TiB, e.g. 80GiB");
+  checkInputError(partition("--stages 4 --bandwidth 25Gb"),
+                  "--bandwidth \"25Gb\": not a bandwidth; use bytes per second with B/s, KB/s, MB/s, "
+                  "GB/s, TB/s, KiB/s, MiB/s or GiB/s, e.g. 25GB/s");
+  checkInputError(partition("--stages 4 --latency 10sec"),
+                  "--latency \"10sec\": not a duration; use a number with ns, us, ms or s, e.g. 10us");
+  checkInputError(partition("--stages 4 --format megatorn"), "--format: unknown format 'megatorn', did you mean 'megatron'?");
+  checkInputError(partition("--stages 4 --optimizer adamw"), "--optimizer: unknown optimizer 'adamw', did you mean 'adam'?");
+  checkInputError(partition("--stages 4 --schedule 1f1"), "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
+}
+
+TEST_CASE("partition accepts the documented unit forms", "[cli][partition]") {
+  const CommandResult result =
+      partition("--stages 4 --memory-cap 80GiB --bandwidth 25GB/s --latency 10us");
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("communication charged per stage boundary, both directions: 25GB/s, 10us latency per message"));
+  CHECK(partition("--stages 4 --memory-cap 80GB").exit_code == 0);
+}
+
+TEST_CASE("partition rejects a profile whose layers all take 0 ms", "[cli][partition][errors]") {
+  const TempDir dir;
+  nlohmann::json document = nlohmann::json::parse(slurp(kProfile));
+  for (auto& layer : document["layers"]) {
+    layer["forward_ms"] = 0.0;
+    layer["backward_ms"] = 0.0;
+    layer.erase("backward_input_ms");
+    layer.erase("backward_weight_ms");
+  }
+  dir.write("zero.profile.json", document.dump());
+  const CommandResult result = runStagecut("partition '" + dir.file("zero.profile.json") + "' --stages 2");
+  checkInputError(result, dir.file("zero.profile.json") + ": all 11 layers take 0 ms; there is no time "
+                  "to balance; measure the model with 'stagecut profile' or fix the imported times");
+}
+
+TEST_CASE("partition prints the table, says that no communication is modelled, and the list", "[cli][partition]") {
+  const CommandResult result = partition("--stages 4 --microbatches 8");
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("no communication cost modelled"));
+  CHECK_THAT(result.out, Contains("bottleneck 18.30 ms (lower bound 16.95 ms), predicted step 195.9 ms, bubble 30.8%"));
+  CHECK_THAT(result.out, Contains("list:\n  3,3,3,2\n"));
+}
+
+TEST_CASE("partition prints each framework's format", "[cli][partition][formats]") {
+  CHECK_THAT(partition("--stages 4 --microbatches 8 --format megatron").out,
+             Contains("megatron:\n  --pipeline-model-parallel-layout \"Ett|ttt|ttt|L\"\n"));
+  const CommandResult first_last = partition("--stages 4 --microbatches 8 --format megatron --megatron-first-last");
+  CHECK_THAT(first_last.out, Contains("--pipeline-model-parallel-layout \"Ettt|tt|tt|tL\"\n"
+                                      "  --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 1\n"));
+  CHECK_THAT(first_last.out, Contains("bottleneck +32.2%, step +21.1% against the free layout"));
+  CHECK_THAT(partition("--stages 4 --format torchgpipe").out, Contains("torchgpipe:\n  balance=[3, 3, 3, 2]\n"));
+  CHECK_THAT(partition("--stages 4 --format fairscale").out, Contains("fairscale:\n  balance=[3, 3, 3, 2]\n"));
+  CHECK_THAT(partition("--stages 4 --format deepspeed").out,
+             Contains("deepspeed:\n  parts=[0, 3, 6, 9, 11]\n  stage=0 layers=3\n       0: Embedding\n"
+                      "       1: TransformerBlock\n       2: TransformerBlock\n  stage=1 layers=3\n"));
+  CHECK_THAT(partition("--stages 4 --format pippy").out,
+             Contains("split_spec={\"block.2\": SplitPoint.BEGINNING, \"block.5\": SplitPoint.BEGINNING, "
+                      "\"head\": SplitPoint.BEGINNING}"));
+  CHECK_THAT(partition("--stages 2 --format torchtitan").out,
+             Contains("module_fqns_per_model_part=[[\"embed\", \"block.0\", \"block.1\", \"block.2\", "
+                      "\"block.3\", \"block.4\"], [\"block.5\", \"block.6\", \"block.7\", \"head\", \"loss\"]]"));
+}
+
+TEST_CASE("partition --json prints a stagecut.partition/1 document and -o writes it", "[cli][partition]") {
+  const TempDir dir;
+  const CommandResult result = partition("--stages 4 --microbatches 8 --json -o '" + dir.file("p.json") + "'");
+  REQUIRE(result.exit_code == 0);
+  const nlohmann::json document = nlohmann::json::parse(result.out);
+  CHECK(document["format"] == "stagecut.partition/1");
+  CHECK(document["method"] == "compute");
+  CHECK(document["stages"].size() == 4);
+  CHECK(document["outputs"]["list"] == "3,3,3,2");
+  CHECK(document["predicted_step_ms"].get<double>() == Approx(195.9));
+  CHECK(nlohmann::json::parse(slurp(dir.file("p.json"))) == document);
+  CHECK(dir.list() == std::vector<std::string>{"p.json"});
+  // The file reads back through inspect.
+  CHECK(runStagecut("inspect '" + dir.file("p.json") + "'").exit_code == 0);
+}
+
+TEST_CASE("compare prints the baselines beside the optimum with the slowdown", "[cli][compare]") {
+  const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 4 --microbatches 8");
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("no communication cost modelled"));
+  CHECK_THAT(result.out, Contains("  layers per stage        3,3,3,2   1,4,4,2   3,3,3,2\n"));
+  CHECK_THAT(result.out, Contains("  bottleneck vs compute      0.0%    +33.3%      0.0%\n"));
+  CHECK_THAT(result.out, Contains("  lower bound ms            16.95     16.95     16.95\n"));
+}
+
+TEST_CASE("compare --json prints a stagecut.comparison/1 document", "[cli][compare]") {
+  const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 3 --json");
+  REQUIRE(result.exit_code == 0);
+  const nlohmann::json document = nlohmann::json::parse(result.out);
+  CHECK(document["format"] == "stagecut.comparison/1");
+  REQUIRE(document["splits"].size() == 3);
+  CHECK(document["splits"][0]["method"] == "uniform");
+  CHECK(document["splits"][1]["method"] == "params");
+  CHECK(document["splits"][2]["method"] == "compute");
+  CHECK(document["splits"][0]["format"] == "stagecut.partition/1");
+}
+
+TEST_CASE("import pipedream writes a profile and says which Input nodes it dropped", "[cli][import]") {
+  const TempDir dir;
+  const CommandResult result = runStagecut("import pipedream '" + kGraph + "' -o '" + dir.file("r.json") + "'");
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("7 layers in topological order; dropped 1 Input node (data loading, "
+                                  "not compute, as PipeDream's optimizer does): node1 (Input0, 0.750 ms)"));
+  const nlohmann::json profile = nlohmann::json::parse(slurp(dir.file("r.json")));
+  CHECK(profile["format"] == "stagecut.profile/1");
+  CHECK(profile["layers"].size() == 7);
+  CHECK(runStagecut("partition '" + dir.file("r.json") + "' --stages 3").exit_code == 0);
+}
+
+TEST_CASE("import rejects an unknown tool and a malformed graph with exit 2", "[cli][import][errors]") {
+  const TempDir dir;
+  checkInputError(runStagecut("import pipedrem '" + kGraph + "' -o '" + dir.file("x.json") + "'"),
+                  "import: unknown tool 'pipedrem', did you mean 'pipedream'?");
+  dir.write("bad.txt", "node1 -- Conv2d -- forward_compute_time=abc, backward_compute_time=1, "
+                       "activation_size=1, parameter_size=1\n");
+  checkInputError(runStagecut("import pipedream '" + dir.file("bad.txt") + "' -o '" + dir.file("x.json") + "'"),
+                  dir.file("bad.txt") + ":1: forward_compute_time=abc is not a number >= 0");
+  CHECK(dir.list() == std::vector<std::string>{"bad.txt"});
+}

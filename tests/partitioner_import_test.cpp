@@ -1,0 +1,70 @@
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "partitioner/pipedream_import.h"
+
+namespace {
+
+std::string sampleGraph() {
+  std::ifstream in(std::string(STAGECUT_SOURCE_DIR) + "/data/pipedream/residual-block.graph.txt");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+const char* const kNode =
+    " -- forward_compute_time=1.0, backward_compute_time=2.0, activation_size=100.0, parameter_size=40.0";
+
+}  // namespace
+
+TEST_CASE("the PipeDream importer drops Input nodes and orders the branch topologically", "[partitioner][import]") {
+  const stagecut::PipedreamImport imported = stagecut::importPipedreamGraph(sampleGraph(), "graph.txt");
+  const stagecut::Profile& profile = imported.profile;
+  CHECK(imported.dropped_inputs == std::vector<std::string>{"node1 (Input0, 0.750 ms)"});
+  REQUIRE(profile.layerCount() == 7);
+  std::vector<std::string> names;
+  for (const auto& layer : profile.layers) names.push_back(layer.name);
+  CHECK(names == std::vector<std::string>{"node2", "node3", "node4", "node5", "node6", "node7", "node8"});
+  CHECK(profile.layers[0].kind == "Conv2d");
+  CHECK(profile.layers[0].forward_ms.median == 1.2);
+  CHECK(profile.layers[0].backward_ms.median == 2.4);
+  CHECK(profile.layers[0].param_bytes == 7168);
+  CHECK(profile.layers[0].params == 1792);
+  CHECK(profile.model.source == "import:pipedream");
+  // A list of activation sizes is summed.
+  CHECK(profile.layers[5].activation_bytes == 262144);
+}
+
+TEST_CASE("bytes crossing a cut count every tensor produced before it and used after it", "[partitioner][import]") {
+  const stagecut::Profile profile = stagecut::importPipedreamGraph(sampleGraph(), "graph.txt").profile;
+  const std::uint64_t mib4 = 4194304;
+  CHECK(profile.layers[0].output_bytes == mib4);      // conv -> relu
+  CHECK(profile.layers[1].output_bytes == mib4);      // relu feeds both branches
+  CHECK(profile.layers[2].output_bytes == 2 * mib4);  // relu (for the shortcut) + 3x3 conv
+  CHECK(profile.layers[3].output_bytes == 2 * mib4);  // both branches, waiting for the add
+  CHECK(profile.layers[4].output_bytes == mib4);
+  CHECK(profile.layers[5].output_bytes == 262144);
+  CHECK(profile.layers[6].output_bytes == 0);
+}
+
+TEST_CASE("the PipeDream importer names the line of a malformed input", "[partitioner][import][errors]") {
+  CHECK_THROWS_WITH(stagecut::importPipedreamGraph("node1 -- Linear\n", "g.txt"),
+                    "g.txt:1: expected 'nodeK -- Desc -- forward_compute_time=F, "
+                    "backward_compute_time=B, activation_size=A, parameter_size=P' or "
+                    "'<tab>nodeA -- nodeB'");
+  CHECK_THROWS_WITH(stagecut::importPipedreamGraph(std::string("node1 -- A") + kNode + "\n\tnode1 -- node9\n", "g.txt"),
+                    "g.txt:2: edge names node node9, which no node line defines");
+  CHECK_THROWS_WITH(stagecut::importPipedreamGraph(std::string("node1 -- A") + kNode + "\nnode1 -- B" + kNode + "\n", "g.txt"),
+                    "g.txt:2: node node1 is defined twice");
+  CHECK_THROWS_WITH(stagecut::importPipedreamGraph(std::string("node1 -- A") + kNode + "\nnode2 -- B" + kNode +
+                                                       "\n\tnode1 -- node2\n\tnode2 -- node1\n", "g.txt"),
+                    "g.txt:1: node node1 is on a cycle; a PipeDream graph must be acyclic");
+  CHECK_THROWS_WITH(stagecut::importPipedreamGraph(std::string("node1 -- Input0") + kNode + "\n", "g.txt"),
+                    "g.txt: no compute nodes: every node is an Input node");
+  CHECK_THROWS_WITH(stagecut::importPipedreamGraph(
+                        "node1 -- A -- forward_compute_time=1, backward_compute_time=1, activation_size=[1; 2, parameter_size=0\n", "g.txt"),
+                    "g.txt:1: activation_size=[1; 2 opens a list that does not close");
+}
