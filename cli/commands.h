@@ -10,6 +10,7 @@ namespace stagecut {
 void addBubbleCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
 void addInspectCommand(CLI::App& app);
+void addSimulateCommand(CLI::App& app);
 void addPartitionCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
 void addImportCommand(CLI::App& app);

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   stagecut::addBubbleCommand(app);
   stagecut::addDemoCommand(app);
   stagecut::addInspectCommand(app);
+  stagecut::addSimulateCommand(app);
   stagecut::addPartitionCommand(app);
   stagecut::addCompareCommand(app);
   stagecut::addImportCommand(app);

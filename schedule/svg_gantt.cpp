@@ -128,8 +128,8 @@ void legendItem(SvgWriter* svg, double* x, double y, const std::string& fill,
                 const std::string& label) {
   svg->rect(*x, y - 12, 16, 16, fill, " rx=\"3\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"");
   svg->text(*x + 22, y + 1, escapeXml(label), "font-size=\"14\" fill=\"#333\"");
-  // 0.5 em per character is Helvetica's average width at 14 px, rounded up.
-  *x += 22 + 7.4 * static_cast<double>(label.size()) + 26;
+  // Helvetica averages about 0.47 em per character of this kind of text at 14 px.
+  *x += 22 + 6.6 * static_cast<double>(label.size()) + 28;
 }
 
 void drawLegend(SvgWriter* svg, const std::vector<SimulatedSchedule>& runs, double y) {
