@@ -9,7 +9,9 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/framework_formats.h"
+#include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
+#include "partitioner/simulated_refinement.h"
 
 namespace stagecut {
 
@@ -19,6 +21,7 @@ struct PartitionCommandFlags {
   PartitionFlags shared;
   std::string format = "list";
   bool megatron_first_last = false;
+  bool simulate = false;
 };
 
 void printFormat(std::ostream& out, const std::string& format, const std::string& text) {
@@ -49,6 +52,15 @@ void runPartition(const PartitionCommandFlags& flags) {
   } else {
     partition = partitionProfile(profile, options, path, SplitMethod::kCompute);
   }
+  SimulatedRefinement refinement;
+  if (flags.simulate) {
+    const CostModel model = buildCostModel(profile, options, path);
+    refinement = refineBySimulatedStep(profile, options, model, partition.layersPerStage());
+    if (refinement.layers_per_stage != partition.layersPerStage()) {
+      partition = describeSplit(profile, options, model, refinement.layers_per_stage, "compute+simulated");
+      partition.outputs = frameworkOutputs(profile, refinement.layers_per_stage);
+    }
+  }
   // Formats print only what passed their coverage check; an explicit format that cannot express
   // the split says why.
   const std::string text = flags.format == "json" ? "" : formatSplit(flags.format, profile, partition.layersPerStage());
@@ -75,6 +87,13 @@ void runPartition(const PartitionCommandFlags& flags) {
               << " against the free layout (" << formatMs(free.bottleneck_ms) << " ms, "
               << formatMs(free.predicted_step_ms) << " ms)\n";
   }
+  if (flags.simulate) {
+    std::cout << "  simulated " << pipelineScheduleName(options.schedule) << " step "
+              << formatMs(refinement.simulated_step_ms) << " ms (the solver's first choice: "
+              << formatMs(refinement.exact_split_simulated_ms) << " ms), best of "
+              << refinement.candidates << " splits with the optimal bottleneck"
+              << (refinement.truncated ? " (the first ones; more exist)" : "") << "\n";
+  }
   if (flags.format != "json") printFormat(std::cout, flags.format, text);
   if (!flags.shared.output_path.empty()) std::cout << "\nwrote " << flags.shared.output_path << "\n";
 }
@@ -91,6 +110,8 @@ void addPartitionCommand(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--megatron-first-last", flags->megatron_first_last,
                     "Only splits --decoder-first/last-pipeline-num-layers can express (equal middle stages)");
+  command->add_flag("--simulate", flags->simulate,
+                    "Among splits with the optimal bottleneck, take the fastest in the event simulator");
   command->callback([flags] { runPartition(*flags); });
 }
 

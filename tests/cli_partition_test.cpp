@@ -181,3 +181,10 @@ TEST_CASE("import rejects an unknown tool and a malformed graph with exit 2", "[
                   dir.file("bad.txt") + ":1: forward_compute_time=abc is not a number >= 0");
   CHECK(dir.list() == std::vector<std::string>{"bad.txt"});
 }
+
+TEST_CASE("partition --simulate reports the simulated step of the optimal-bottleneck splits", "[cli][partition][simulate]") {
+  const CommandResult result = partition("--stages 4 --microbatches 8 --simulate");
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("  simulated 1f1b step 195.7 ms (the solver's first choice: 195.7 ms), "
+                                  "best of 1 splits with the optimal bottleneck\n"));
+}
