@@ -54,14 +54,15 @@ std::string baseName(const std::string& path) { return path.substr(path.find_las
 
 bool listsAll(const std::string& list) { return ("," + list + ",").find(",all,") != std::string::npos; }
 
-// Reads the profile and partition and fills the report's per-stage view; the per-schedule costs
-// come from costsFromPartition() with each schedule's chunk count.
+// The profile mode's inputs. Each schedule's costs come from costsFromPartition() with its own
+// chunk count, so they are kept rather than turned into costs once.
 struct ProfileInputs {
   Profile profile;
   Partition partition;
   BoundaryLink link;
 };
 
+// Reads the profile and the partition and fills the report's per-stage view.
 ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport* report) {
   if (options.partition_path.empty()) {
     throw Error(options.profile_path + ": simulating a profile needs its split; add --partition " +
@@ -69,28 +70,28 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   }
   ProfileInputs inputs{readProfileFile(options.profile_path),
                        readPartitionFile(options.partition_path), {}};
-  checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
   const int stages = static_cast<int>(inputs.partition.stages.size());
   if (options.stages_given && options.stages != stages) {
     throw Error("--stages " + std::to_string(options.stages) + ": the partition " +
                 options.partition_path + " has " + std::to_string(stages) +
                 " stages; drop --stages or use --stages " + std::to_string(stages));
   }
-  std::vector<std::string> comm;
   if (!options.bandwidth.empty()) {
     inputs.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
-    comm.push_back(options.bandwidth);
   }
   if (!options.latency.empty()) {
     inputs.link.latency_ms = parseDurationMs(options.latency, "--latency");
-    comm.push_back(options.latency);
+  }
+  if (options.bandwidth.empty() || options.latency.empty()) {
+    const std::string& given = options.bandwidth.empty() ? options.latency : options.bandwidth;
+    report->comm_text = given.empty() ? "none" : given + " per boundary";
+  } else {
+    report->comm_text = options.bandwidth + " + " + options.latency + " latency per boundary";
   }
   report->unit_costs = false;
   report->profile_path = options.profile_path;
   report->partition_path = options.partition_path;
   report->stages = stages;
-  report->comm_text = comm.empty() ? "none" : comm.size() == 2 ? comm[0] + " + " + comm[1] +
-                                                  " latency per boundary" : comm[0] + " per boundary";
 
   const PartitionCosts one_chunk =
       costsFromPartition(inputs.profile, inputs.partition, 1, inputs.link, options.partition_path);
@@ -162,8 +163,9 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     run.result = simulate(run.schedule, run.costs);
     // Closed forms assume equal stages and free boundaries; with a profile they say what a
     // balanced split would give, and ZB-H1's needs F = B = W, which only unit costs promise.
-    run.closed_form_bubble = closedFormBubble(name, stages, options.microbatches, chunks,
-                                              inputs ? false : true);
+    const bool equal_f_b_w = !inputs.has_value();
+    run.closed_form_bubble =
+        closedFormBubble(name, stages, options.microbatches, chunks, equal_f_b_w);
     report.runs.push_back(std::move(run));
   }
   return report;

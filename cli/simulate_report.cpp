@@ -114,7 +114,9 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
     std::vector<std::string> row = {
         std::to_string(s), report.stage_layers[s], formatMs(stage.forward_ms),
         formatMs(stage.backward_input_ms), formatMs(stage.backward_weight_ms),
-        s < report.boundary_comm_ms.size() ? formatMs(report.boundary_comm_ms[s]) : "-"};
+        s + 1 == report.stage_costs.size() ? "-"
+        : report.boundary_comm_ms.empty()  ? formatMs(0.0)
+                                           : formatMs(report.boundary_comm_ms[s])};
     for (const SimulatedRun& run : report.runs) {
       const RankStats& rank = run.result.ranks[s];
       row.push_back(formatBytes(rank.peak_activation_bytes) + " (" +
