@@ -43,14 +43,17 @@ struct ProfileRequest {
   std::string torchscript_path;    ///< a torch.jit.save'd module whose children form a chain
   std::string input_spec;          ///< TorchScript sample input, e.g. "8x3x224x224:float32"
   std::string device = "cpu";      ///< "cpu", "cuda" or "cuda:K"
-  std::string timer = "steady_clock";  ///< CPU: steady_clock; CUDA: cuda-events or cupti
+  /// "auto" (steady_clock on cpu, cuda-events on cuda), steady_clock (CPU), cuda-events or cupti
+  /// (CUDA: kernel durations from CUPTI; see docs/profiler-gpu.md).
+  std::string timer = "auto";
   int threads = 1;
   MeasureOptions measure;
 };
 
 /// Builds or loads the model, pins threads, measures every layer and the whole model, and
 /// returns the profile. Throws Error: kInput for bad requests (unknown model, bad input spec,
-/// a module that is not a chain, --device cuda without a GPU or CUDA LibTorch).
+/// a module that is not a chain, an unknown --timer or one that does not fit the device,
+/// --device cuda without a GPU or CUDA LibTorch); kRuntime when a CUDA driver or CUPTI call fails.
 Profile runProfile(const ProfileRequest& request);
 
 }  // namespace stagecut

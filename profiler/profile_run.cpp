@@ -1,13 +1,20 @@
+#include <algorithm>
 #include <fstream>
 
 #include <torch/cuda.h>
 
 #include "core/error.h"
+#include "core/suggest.h"
 #include "profiler/cuda_probe.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/profile_request.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/torchscript_chain.h"
+
+#ifdef STAGECUT_HAVE_CUDA
+#include "profiler/cuda_event_timer.h"
+#include "profiler/cupti_timer.h"
+#endif
 
 namespace stagecut {
 
@@ -38,17 +45,132 @@ void requireCudaDevice(const std::string& device) {
   }
 }
 
-void checkTimer(const ProfileRequest& request) {
-  const bool cuda = request.device.rfind("cuda", 0) == 0;
+const std::vector<std::string> kCpuTimers = {"steady_clock"};
+const std::vector<std::string> kCudaTimers = {"cuda-events", "cupti"};
+
+bool isCudaDevice(const std::string& device) { return device == "cuda" || device.rfind("cuda:", 0) == 0; }
+
+// "cuda" is device 0, as in LibTorch when nothing else is current; "cuda:K" is device K.
+int cudaOrdinal(const std::string& device) {
+  if (device == "cuda") return 0;
+  const std::string digits = device.substr(5);
+  if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
+    throw Error("--device " + device + ": unknown device; use cpu, cuda or cuda:K (K a device number, e.g. cuda:0)");
+  }
+  return std::stoi(digits);
+}
+
+// Checks the device and timer names and resolves "auto"; the timer's own device check follows.
+std::string resolveTimerName(const ProfileRequest& request) {
+  const bool cuda = isCudaDevice(request.device);
   if (request.device != "cpu" && !cuda) {
     throw Error("--device " + request.device + ": unknown device; use cpu, cuda or cuda:K");
   }
+  if (cuda) cudaOrdinal(request.device);
+  std::vector<std::string> known = {"auto"};
+  known.insert(known.end(), kCpuTimers.begin(), kCpuTimers.end());
+  known.insert(known.end(), kCudaTimers.begin(), kCudaTimers.end());
+  if (std::find(known.begin(), known.end(), request.timer) == known.end()) {
+    throw Error("--timer " + request.timer + ": unknown timer" + unknownNameHint(request.timer, known));
+  }
+  if (request.timer == "auto") return cuda ? kCudaTimers.front() : kCpuTimers.front();
   if (!cuda && request.timer != "steady_clock") {
     throw Error("--timer " + request.timer + ": only steady_clock times CPU work; cuda-events and "
                 "cupti need --device cuda");
   }
-  if (cuda) requireCudaDevice(request.device);
+  if (cuda && request.timer == "steady_clock") {
+    throw Error("--timer steady_clock: a host clock does not wait for the GPU's queued kernels; with --device " +
+                request.device + " use cuda-events (the default) or cupti");
+  }
+  return request.timer;
 }
+
+std::string checkTimer(const ProfileRequest& request) {
+  const std::string timer = resolveTimerName(request);
+  if (!isCudaDevice(request.device)) return timer;
+  requireCudaDevice(request.device);
+#ifndef STAGECUT_HAVE_CUDA
+  throw Error("--device " + request.device + ": this stagecut was built without its CUDA timers (STAGECUT_CUDA=OFF "
+              "or no CUDA toolkit at configure time); reconfigure with -DSTAGECUT_CUDA=ON");
+#else
+  const int ordinal = cudaOrdinal(request.device);
+  const int devices = static_cast<int>(torch::cuda::device_count());
+  if (ordinal >= devices) {
+    throw Error("--device " + request.device + ": LibTorch sees " + std::to_string(devices) +
+                " CUDA device(s); use cuda:0" + (devices > 1 ? " to cuda:" + std::to_string(devices - 1) : ""));
+  }
+  return timer;
+#endif
+}
+
+#ifdef STAGECUT_HAVE_CUDA
+
+// Moves the chain's parameters (in place, so the modules behind `forward` see them moved) and
+// its batches to `device`. Buffers and tensors a layer's forward makes itself are the layer
+// source's business: they must follow their parameters' device.
+void placeOnDevice(LayerChain& chain, const torch::Device& device) {
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& layer : chain.layers) {
+      for (auto& parameter : layer.parameters) parameter.set_data(parameter.data().to(device));
+    }
+  }
+  auto make_batch = chain.make_batch;
+  chain.make_batch = [make_batch, device](int rows, std::uint64_t seed) {
+    ChainBatch batch = make_batch(rows, seed);
+    batch.input = batch.input.to(device);
+    if (batch.target.defined()) batch.target = batch.target.to(device);
+    return batch;
+  };
+}
+
+// Times with CUPTI's kernel records, keeping the CUDA-event time of the same regions: the
+// profile's layers get the kernel sums, run.extra["cupti"] the per-layer comparison.
+Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_ptr<CudaEventTimer> fence) {
+  CuptiTimer timer(loadCuptiActivityApi(), std::move(fence));
+  for (int i = 0; i < static_cast<int>(chain.layers.size()); ++i) {
+    auto forward = chain.layers[i].forward;
+    chain.layers[i].forward = [forward, i, &timer](const torch::Tensor& input, const torch::Tensor& target) {
+      timer.noteLayerForward(i);
+      return forward(input, target);
+    };
+  }
+  timer.setWarmup(measure.warmup_rounds > 0);
+  auto on_progress = measure.on_progress;
+  measure.on_progress = [on_progress, &timer](const MeasureProgress& progress) {
+    timer.setWarmup(progress.warmup);
+    if (on_progress) on_progress(progress);
+  };
+  Profile profile = measureLayerChain(chain, measure, timer);
+  std::vector<std::string> names;
+  for (const auto& layer : chain.layers) names.push_back(layer.name);
+  profile.run.extra["cupti"] = {
+      {"times", "layers' *_ms are sums of kernel durations; forward_event_ms is the CUDA-event time of the same "
+                "forward regions"},
+      {"dropped_records", timer.droppedRecords()},
+      {"layers", layerBreakdownJson(timer.layerBreakdown(static_cast<int>(chain.layers.size())), names)}};
+  return profile;
+}
+
+Profile profileOnCuda(LayerChain chain, const MeasureOptions& measure, const std::string& device,
+                      const std::string& timer_name) {
+  const int ordinal = cudaOrdinal(device);
+  placeOnDevice(chain, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal)));
+  auto events = std::make_unique<CudaEventTimer>(ordinal);
+  const std::string device_name = events->deviceName();
+  const int driver_version = events->driverVersion();
+  Profile profile = timer_name == "cupti" ? measureWithCupti(chain, measure, std::move(events))
+                                          : measureLayerChain(chain, measure, *events);
+  profile.device.kind = "cuda";
+  profile.device.name = device_name;
+  profile.device.extra = {{"ordinal", ordinal},
+                          {"driver_cuda_version", std::to_string(driver_version / 1000) + "." +
+                                                      std::to_string(driver_version % 1000 / 10)},
+                          {"host_cpu", cpuModelName()}};
+  return profile;
+}
+
+#endif  // STAGECUT_HAVE_CUDA
 
 void checkMeasureOptions(const MeasureOptions& options) {
   if (options.microbatch_size < 1) {
@@ -65,7 +187,7 @@ void checkMeasureOptions(const MeasureOptions& options) {
 }  // namespace
 
 Profile runProfile(const ProfileRequest& request) {
-  checkTimer(request);
+  const std::string timer_name = checkTimer(request);
   checkMeasureOptions(request.measure);
   pinThreads(request.threads);
 
@@ -85,10 +207,18 @@ Profile runProfile(const ProfileRequest& request) {
   if (!request.torchscript_path.empty()) {
     measure.microbatch_size = static_cast<int>(parseInputSpec(request.input_spec).shape[0]);
   }
+  const TorchRuntimeInfo runtime = torchRuntimeInfo();
+#ifdef STAGECUT_HAVE_CUDA
+  if (isCudaDevice(request.device)) {
+    Profile profile = profileOnCuda(std::move(chain), measure, request.device, timer_name);
+    profile.device.threads = runtime.intraop_threads;
+    profile.device.torch = runtime.torch_version;
+    return profile;
+  }
+#endif
   SteadyClockTimer timer;
   Profile profile = measureLayerChain(chain, measure, timer);
 
-  const TorchRuntimeInfo runtime = torchRuntimeInfo();
   profile.device.kind = "cpu";
   profile.device.name = cpuModelName();
   profile.device.threads = runtime.intraop_threads;
