@@ -1,5 +1,8 @@
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace stagecut {
@@ -16,6 +19,8 @@ void addCompareCommand(CLI::App& app);
 void addImportCommand(CLI::App& app);
 /// `stagecut profile` (LibTorch builds only); `command_line` is recorded in the profile.
 void addProfileCommand(CLI::App& app, const std::string& command_line);
+/// `stagecut validate` (LibTorch builds only); `arguments` restart this command in each rank.
+void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments);
 
 /// The version line: stagecut's version, build type, LibTorch and CUDA support.
 std::string versionText();

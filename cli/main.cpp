@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   stagecut::addImportCommand(app);
 #ifdef STAGECUT_WITH_TORCH
   stagecut::addProfileCommand(app, commandLine(argc, argv));
+  stagecut::addValidateCommand(app, std::vector<std::string>(argv, argv + argc));
 #endif
   app.footer("Run 'stagecut <command> --help' for a command's options.\n");
 

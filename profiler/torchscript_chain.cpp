@@ -54,6 +54,7 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   chain.model_name = path.substr(slash == std::string::npos ? 0 : slash + 1);
   chain.source = "torchscript:" + path;
   chain.config = {{"input_shape", input.shape}, {"input_dtype", input.dtype}};
+  if (input.high > input.low) chain.config["input_range"] = {input.low, input.high};
   for (const auto& child : module->named_children()) {
     auto child_module = std::make_shared<torch::jit::Module>(child.value);
     ChainLayer layer;

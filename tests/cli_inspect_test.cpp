@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 
@@ -14,6 +15,7 @@ using stagecut::testing::makeProfile;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -98,8 +100,10 @@ TEST_CASE("inspect gives one error line and exit 2 for each broken file", "[cli]
 }
 
 TEST_CASE("bad usage exits 2 with one line pointing at the help", "[cli][errors]") {
-  checkOneLineError(runStagecut("frobnicate"),
-                    "unknown command 'frobnicate'; use one of: bubble, demo, inspect");
+  const CommandResult unknown = runStagecut("frobnicate");
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.err, StartsWith("stagecut: unknown command 'frobnicate'; use one of: bubble, demo, inspect"));
+  CHECK(std::count(unknown.err.begin(), unknown.err.end(), '\n') == 1);
   checkOneLineError(runStagecut("inspekt p.json"),
                     "unknown command 'inspekt', did you mean 'inspect'?");
   checkOneLineError(runStagecut("inspect"),

@@ -38,7 +38,8 @@ struct CommandResult {
   std::string err;
 };
 
-/// Runs the built stagecut binary with `args` (already shell-quoted where needed).
-CommandResult runStagecut(const std::string& args);
+/// Runs the built stagecut binary with `args` (already shell-quoted where needed), with
+/// `environment` ("NAME=value ...") added to its environment.
+CommandResult runStagecut(const std::string& args, const std::string& environment = "");
 
 }  // namespace stagecut::testing

@@ -1,0 +1,166 @@
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/text_table.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/partition_json.h"
+#include "core/profile_json.h"
+#include "core/units.h"
+#include "runtime/launcher.h"
+#include "runtime/rank_worker.h"
+#include "runtime/validation_report.h"
+#include "schedule/generators.h"
+
+namespace stagecut {
+
+namespace {
+
+struct ValidateCommandOptions {
+  ValidateRequest request;
+  std::string trace_path;
+  bool json = false;
+};
+
+std::string signedPercent(double fraction) {
+  return (fraction >= 0 ? "+" : "") + formatPercent(fraction);
+}
+
+std::string scientific(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.1e", value);
+  return buffer;
+}
+
+// Everything that can be wrong with the request is found here, once, before any rank starts.
+void checkRequest(const ValidateCommandOptions& options) {
+  const ValidateRequest& request = options.request;
+  const Profile profile = readProfileFile(request.profile_path);
+  const Partition partition = readPartitionFile(request.partition_path);
+  checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
+  generateSchedule(request.schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1);
+  if (request.schedule == "interleaved-1f1b") {
+    throw Error("--schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1");
+  }
+  if (request.steps < 1) throw Error("--steps " + std::to_string(request.steps) + ": measure at least 1 step");
+  if (request.warmup_steps < 0) throw Error("--warmup-steps must be 0 or more");
+  if (!(request.timeout_s > 0)) throw Error("--timeout must be more than 0 seconds");
+  const std::string& source = profile.model.source;
+  if (source.rfind("zoo:", 0) != 0 && source.rfind("torchscript:", 0) != 0) {
+    throw Error(request.profile_path + ": model source \"" + source +
+                "\" cannot be run here; validate needs a profile made by stagecut profile (a zoo model or a "
+                "TorchScript chain)");
+  }
+  if (!options.trace_path.empty()) checkWritable(options.trace_path);
+}
+
+void printReport(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
+  out << "validate: " << report.schedule << ", " << report.stages << " stages, " << report.microbatches
+      << " microbatches, " << report.measured_step_ms.size() << " measured steps after " << request.warmup_steps
+      << " warm-up, " << request.threads << " thread(s) per rank\n";
+  out << "links between ranks (measured): latency " << formatMs(report.link_latency_ms) << " ms, bandwidth "
+      << formatBytes(static_cast<std::uint64_t>(report.link_bandwidth_bytes_per_s)) << "/s\n\n";
+  TextTable summary;
+  summary.addColumn("", TextTable::Align::kLeft);
+  summary.addColumn("measured", TextTable::Align::kRight);
+  summary.addColumn("predicted", TextTable::Align::kRight);
+  summary.addColumn("difference", TextTable::Align::kRight);
+  summary.addRow({"step ms (median)", formatMs(report.measured_step_median_ms), formatMs(report.predicted_step_ms),
+                  signedPercent(report.error)});
+  summary.addRow({"bubble", formatPercent(report.measured_bubble), formatPercent(report.predicted_bubble),
+                  signedPercent(report.measured_bubble - report.predicted_bubble).substr(0) + " pts"});
+  summary.print(out, "  ");
+  out << "\n";
+  TextTable ranks;
+  for (const char* header : {"rank", "layers", "busy ms", "pred", "bubble", "pred", "peak memory", "pred",
+                             "grad diff"}) {
+    ranks.addColumn(header, std::string(header) == "layers" ? TextTable::Align::kLeft : TextTable::Align::kRight);
+  }
+  for (const auto& rank : report.ranks) {
+    ranks.addRow({std::to_string(rank.rank), std::to_string(rank.first_layer) + "-" + std::to_string(rank.last_layer),
+                  formatMs(rank.measured_busy_ms), formatMs(rank.predicted_busy_ms), formatPercent(rank.measured_bubble),
+                  formatPercent(rank.predicted_bubble),
+                  formatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(rank.measured_peak_bytes, 0))),
+                  formatBytes(rank.predicted_peak_bytes), scientific(rank.grad_max_rel_diff)});
+  }
+  ranks.print(out, "  ");
+  out << "\n  steps ms:";
+  for (double ms : report.measured_step_ms) out << " " << formatMs(ms);
+  out << "\n  largest op deviation: " << report.worst_op << " " << signedPercent(report.worst_op_deviation) << "\n";
+  out << "  gradient check: " << (report.grad_pass ? "pass" : "FAIL") << " (largest relative difference "
+      << scientific(report.grad_max_rel_diff) << ", tolerance " << scientific(report.grad_tolerance) << "); loss "
+      << report.loss_pipeline << " pipelined vs " << report.loss_reference << " full batch\n";
+}
+
+void runWorker(const ValidateCommandOptions& options) {
+  RendezvousInfo rendezvous;
+  rendezvous.rank = std::atoi(std::getenv("RANK"));
+  rendezvous.world_size = std::atoi(std::getenv("WORLD_SIZE"));
+  if (const char* address = std::getenv("MASTER_ADDR")) rendezvous.master_addr = address;
+  if (const char* port = std::getenv("MASTER_PORT")) rendezvous.master_port = std::atoi(port);
+  rendezvous.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000));
+  std::vector<RankOutcome> outcomes;
+  try {
+    outcomes = runValidationRank(options.request, rendezvous);
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.rfind("rank ", 0) == 0) throw;
+    throw Error("rank " + std::to_string(rendezvous.rank) + ": " + message, e.kind());
+  }
+  if (rendezvous.rank != 0) return;
+  const Profile profile = readProfileFile(options.request.profile_path);
+  const Partition partition = readPartitionFile(options.request.partition_path);
+  const ValidationReport report = buildValidationReport(options.request, profile, partition, outcomes);
+  if (!options.trace_path.empty()) writeFileAtomically(options.trace_path, validationTrace(report));
+  if (options.json) {
+    std::cout << toJsonText(validationToJson(report));
+  } else {
+    printReport(std::cout, report, options.request);
+    if (!options.trace_path.empty()) std::cout << "  trace (predicted and measured): " << options.trace_path << "\n";
+  }
+  std::cout.flush();
+  if (!report.grad_pass) {
+    throw Error("gradient check failed: largest relative difference " + scientific(report.grad_max_rel_diff) +
+                    " exceeds --grad-tolerance " + scientific(report.grad_tolerance),
+                ErrorKind::kRuntime);
+  }
+}
+
+}  // namespace
+
+void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments) {
+  auto* command = app.add_subcommand(
+      "validate", "Run a partition for real as a multi-process pipeline and compare it with the prediction");
+  auto options = std::make_shared<ValidateCommandOptions>();
+  ValidateRequest& request = options->request;
+  command->add_option("profile", request.profile_path, "The stagecut.profile/1 the partition was made from")->required();
+  command->add_option("--partition", request.partition_path, "The stagecut.partition/1 to run")->required();
+  command->add_option("--schedule", request.schedule, "gpipe, 1f1b or zb-h1")->capture_default_str();
+  command->add_option("--microbatches,-m", request.microbatches, "Microbatches per step")->capture_default_str();
+  command->add_option("--steps", request.steps, "Measured steps")->capture_default_str();
+  command->add_option("--warmup-steps", request.warmup_steps, "Untimed steps first")->capture_default_str();
+  command->add_option("--threads", request.threads, "LibTorch and BLAS threads per rank")->capture_default_str();
+  command->add_option("--timeout", request.timeout_s, "Seconds a rank waits for a peer before failing")
+      ->capture_default_str();
+  command->add_option("--grad-tolerance", request.grad_tolerance, "Largest accepted relative gradient difference")
+      ->capture_default_str();
+  command->add_option("--seed", request.batch_seed, "Seed of the batch")->capture_default_str();
+  command->add_option("--trace", options->trace_path, "Write a Chrome trace of the predicted and measured step");
+  command->add_flag("--json", options->json, "Print the stagecut.validation/1 document");
+  command->callback([options, arguments] {
+    // Started by a launcher (ours or torchrun-style): this process is one rank.
+    if (std::getenv("RANK") && std::getenv("WORLD_SIZE")) {
+      runWorker(*options);
+      return;
+    }
+    checkRequest(*options);
+    LaunchOptions launch;
+    launch.world_size = static_cast<int>(readPartitionFile(options->request.partition_path).stages.size());
+    launch.arguments = arguments;
+    launchRanks(launch);
+  });
+}
+
+}  // namespace stagecut

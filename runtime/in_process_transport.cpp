@@ -1,0 +1,58 @@
+#include "runtime/in_process_transport.h"
+
+#include "core/error.h"
+
+namespace stagecut {
+
+void InProcessHub::post(int from, int to, int tag, torch::Tensor tensor) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    mail_[{from, to, tag}] = std::move(tensor);
+  }
+  changed_.notify_all();
+}
+
+torch::Tensor InProcessHub::take(int from, int to, int tag, const std::string& what) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const auto key = std::make_tuple(from, to, tag);
+  if (!changed_.wait_for(lock, timeout_, [&] { return mail_.count(key) > 0; })) {
+    throw Error("rank " + std::to_string(to) + ": timed out waiting for " + what + " from rank " +
+                    std::to_string(from),
+                ErrorKind::kRuntime);
+  }
+  torch::Tensor tensor = mail_[key];
+  mail_.erase(key);
+  return tensor;
+}
+
+void InProcessHub::barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  const int generation = generation_;
+  if (++arrived_ == world_size_) {
+    arrived_ = 0;
+    ++generation_;
+    changed_.notify_all();
+    return;
+  }
+  if (!changed_.wait_for(lock, timeout_, [&] { return generation_ != generation; })) {
+    throw Error("timed out in a barrier waiting for the other ranks", ErrorKind::kRuntime);
+  }
+}
+
+void InProcessTransport::sendAsync(const torch::Tensor& tensor, int peer, int tag) {
+  // Clone: a real transport copies the bytes, so the receiver must not share the sender's storage.
+  hub_->post(rank_, peer, tag, tensor.detach().clone());
+}
+
+torch::Tensor InProcessTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
+                                       const std::string& what) {
+  torch::Tensor tensor = hub_->take(peer, rank_, tag, what);
+  if (tensor.sizes().vec() != shape) {
+    throw Error("rank " + std::to_string(rank_) + ": " + what + " from rank " + std::to_string(peer) +
+                    " has shape " + c10::str(tensor.sizes()) + ", expected " + c10::str(c10::IntArrayRef(shape)),
+                ErrorKind::kRuntime);
+  }
+  return tensor;
+}
+
+}  // namespace stagecut

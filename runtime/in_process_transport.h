@@ -1,0 +1,52 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "runtime/stage_transport.h"
+
+namespace stagecut {
+
+/// Mailboxes shared by the ranks of an in-process pipeline (one thread per rank, in tests).
+class InProcessHub {
+ public:
+  explicit InProcessHub(int world_size, std::chrono::milliseconds timeout)
+      : world_size_(world_size), timeout_(timeout) {}
+
+  void post(int from, int to, int tag, torch::Tensor tensor);
+  torch::Tensor take(int from, int to, int tag, const std::string& what);
+  void barrier();
+  int worldSize() const { return world_size_; }
+
+ private:
+  int world_size_;
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::tuple<int, int, int>, torch::Tensor> mail_;
+  int arrived_ = 0;
+  int generation_ = 0;
+};
+
+/// One rank's view of an InProcessHub: the fake StageTransport that makes schedule execution
+/// testable without sockets or processes.
+class InProcessTransport : public StageTransport {
+ public:
+  InProcessTransport(std::shared_ptr<InProcessHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
+  void sendAsync(const torch::Tensor& tensor, int peer, int tag) override;
+  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override;
+  void flushSends() override {}
+  void barrier() override { hub_->barrier(); }
+  int rank() const override { return rank_; }
+  int worldSize() const override { return hub_->worldSize(); }
+
+ private:
+  std::shared_ptr<InProcessHub> hub_;
+  int rank_;
+};
+
+}  // namespace stagecut

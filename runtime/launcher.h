@@ -1,0 +1,23 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace stagecut {
+
+/// How `stagecut validate` starts its ranks on this machine.
+struct LaunchOptions {
+  int world_size = 1;
+  std::string executable = "/proc/self/exe";  ///< the stagecut binary itself
+  std::vector<std::string> arguments;          ///< argv for every rank, argv[0] included
+  double grace_s = 2.0;  ///< after a failure, how long ranks get to stop before SIGKILL
+};
+
+/// Starts `world_size` processes with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR,
+/// MASTER_PORT on a free local port), rank 0 keeping stdout and the others' stdout silenced,
+/// and waits for all. When one fails, stops the others (SIGTERM, then SIGKILL) and reaps them,
+/// so no process is left behind, then throws Error (kRuntime) naming the rank and how it ended.
+/// Ranks also die with the launcher (PR_SET_PDEATHSIG).
+void launchRanks(const LaunchOptions& options);
+
+}  // namespace stagecut

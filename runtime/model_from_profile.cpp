@@ -1,0 +1,79 @@
+#include "runtime/model_from_profile.h"
+
+#include "core/error.h"
+#include "profiler/input_spec.h"
+#include "profiler/torchscript_chain.h"
+#include "profiler/zoo.h"
+
+namespace stagecut {
+
+namespace {
+
+int configInt(const nlohmann::json& config, const char* key) {
+  const auto it = config.find(key);
+  return it != config.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+ZooOptions zooOptionsFrom(const Profile& profile) {
+  const nlohmann::json& config = profile.model.config;
+  ZooOptions options;
+  options.family = profile.model.source.substr(4);
+  // Every shape field is recorded, so the preset only has to be a valid name.
+  options.preset = options.family == "gpt" ? "gpt2-small" : "";
+  options.layers = configInt(config, "layers");
+  options.hidden = configInt(config, "hidden");
+  options.heads = configInt(config, "heads");
+  options.ffn = configInt(config, "ffn");
+  options.seq = configInt(config, "seq");
+  options.vocab = configInt(config, "vocab");
+  options.image_size = configInt(config, "image_size");
+  options.classes = configInt(config, "classes");
+  if (config.contains("seed") && config["seed"].is_number_unsigned()) options.seed = config["seed"].get<std::uint64_t>();
+  return options;
+}
+
+InputSpec inputSpecFrom(const nlohmann::json& config, const std::string& source_name) {
+  InputSpec spec;
+  try {
+    spec.shape = config.at("input_shape").get<std::vector<std::int64_t>>();
+    spec.dtype = config.at("input_dtype").get<std::string>();
+    if (config.contains("input_range")) {
+      spec.low = config["input_range"][0].get<std::int64_t>();
+      spec.high = config["input_range"][1].get<std::int64_t>();
+    }
+  } catch (const nlohmann::json::exception&) {
+    throw Error(source_name + ": model.config lacks the TorchScript input (input_shape, input_dtype); "
+                              "profile the module again with stagecut profile --torchscript");
+  }
+  return spec;
+}
+
+}  // namespace
+
+LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
+  const std::string& source = profile.model.source;
+  LayerChain chain;
+  if (source.rfind("zoo:", 0) == 0) {
+    chain = buildZooModel(zooOptionsFrom(profile));
+  } else if (source.rfind("torchscript:", 0) == 0) {
+    chain = loadTorchScriptChain(source.substr(12), inputSpecFrom(profile.model.config, source_name), 0);
+  } else {
+    throw Error(source_name + ": model source \"" + source +
+                "\" cannot be run here; validate needs a profile made by stagecut profile (a zoo model or "
+                "a TorchScript chain)");
+  }
+  if (chain.layers.size() != profile.layers.size()) {
+    throw Error(source_name + ": the model rebuilt from the profile has " + std::to_string(chain.layers.size()) +
+                " layers, the profile " + std::to_string(profile.layers.size()) + "; profile the model again");
+  }
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    if (chain.layers[i].name != profile.layers[i].name) {
+      throw Error(source_name + ": layer " + std::to_string(i) + " of the rebuilt model is \"" +
+                  chain.layers[i].name + "\", the profile's \"" + profile.layers[i].name +
+                  "\"; profile the model again");
+    }
+  }
+  return chain;
+}
+
+}  // namespace stagecut

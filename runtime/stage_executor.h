@@ -1,0 +1,75 @@
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "profiler/layer_chain.h"
+#include "runtime/stage_transport.h"
+#include "schedule/pipeline_schedule.h"
+
+namespace stagecut {
+
+/// When one op of a rank ran, in steady-clock nanoseconds (one clock for all processes of a
+/// machine). A receive's wait is not part of the op: the op starts once its input is there.
+struct OpRecord {
+  PipelineOp op;
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+};
+
+/// What one rank runs: the layers [first_layer, last_layer] of a chain as its model stage, and
+/// the shapes of the tensors it receives (its input, from the previous rank) and sends.
+struct StagePlacement {
+  int first_layer = 0;
+  int last_layer = 0;
+  std::vector<std::int64_t> input_shape;   ///< of one microbatch; unused on the first stage
+  std::vector<std::int64_t> output_shape;  ///< of one microbatch; unused on the last stage
+};
+
+/// Runs one rank's op list of a pipeline step on its layers, exchanging activations and
+/// gradients through a StageTransport. Gradients accumulate in the parameters' .grad as in
+/// training; the loss of each microbatch is scaled by 1/M so the step's gradient equals the
+/// full batch's. With `splits_backward`, B computes only input gradients (and those of the
+/// layer outputs inside the stage) and W the weight gradients, layer by layer.
+class StageExecutor {
+ public:
+  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport);
+
+  /// Runs `ops` for `microbatches` (the first stage reads their inputs, the last their
+  /// targets). Returns when every op ran and every send was delivered. Throws Error (kRuntime)
+  /// from the transport, e.g. a timeout naming the op and the peer.
+  std::vector<OpRecord> runStep(const RankOps& ops, const std::vector<ChainBatch>& microbatches,
+                                bool splits_backward);
+
+  /// Sum of the microbatches' scaled losses of the last step (the full batch's loss); only on
+  /// the last stage, else 0.
+  double lastStepLoss() const { return last_loss_; }
+  /// This stage's parameters, in layer order.
+  std::vector<torch::Tensor> parameters() const;
+  /// Sets every parameter's gradient to zero (the start of a step).
+  void zeroGradients();
+
+ private:
+  struct MicrobatchState {
+    torch::Tensor input;                 // leaf that receives the input gradient
+    std::vector<torch::Tensor> outputs;  // each layer's output; the last is the stage's
+    torch::Tensor root;                  // what the backward starts from (scaled loss on the last stage)
+    std::vector<torch::Tensor> output_grads;  // gradient of each layer's output, kept from B for W
+  };
+
+  void forward(int microbatch, const ChainBatch& batch, int microbatch_count);
+  void backward(int microbatch, bool splits_backward);
+  void weightBackward(int microbatch);
+
+  const LayerChain& chain_;
+  StagePlacement placement_;
+  StageTransport& transport_;
+  bool first_stage_;
+  bool last_stage_;
+  std::map<int, MicrobatchState> live_;
+  double last_loss_ = 0.0;
+  std::int64_t compute_start_ns_ = 0;  // set by each op once its input has arrived
+};
+
+}  // namespace stagecut

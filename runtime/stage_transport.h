@@ -1,0 +1,36 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace stagecut {
+
+/// How pipeline ranks exchange activations and gradients. Sends are posted and return at once
+/// (the tensor is kept until flushSends), receives block: with this pairing, op lists that the
+/// simulator can finish never deadlock. The real transport is c10d Gloo; tests use an
+/// in-process fake.
+class StageTransport {
+ public:
+  virtual ~StageTransport() = default;
+  /// Posts `tensor` to rank `peer` under `tag`; returns without waiting for the receiver.
+  virtual void sendAsync(const torch::Tensor& tensor, int peer, int tag) = 0;
+  /// Receives a float tensor of `shape` from rank `peer` under `tag`. `what` names the op and
+  /// tensor for the error that a timeout raises (Error, kRuntime, naming the peer rank).
+  virtual torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag,
+                             const std::string& what) = 0;
+  /// Waits until every posted send has been delivered (end of a step).
+  virtual void flushSends() = 0;
+  /// Waits until every rank reaches this call.
+  virtual void barrier() = 0;
+  virtual int rank() const = 0;
+  virtual int worldSize() const = 0;
+};
+
+/// Message tags: an activation or a gradient of one microbatch; unique within a step.
+inline int activationTag(int microbatch) { return 2 * microbatch; }
+inline int gradientTag(int microbatch) { return 2 * microbatch + 1; }
+
+}  // namespace stagecut

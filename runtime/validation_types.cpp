@@ -1,0 +1,68 @@
+#include "runtime/validation_types.h"
+
+#include <cmath>
+
+namespace stagecut {
+
+namespace {
+
+// JSON has no NaN; "not measured" travels as null.
+nlohmann::json numberOrNull(double value) { return std::isnan(value) ? nlohmann::json() : nlohmann::json(value); }
+double numberOrNaN(const nlohmann::json& value) {
+  return value.is_number() ? value.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace
+
+nlohmann::json rankOutcomeToJson(const RankOutcome& outcome) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& step : outcome.steps) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (const auto& record : step) {
+      ops.push_back({static_cast<int>(record.op.kind), record.op.microbatch, record.op.chunk, record.start_ns,
+                     record.end_ns});
+    }
+    steps.push_back(std::move(ops));
+  }
+  return {{"rank", outcome.rank},
+          {"first_layer", outcome.first_layer},
+          {"last_layer", outcome.last_layer},
+          {"steps", std::move(steps)},
+          {"peak_bytes", outcome.peak_bytes},
+          {"grad_max_rel_diff", outcome.grad_max_rel_diff},
+          {"worst_parameter", outcome.worst_parameter},
+          {"loss_pipeline", numberOrNull(outcome.loss_pipeline)},
+          {"loss_reference", numberOrNull(outcome.loss_reference)},
+          {"link_latency_ms", outcome.link_latency_ms},
+          {"link_bandwidth_bytes_per_s", outcome.link_bandwidth_bytes_per_s}};
+}
+
+RankOutcome rankOutcomeFromJson(const nlohmann::json& document) {
+  RankOutcome outcome;
+  outcome.rank = document.at("rank").get<int>();
+  outcome.first_layer = document.at("first_layer").get<int>();
+  outcome.last_layer = document.at("last_layer").get<int>();
+  for (const auto& step : document.at("steps")) {
+    std::vector<OpRecord> records;
+    for (const auto& op : step) {
+      OpRecord record;
+      record.op.kind = static_cast<OpKind>(op[0].get<int>());
+      record.op.microbatch = op[1].get<int>();
+      record.op.chunk = op[2].get<int>();
+      record.start_ns = op[3].get<std::int64_t>();
+      record.end_ns = op[4].get<std::int64_t>();
+      records.push_back(record);
+    }
+    outcome.steps.push_back(std::move(records));
+  }
+  outcome.peak_bytes = document.at("peak_bytes").get<std::int64_t>();
+  outcome.grad_max_rel_diff = document.at("grad_max_rel_diff").get<double>();
+  outcome.worst_parameter = document.at("worst_parameter").get<std::string>();
+  outcome.loss_pipeline = numberOrNaN(document.at("loss_pipeline"));
+  outcome.loss_reference = numberOrNaN(document.at("loss_reference"));
+  outcome.link_latency_ms = document.at("link_latency_ms").get<double>();
+  outcome.link_bandwidth_bytes_per_s = document.at("link_bandwidth_bytes_per_s").get<double>();
+  return outcome;
+}
+
+}  // namespace stagecut
