@@ -14,6 +14,8 @@ void addBubbleCommand(CLI::App& app);
 void addDemoCommand(CLI::App& app);
 void addInspectCommand(CLI::App& app);
 void addSimulateCommand(CLI::App& app);
+/// `stagecut report`; `command_line` is recorded in the report's provenance.
+void addReportCommand(CLI::App& app, const std::string& command_line);
 void addPartitionCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
 void addImportCommand(CLI::App& app);

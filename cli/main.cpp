@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   stagecut::addDemoCommand(app);
   stagecut::addInspectCommand(app);
   stagecut::addSimulateCommand(app);
+  stagecut::addReportCommand(app, commandLine(argc, argv));
   stagecut::addPartitionCommand(app);
   stagecut::addCompareCommand(app);
   stagecut::addImportCommand(app);

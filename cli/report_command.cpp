@@ -1,0 +1,133 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/partition_flags.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/profile_json.h"
+#include "core/units.h"
+#include "partitioner/partition_options.h"
+#include "report/report_html.h"
+#include "report/report_inputs.h"
+#include "schedule/generators.h"
+
+namespace stagecut {
+
+namespace {
+
+struct ReportFlags {
+  PartitionFlags partition;  ///< profile, --stages, --microbatches, --memory-cap, ... as `compare`
+  std::string comparison_path;
+  std::vector<std::string> validation_paths;
+  std::string schedules = "all";
+  int chunks = 2;
+  std::string output_path;
+};
+
+ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
+  const std::string& path = flags.partition.profile_path;
+  const Profile profile = readProfileFile(path);
+  const bool stages_given = command->count("--stages") > 0;
+  ReportScheduleOptions schedules;
+  schedules.names = parseScheduleList(flags.schedules);
+  schedules.chunks = flags.chunks;
+  if (flags.chunks < 1) throw Error("--chunks " + std::to_string(flags.chunks) + ": needs at least 1 chunk per rank");
+
+  if (flags.comparison_path.empty()) {
+    if (!stages_given) {
+      throw Error(path + ": the report needs splits to compare; add --stages N (and --microbatches M), "
+                  "or --comparison FILE written by 'stagecut compare " + path + " --stages N -o FILE'");
+    }
+    const PartitionOptions options = resolvePartitionFlags(flags.partition, profile);
+    return buildReportInputs(profile, options, path, schedules);
+  }
+  if (stages_given) {
+    throw Error("--stages " + std::to_string(flags.partition.stages) + ": " + flags.comparison_path +
+                " already holds the splits; drop --stages, or drop --comparison to split again");
+  }
+  for (const char* flag : {"--schedule", "--stage-speed", "--optimizer", "--bytes-per-param", "--recompute"}) {
+    if (command->count(flag) > 0) {
+      throw Error(std::string(flag) + ": shapes new splits, but " + flags.comparison_path +
+                  " already holds them; drop " + flag + ", or drop --comparison to split again");
+    }
+  }
+  const std::vector<Partition> splits = splitsFromComparisonJson(
+      parseJsonDocument(readTextFile(flags.comparison_path), flags.comparison_path), flags.comparison_path);
+  if (!flags.partition.bandwidth.empty()) {
+    schedules.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.partition.bandwidth, "--bandwidth");
+  }
+  if (!flags.partition.latency.empty()) {
+    schedules.link.latency_ms = parseDurationMs(flags.partition.latency, "--latency");
+  }
+  int microbatches = 0;
+  if (command->count("--microbatches") > 0) {
+    microbatches = flags.partition.microbatches;
+    if (microbatches < 1) {
+      throw Error("--microbatches " + std::to_string(microbatches) + ": a step needs at least 1 microbatch");
+    }
+  }
+  ReportInputs inputs = reportInputsFromSplits(profile, path, splits, flags.comparison_path,
+                                               microbatches, schedules);
+  if (!flags.partition.memory_cap.empty()) {
+    inputs.memory_cap_bytes =
+        parseMemoryCaps(flags.partition.memory_cap, static_cast<int>(inputs.chosen.stages.size()));
+  }
+  return inputs;
+}
+
+}  // namespace
+
+void addReportCommand(CLI::App& app, const std::string& command_line) {
+  auto* command = app.add_subcommand(
+      "report", "Write a self-contained HTML report: per-layer chart, splits compared, schedule "
+                "Gantt charts, predicted vs measured, memory, provenance");
+  auto flags = std::make_shared<ReportFlags>();
+  PartitionFlags& partition = flags->partition;
+  command->add_option("profile", partition.profile_path, "A stagecut.profile/1 file")->required();
+  command->add_option("--comparison,-c", flags->comparison_path,
+                      "Splits written by 'stagecut compare ... -o FILE' (instead of --stages)");
+  command->add_option("--stages,-n", partition.stages, "Pipeline stages N: split the profile here");
+  partition.microbatches_option = command->add_option(
+      "--microbatches,-m", partition.microbatches, "Microbatches per step M (default: 4 x stages)");
+  command->add_option("--validation", flags->validation_paths,
+                      "A 'stagecut validate --json' document; repeat for several runs")
+      ->take_all();
+  command->add_option("--memory-cap", partition.memory_cap,
+                      "Memory per stage, e.g. 80GiB, or one per stage; drawn on the memory chart");
+  command->add_option("--schedules", flags->schedules,
+                      "Schedules to simulate: gpipe, 1f1b, interleaved-1f1b, zb-h1, or all")
+      ->capture_default_str();
+  command->add_option("--chunks,-v", flags->chunks, "Model chunks per rank for interleaved-1f1b")
+      ->capture_default_str();
+  command->add_option("--schedule", partition.schedule,
+                      "gpipe or 1f1b: how many microbatches' activations each stage keeps")
+      ->capture_default_str();
+  command->add_option("--bandwidth", partition.bandwidth, "Link bandwidth between stages, e.g. 25GB/s");
+  command->add_option("--latency", partition.latency, "Latency per message, e.g. 10us");
+  command->add_option("--stage-speed", partition.stage_speed, "Relative device speed per stage, e.g. 1,1,0.5,1");
+  command->add_option("--optimizer", partition.optimizer,
+                      "sgd, sgd-momentum, adam or adam-mixed: bytes of state per parameter")
+      ->capture_default_str();
+  command->add_option("--bytes-per-param", partition.bytes_per_param,
+                      "Weights + gradients + optimizer state per parameter, bytes");
+  command->add_flag("--recompute", partition.recompute, "Activation recomputation");
+  command->add_option("-o,--output", flags->output_path, "The HTML file to write")->required();
+
+  command->callback([flags, command, command_line] {
+    checkWritable(flags->output_path);
+    ReportInputs inputs = buildInputs(*flags, command);
+    for (const std::string& path : flags->validation_paths) {
+      inputs.validations.push_back({path, parseJsonDocument(readTextFile(path), path)});
+    }
+    inputs.provenance.stagecut_version = versionText();
+    inputs.provenance.command_line = command_line;
+    inputs.provenance.date = currentUtcDate();
+    writeFileAtomically(flags->output_path, renderReportHtml(inputs));
+    std::cout << "wrote " << flags->output_path << " (" << inputs.splits.size() << " splits, "
+              << inputs.schedules.size() << " schedules, " << inputs.validations.size()
+              << " validation run" << (inputs.validations.size() == 1 ? "" : "s") << ")\n";
+  });
+}
+
+}  // namespace stagecut

@@ -1,0 +1,53 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "schedule/pipeline_schedule.h"
+#include "schedule/simulator.h"
+
+namespace stagecut {
+
+/// One rank of a validation run as the report shows it.
+struct ValidationRankView {
+  int first = 0;  ///< first layer of the rank's stage
+  int last = 0;   ///< last layer, inclusive
+  std::int64_t measured_peak_bytes = -1;    ///< -1 when the document does not say
+  std::int64_t predicted_peak_bytes = -1;
+};
+
+/// What the report reads from a `stagecut.validation/1` document: the summary figures and the
+/// predicted and measured step rebuilt as schedules and simulation results, so the same Gantt
+/// renderer draws both on one time axis.
+struct ValidationView {
+  std::string source;
+  std::string schedule;  ///< e.g. "1f1b"
+  int stages = 0;
+  int microbatches = 0;
+  double measured_step_ms = 0.0;
+  double predicted_step_ms = 0.0;
+  double error = 0.0;  ///< measured / predicted - 1
+  std::string grad_check;  ///< "pass", "fail" or empty
+  double grad_max_rel_diff = 0.0;
+  std::vector<ValidationRankView> ranks;
+  /// The op lists of the predicted and the measured step (the same ops; names "predicted ..."
+  /// and "measured ..." so the chart's panels say which is which).
+  Schedule predicted_ops;
+  Schedule measured_ops;
+  SimulationResult predicted;
+  SimulationResult measured;
+
+  /// Layers per stage as the ranks held them, e.g. {4, 3, 2, 2}.
+  std::vector<int> layersPerStage() const;
+};
+
+/// Reads a validation document. `layer_count` is the profile's: rank layer ranges must lie in
+/// it. Throws Error (input) naming `source` and the field for another format, a missing field,
+/// or a timeline whose ranks, op kinds or times do not make sense.
+ValidationView readValidationView(const nlohmann::json& document, const std::string& source,
+                                  std::size_t layer_count);
+
+}  // namespace stagecut
