@@ -84,6 +84,20 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
 
   const double group_w = (kWidth - kLeft - kRight) / std::max<double>(1, static_cast<double>(stages));
   const double bar_w = std::min(70.0, group_w * 0.8 / std::max<double>(1, static_cast<double>(splits.size())));
+  // Cap lines first, so bars and their labels sit on top of them.
+  for (std::size_t s = 0; s < stages; ++s) {
+    const double group_x = kLeft + group_w * static_cast<double>(s);
+    const std::uint64_t cap = stageCapBytes(cap_bytes, s);
+    if (cap > 0) {
+      const double y = base - static_cast<double>(cap) * scale;
+      svg.line(group_x + 6, y, group_x + group_w - 6, y, kCapColour, 2.5, " stroke-dasharray=\"6 3\"");
+      if (s == 0 || cap_bytes.size() > 1) {
+        svg.text(group_x + group_w - 6, y - 6, "cap " + escapeHtml(formatBytes(cap)),
+                 "font-size=\"12\" font-weight=\"bold\" fill=\"" + std::string(kCapColour) +
+                     "\" text-anchor=\"end\"");
+      }
+    }
+  }
   for (std::size_t s = 0; s < stages; ++s) {
     const double group_x = kLeft + group_w * static_cast<double>(s);
     const double bars_x = group_x + (group_w - bar_w * static_cast<double>(splits.size())) / 2;
@@ -101,22 +115,13 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
       svg.raw("</g>\n");
       if (bar_w >= 40) {
         svg.text(bx + bar_w / 2, base - h - 5, escapeHtml(formatBytes(stage.memory_bytes)),
-                 std::string("font-size=\"10.5\" text-anchor=\"middle\" fill=\"") +
+                 std::string("font-size=\"10.5\" text-anchor=\"middle\" paint-order=\"stroke\" stroke=\"#fff\" "
+                             "stroke-width=\"3\" fill=\"") +
                      (over ? kCapColour : "#444") + "\"");
       }
     }
     svg.text(group_x + group_w / 2, base + 20, "stage " + std::to_string(s),
              "font-size=\"13\" fill=\"#333\" text-anchor=\"middle\"");
-    const std::uint64_t cap = stageCapBytes(cap_bytes, s);
-    if (cap > 0) {
-      const double y = base - static_cast<double>(cap) * scale;
-      svg.line(group_x + 6, y, group_x + group_w - 6, y, kCapColour, 2.5, " stroke-dasharray=\"6 3\"");
-      if (s == 0 || cap_bytes.size() > 1) {
-        svg.text(group_x + group_w - 6, y - 6, "cap " + escapeHtml(formatBytes(cap)),
-                 "font-size=\"12\" font-weight=\"bold\" fill=\"" + std::string(kCapColour) +
-                     "\" text-anchor=\"end\"");
-      }
-    }
   }
   return svg.finish(kWidth, base + 34, "Memory per stage of each split");
 }

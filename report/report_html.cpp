@@ -205,6 +205,12 @@ std::string headerSection(const ReportInputs& inputs, const std::vector<Validati
   for (const Partition& split : inputs.splits) {
     if (split.method == chosen.method || chosen.predicted_step_ms <= 0) continue;
     const double slower = split.predicted_step_ms / chosen.predicted_step_ms - 1.0;
+    if (split.layersPerStage() == chosen.layersPerStage()) {
+      html += card("vs " + escapeHtml(split.method) + " split", "same split",
+                   "here " + escapeHtml(split.method) + " happens to cut where " +
+                       escapeHtml(chosen.method) + " does");
+      continue;
+    }
     html += card("vs " + escapeHtml(split.method) + " split",
                  "<span class=\"" + std::string(slower > 0.005 ? "worse" : "") + "\">" +
                      escapeHtml(signedPercent(slower)) + "</span>",
@@ -338,10 +344,13 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
             " ms &rarr; " + formatMs(speedup->compute->measured_step_ms) + " ms per step).</p>\n";
   }
   for (const ValidationView& view : views) {
-    const std::vector<std::string> names = matchingSplits(inputs, view);
-    std::string which;
-    for (const std::string& name : names) which += (which.empty() ? "" : " = ") + name;
-    html += "<h3>" + escapeHtml(which.empty() ? "split" : which + " split") + " " +
+    std::vector<std::string> names = matchingSplits(inputs, view);
+    // The chosen split's name leads; the others it equals follow as "(same as uniform)".
+    std::stable_partition(names.begin(), names.end(), [&](const std::string& name) { return name == inputs.chosen.method; });
+    std::string which = names.empty() ? "split" : names.front() + " split";
+    for (std::size_t i = 1; i < names.size(); ++i) which += (i == 1 ? " (same as " : ", ") + names[i];
+    if (names.size() > 1) which += ")";
+    html += "<h3>" + escapeHtml(which) + " " +
             escapeHtml(joinedCounts(view.layersPerStage())) + ", " +
             escapeHtml(scheduleDisplayName(view.schedule)) + ", " + std::to_string(view.microbatches) +
             " microbatches <span class=\"note\">(" + escapeHtml(view.source) + ")</span></h3>\n";

@@ -1,0 +1,103 @@
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/report_fixtures.h"
+#include "tests/test_support.h"
+
+using Catch::Matchers::Contains;
+using stagecut::testing::CommandResult;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+
+namespace {
+
+const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
+
+CommandResult report(const std::string& args) { return runStagecut("report '" + kProfile + "' " + args); }
+
+void checkInputError(const CommandResult& result, const std::string& message) {
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "stagecut: " + message + "\n");
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("report splits the profile itself and writes one HTML file", "[cli][report]") {
+  const TempDir dir;
+  const CommandResult result = report("--stages 4 --microbatches 8 --memory-cap 140MiB -o '" + dir.file("r.html") + "'");
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.empty());
+  CHECK(result.out == "wrote " + dir.file("r.html") + " (3 splits, 4 schedules, 0 validation runs)\n");
+  CHECK(dir.list() == std::vector<std::string>{"r.html"});
+  const std::string html = slurp(dir.file("r.html"));
+  CHECK_THAT(html, Contains("compute split: 3,3,3,2"));
+  CHECK_THAT(html, Contains("params split: 1,4,4,2"));
+  CHECK_THAT(html, Contains(">cap 140 MiB</text>"));
+  CHECK_THAT(html, Contains("<dt>command</dt><dd>"));
+  CHECK_THAT(html, Contains("report " + kProfile + " --stages 4"));
+}
+
+TEST_CASE("report takes splits from compare -o and runs from validate --json", "[cli][report]") {
+  const TempDir dir;
+  REQUIRE(runStagecut("compare '" + kProfile + "' --stages 2 --microbatches 4 --json -o '" + dir.file("cmp.json") + "'").exit_code == 0);
+  dir.write("compute.json", stagecut::testing::exampleComputeValidation().dump());
+  dir.write("params.json", stagecut::testing::exampleParamsValidation().dump());
+  const CommandResult result = report("--comparison '" + dir.file("cmp.json") + "' --validation '" +
+                                      dir.file("compute.json") + "' '" + dir.file("params.json") +
+                                      "' -o '" + dir.file("r.html") + "'");
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("(3 splits, 4 schedules, 2 validation runs)"));
+  const std::string html = slurp(dir.file("r.html"));
+  CHECK_THAT(html, Contains("4 microbatches per step"));  // implied by the saved splits
+  CHECK_THAT(html, Contains(">Measured 1F1B</tspan>"));
+  CHECK_THAT(html, Contains("Measured speed-up"));
+}
+
+TEST_CASE("report errors name the input and the fix, exit 2", "[cli][report][errors]") {
+  const TempDir dir;
+  const std::string out = " -o '" + dir.file("r.html") + "'";
+  checkInputError(report(out), kProfile + ": the report needs splits to compare; add --stages N (and "
+                  "--microbatches M), or --comparison FILE written by 'stagecut compare " + kProfile +
+                  " --stages N -o FILE'");
+  checkInputError(report("--stages 12" + out), "--stages 12: the profile has 11 layers; use --stages 11 or fewer");
+  checkInputError(report("--stages 4 --schedules 1f1" + out), "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
+  checkInputError(report("--comparison '" + kProfile + "'" + out),
+                  kProfile + ": is a stagecut.profile/1 document, not stagecut.comparison/1; write one "
+                  "with 'stagecut compare PROFILE --stages N -o FILE'");
+  dir.write("cmp.json", "{\"format\": \"stagecut.comparison/1\", \"splits\": []}");
+  checkInputError(report("--comparison '" + dir.file("cmp.json") + "' --stages 4" + out),
+                  "--stages 4: " + dir.file("cmp.json") + " already holds the splits; drop --stages, "
+                  "or drop --comparison to split again");
+  checkInputError(report("--stages 4 --validation '" + kProfile + "'" + out),
+                  kProfile + ": is a stagecut.profile/1 document, not stagecut.validation/1; write one "
+                  "with 'stagecut validate ... --json > FILE'");
+  // Size parsing and folder checks are core's, tested word for word there: here, that they stop
+  // the report with one line before any work.
+  for (const std::string& args : {"--stages 4 --memory-cap 80XB" + out, "--stages 4 -o '" + dir.file("no/such/dir/r.html") + "'"}) {
+    const CommandResult result = report(args);
+    CHECK(result.exit_code == 2);
+    CHECK(result.out.empty());
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+  }
+  CHECK_THAT(report("--stages 4 --memory-cap 80XB" + out).err, Contains("--memory-cap"));
+  CHECK(dir.list() == std::vector<std::string>{"cmp.json"});
+}
+
+TEST_CASE("report without -o says so in one line", "[cli][report][errors]") {
+  const CommandResult result = report("--stages 4");
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Contains("--output is required"));
+  CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+}
