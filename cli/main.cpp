@@ -39,14 +39,14 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", [] { return stagecut::versionText(); });
   stagecut::addBubbleCommand(app);
-  stagecut::addDemoCommand(app);
   stagecut::addInspectCommand(app);
-  stagecut::addSimulateCommand(app);
-  stagecut::addReportCommand(app, commandLine(argc, argv));
   stagecut::addPartitionCommand(app);
   stagecut::addCompareCommand(app);
   stagecut::addImportCommand(app);
+  stagecut::addSimulateCommand(app);
+  stagecut::addReportCommand(app, commandLine(argc, argv));
 #ifdef STAGECUT_WITH_TORCH
+  stagecut::addDemoCommand(app, commandLine(argc, argv));
   stagecut::addProfileCommand(app, commandLine(argc, argv));
   stagecut::addValidateCommand(app, std::vector<std::string>(argv, argv + argc));
 #endif

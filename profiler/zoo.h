@@ -11,7 +11,7 @@ struct LayerChain;
 /// Settings of a built-in model. Zero means "the preset's or family's default".
 struct ZooOptions {
   std::string family;  ///< "mlp", "gpt" or "vgg16"
-  std::string preset;  ///< gpt: "gpt2-small", "gpt2-medium", "gpt2-large", "gpt-tiny"
+  std::string preset;  ///< gpt: "gpt2-small", "gpt2-medium", "gpt2-large", "gpt-tiny", "gpt-demo"
   int layers = 0;      ///< gpt blocks or mlp hidden layers
   int hidden = 0;      ///< gpt model width or mlp width
   int heads = 0;

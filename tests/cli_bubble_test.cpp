@@ -32,9 +32,3 @@ TEST_CASE("stagecut bubble rejects empty pipelines with exit 2", "[cli][bubble][
   CHECK(words.exit_code == 2);
   CHECK_THAT(words.err, Contains("four"));
 }
-
-TEST_CASE("stagecut demo prints the lesson's bubble table", "[cli][demo]") {
-  const CommandResult demo = runStagecut("demo");
-  CHECK(demo.exit_code == 0);
-  CHECK_THAT(demo.out, Contains("27.3%"));
-}

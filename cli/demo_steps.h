@@ -1,0 +1,72 @@
+#pragma once
+
+// The steps of `stagecut demo`, each a function over library calls, so the command reads as
+// the tour it is.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/progress_bar.h"
+#include "core/partition.h"
+#include "core/profile.h"
+#include "profiler/profile_request.h"
+#include "schedule/simulator.h"
+
+namespace stagecut {
+
+/// What the demo runs: the model, the pipeline shapes and where its files go.
+struct DemoPlan {
+  ProfileRequest request;
+  std::string model_label;
+  int stages = 4;               ///< compared and simulated
+  int validate_stages = 2;      ///< run for real (one rank per core here)
+  int microbatches = 8;
+  int validate_steps = 3;
+  std::string output_dir;
+  std::string profilePath() const { return output_dir + "/profile.json"; }
+};
+
+/// The default demo (the gpt-demo preset) or, with `quick`, a tiny model with few repeats.
+DemoPlan demoPlan(bool quick, const std::string& output_dir);
+
+/// The three splits of the same profile for plan.stages stages.
+struct DemoComparison {
+  Partition uniform;
+  Partition params;
+  Partition compute;
+};
+DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan);
+void printComparison(std::ostream& out, const DemoComparison& comparison);
+
+/// Every schedule simulated on the compute split.
+struct DemoSimulations {
+  std::vector<Schedule> schedules;
+  std::vector<SimulationResult> results;
+};
+DemoSimulations simulateSchedules(const Profile& profile, const Partition& compute, const DemoPlan& plan);
+void printSimulations(std::ostream& out, const DemoSimulations& simulations);
+
+/// The compute and the params split for plan.validate_stages ranks, each run by `stagecut
+/// validate` (the stagecut.validation/1 documents).
+struct DemoValidations {
+  Partition compute;
+  Partition params;
+  nlohmann::json compute_run;
+  nlohmann::json params_run;
+};
+DemoValidations validateSplits(const Profile& profile, const DemoPlan& plan, ProgressBar& bar);
+void printValidations(std::ostream& out, const DemoValidations& validations);
+/// "1.23x (predicted 1.25x)".
+std::string speedupText(const DemoValidations& validations);
+
+void printFrameworkOutputs(std::ostream& out, const Partition& partition);
+
+/// Writes report.html and its files into plan.output_dir; returns the report's path.
+std::string writeDemoReport(const Profile& profile, const DemoComparison& comparison,
+                            const DemoSimulations& simulations, const DemoValidations& validations,
+                            const DemoPlan& plan, const std::string& command_line);
+
+}  // namespace stagecut

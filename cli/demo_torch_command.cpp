@@ -1,0 +1,75 @@
+// `stagecut demo`: the end-to-end tour on the built-in demo model, what `make demo` runs.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/demo_steps.h"
+#include "cli/profile_display.h"
+#include "cli/progress_bar.h"
+#include "core/error.h"
+#include "core/profile_json.h"
+
+namespace stagecut {
+
+namespace {
+
+struct DemoOptions {
+  std::string output_dir = "stagecut-report";
+  bool quick = false;
+};
+
+void heading(const std::string& text) { std::cout << "\n== " << text << "\n\n"; }
+
+}  // namespace
+
+void addDemoCommand(CLI::App& app, const std::string& command_line) {
+  auto* command = app.add_subcommand(
+      "demo", "The end-to-end tour on the built-in demo model: profile, partition, simulate, validate, report");
+  auto options = std::make_shared<DemoOptions>();
+  command->add_option("--output-dir", options->output_dir, "Where the report and its files go")->capture_default_str();
+  command->add_flag("--quick", options->quick, "A tiny model and few repeats (seconds, for a smoke test)");
+  command->callback([options, command_line] {
+    if (::mkdir(options->output_dir.c_str(), 0777) != 0 && errno != EEXIST) {
+      throw Error("--output-dir " + options->output_dir + ": cannot create the folder (" + std::strerror(errno) + ")");
+    }
+    DemoPlan plan = demoPlan(options->quick, options->output_dir);
+    std::cout << "stagecut demo: where should the stage boundaries of " << plan.model_label
+              << " go, and how fast will its pipeline run?\n";
+
+    heading("1/5  profile every layer (" + plan.model_label + ", microbatch " +
+            std::to_string(plan.request.measure.microbatch_size) + ", 1 thread)");
+    ProgressBar bar;
+    plan.request.measure.on_progress = profileProgressReporter(bar);
+    Profile profile = runProfile(plan.request);
+    bar.finish();
+    profile.run.extra["command"] = command_line;
+    writeProfileFile(plan.profilePath(), profile);
+    printProfileTable(std::cout, profile);
+
+    heading("2/5  partition for " + std::to_string(plan.stages) + " stages: equal layers vs equal params vs equal compute");
+    const DemoComparison comparison = compareSplits(profile, plan);
+    printComparison(std::cout, comparison);
+
+    heading("3/5  simulate the schedules on the compute split");
+    const DemoSimulations simulations = simulateSchedules(profile, comparison.compute, plan);
+    printSimulations(std::cout, simulations);
+
+    heading("4/5  validate for real on 2 ranks: the compute split and the params split");
+    const DemoValidations validations = validateSplits(profile, plan, bar);
+    printValidations(std::cout, validations);
+
+    heading("5/5  the split in every framework's words");
+    printFrameworkOutputs(std::cout, comparison.compute);
+    const std::string report_path = writeDemoReport(profile, comparison, simulations, validations, plan, command_line);
+
+    std::cout << "\nreport: " << report_path << "\n";
+    std::cout << "megatron: " << comparison.compute.outputs.at("megatron") << "\n";
+    std::cout << "measured speed-up of equal-compute over equal-params on 2 ranks: "
+              << speedupText(validations) << "\n";
+  });
+}
+
+}  // namespace stagecut

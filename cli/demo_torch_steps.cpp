@@ -1,0 +1,245 @@
+#include "cli/demo_steps.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/text_table.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/partition_json.h"
+#include "core/units.h"
+#include "partitioner/partition_options.h"
+#include "partitioner/profile_partitioner.h"
+#include "report/report_html.h"
+#include "report/report_inputs.h"
+#include "schedule/ascii_gantt.h"
+#include "schedule/generators.h"
+#include "schedule/profile_costs.h"
+
+namespace stagecut {
+
+namespace {
+
+std::string layersText(const Partition& partition) {
+  std::string text;
+  for (int count : partition.layersPerStage()) text += (text.empty() ? "" : ",") + std::to_string(count);
+  return text;
+}
+
+std::string signedPercent(double fraction) { return (fraction >= 0 ? "+" : "") + formatPercent(fraction); }
+
+std::string ratio(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2fx", value);
+  return buffer;
+}
+
+std::string selfExecutable() {
+  char buffer[4096];
+  const ssize_t length = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
+  if (length <= 0) throw Error("cannot find the stagecut binary (/proc/self/exe)", ErrorKind::kRuntime);
+  return std::string(buffer, static_cast<std::size_t>(length));
+}
+
+std::string quoted(const std::string& text) { return "'" + text + "'"; }
+
+// Runs `stagecut validate` as its own launcher (it starts one process per rank) and returns
+// its stagecut.validation/1 document.
+nlohmann::json runValidate(const DemoPlan& plan, const std::string& partition_path, const std::string& name) {
+  const std::string trace = plan.output_dir + "/trace-" + name + ".json";
+  const std::string command = quoted(selfExecutable()) + " validate " + quoted(plan.profilePath()) + " --partition " +
+                              quoted(partition_path) + " --schedule 1f1b --microbatches " +
+                              std::to_string(plan.microbatches) + " --steps " + std::to_string(plan.validate_steps) +
+                              " --json --trace " + quoted(trace);
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) throw Error("cannot start stagecut validate", ErrorKind::kRuntime);
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  if (status != 0) {
+    throw Error("the validation of the " + name + " split failed (see the rank's message above)", ErrorKind::kRuntime);
+  }
+  writeFileAtomically(plan.output_dir + "/validation-" + name + ".json", output);
+  return parseJsonDocument(output, "stagecut validate");
+}
+
+}  // namespace
+
+DemoPlan demoPlan(bool quick, const std::string& output_dir) {
+  DemoPlan plan;
+  plan.output_dir = output_dir;
+  ZooOptions& zoo = plan.request.zoo;
+  zoo.family = "gpt";
+  if (quick) {
+    zoo.preset = "gpt-tiny";
+    zoo.layers = 3;
+    zoo.seq = 16;
+    zoo.vocab = 1024;
+    plan.request.measure.microbatch_size = 2;
+    plan.request.measure.warmup_rounds = 0;
+    plan.request.measure.min_repeats = 1;
+    plan.request.measure.max_repeats = 1;
+    plan.microbatches = 4;
+    plan.validate_steps = 1;
+  } else {
+    zoo.preset = "gpt-demo";
+    plan.request.measure.microbatch_size = 4;
+  }
+  plan.model_label = zoo.preset + (quick ? " (quick)" : "");
+  return plan;
+}
+
+DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan) {
+  PartitionOptions options;
+  options.stages = plan.stages;
+  options.microbatches = plan.microbatches;
+  DemoComparison comparison;
+  comparison.uniform = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kUniform);
+  comparison.params = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kParams);
+  comparison.compute = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kCompute);
+  writePartitionFile(plan.output_dir + "/partition.json", comparison.compute);
+  return comparison;
+}
+
+void printComparison(std::ostream& out, const DemoComparison& comparison) {
+  TextTable table;
+  for (const char* header : {"split", "layers per stage", "bottleneck ms", "predicted step ms", "bubble", "vs compute"}) {
+    table.addColumn(header, std::string(header) == "split" || std::string(header) == "layers per stage"
+                                ? TextTable::Align::kLeft
+                                : TextTable::Align::kRight);
+  }
+  for (const Partition* partition : {&comparison.uniform, &comparison.params, &comparison.compute}) {
+    table.addRow({partition->method, layersText(*partition), formatMs(partition->bottleneck_ms),
+                  formatMs(partition->predicted_step_ms), formatPercent(partition->predicted_bubble),
+                  signedPercent(partition->predicted_step_ms / comparison.compute.predicted_step_ms - 1.0)});
+  }
+  table.print(out, "  ");
+  out << "\n  (no communication cost modelled; 1f1b; lower bound on the bottleneck "
+      << formatMs(comparison.compute.lower_bound_ms) << " ms)\n";
+}
+
+DemoSimulations simulateSchedules(const Profile& profile, const Partition& compute, const DemoPlan& plan) {
+  DemoSimulations simulations;
+  const int stages = static_cast<int>(compute.stages.size());
+  for (const std::string& name : scheduleNames()) {
+    const int chunks = name == "interleaved-1f1b" ? 2 : 1;
+    if (name == "interleaved-1f1b" && plan.microbatches % stages != 0) continue;
+    Schedule schedule = generateSchedule(name, stages, plan.microbatches, chunks);
+    const PartitionCosts costs = costsFromPartition(profile, compute, chunks, BoundaryLink{}, plan.profilePath());
+    simulations.results.push_back(simulate(schedule, costs.costs));
+    simulations.schedules.push_back(std::move(schedule));
+  }
+  return simulations;
+}
+
+void printSimulations(std::ostream& out, const DemoSimulations& simulations) {
+  TextTable table;
+  table.addColumn("schedule", TextTable::Align::kLeft);
+  table.addColumn("step ms", TextTable::Align::kRight);
+  table.addColumn("bubble", TextTable::Align::kRight);
+  table.addColumn("peak in flight per stage", TextTable::Align::kLeft);
+  for (const auto& result : simulations.results) {
+    std::string peaks;
+    for (const auto& rank : result.ranks) peaks += (peaks.empty() ? "" : " ") + std::to_string(rank.peak_in_flight);
+    table.addRow({result.schedule, formatMs(result.step_ms), formatPercent(result.bubble), peaks});
+  }
+  table.print(out, "  ");
+  for (std::size_t i = 0; i < simulations.results.size(); ++i) {
+    if (simulations.schedules[i].name != "1f1b") continue;
+    AsciiGanttOptions options;
+    options.width_columns = 100;
+    out << "\n1F1B on the compute split:\n"
+        << renderAsciiGantt(simulations.schedules[i], simulations.results[i], options);
+  }
+}
+
+DemoValidations validateSplits(const Profile& profile, const DemoPlan& plan, ProgressBar& bar) {
+  PartitionOptions options;
+  options.stages = plan.validate_stages;
+  options.microbatches = plan.microbatches;
+  DemoValidations validations;
+  validations.compute = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kCompute);
+  validations.params = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kParams);
+  const std::string compute_path = plan.output_dir + "/partition-compute-2.json";
+  const std::string params_path = plan.output_dir + "/partition-params-2.json";
+  writePartitionFile(compute_path, validations.compute);
+  writePartitionFile(params_path, validations.params);
+  bar.update(0.0, "running the compute split on 2 ranks");
+  validations.compute_run = runValidate(plan, compute_path, "compute");
+  bar.update(0.5, "running the params split on 2 ranks");
+  validations.params_run = runValidate(plan, params_path, "params");
+  bar.finish();
+  return validations;
+}
+
+void printValidations(std::ostream& out, const DemoValidations& validations) {
+  TextTable table;
+  for (const char* header : {"split", "layers per stage", "predicted step ms", "measured step ms", "difference",
+                             "measured bubble", "gradients"}) {
+    table.addColumn(header, std::string(header) == "split" || std::string(header) == "layers per stage"
+                                ? TextTable::Align::kLeft
+                                : TextTable::Align::kRight);
+  }
+  const auto row = [&](const Partition& partition, const nlohmann::json& run) {
+    table.addRow({partition.method, layersText(partition), formatMs(run["predicted_step_ms"].get<double>()),
+                  formatMs(run["measured_step_ms"].get<double>()), signedPercent(run["error"].get<double>()),
+                  formatPercent(run["measured_bubble"].get<double>()),
+                  run["grad_check"].get<std::string>() + " (" +
+                      [&] {
+                        char buffer[32];
+                        std::snprintf(buffer, sizeof buffer, "%.1e", run["grad_max_rel_diff"].get<double>());
+                        return std::string(buffer);
+                      }() +
+                      ")"});
+  };
+  row(validations.compute, validations.compute_run);
+  row(validations.params, validations.params_run);
+  table.print(out, "  ");
+  out << "\n  speed-up of equal-compute over equal-params: " << speedupText(validations) << "\n";
+}
+
+std::string speedupText(const DemoValidations& validations) {
+  const double measured =
+      validations.params_run["measured_step_ms"].get<double>() / validations.compute_run["measured_step_ms"].get<double>();
+  const double predicted = validations.params_run["predicted_step_ms"].get<double>() /
+                           validations.compute_run["predicted_step_ms"].get<double>();
+  return ratio(measured) + " measured (" + ratio(predicted) + " predicted)";
+}
+
+void printFrameworkOutputs(std::ostream& out, const Partition& partition) {
+  for (const auto& [name, text] : partition.outputs) {
+    // Multi-line formats (DeepSpeed's layer listing) stay indented under their name.
+    std::string indented;
+    for (char c : text) indented += c == '\n' ? std::string("\n    ") : std::string(1, c);
+    out << "  " << name << ": " << indented << "\n";
+  }
+}
+
+std::string writeDemoReport(const Profile& profile, const DemoComparison& comparison,
+                            const DemoSimulations& simulations, const DemoValidations& validations,
+                            const DemoPlan& plan, const std::string& command_line) {
+  PartitionOptions options;
+  options.stages = plan.stages;
+  options.microbatches = plan.microbatches;
+  ReportInputs inputs = buildReportInputs(profile, options, plan.profilePath());
+  // The report re-derives the same splits and schedules from the profile; the demo printed
+  // these, so they must agree.
+  if (inputs.chosen.layersPerStage() != comparison.compute.layersPerStage() ||
+      inputs.schedules.size() != simulations.results.size()) {
+    throw Error("internal: the report's splits differ from the demo's", ErrorKind::kRuntime);
+  }
+  inputs.validations.push_back({plan.output_dir + "/validation-compute.json", validations.compute_run});
+  inputs.validations.push_back({plan.output_dir + "/validation-params.json", validations.params_run});
+  inputs.provenance.stagecut_version = versionText();
+  inputs.provenance.command_line = command_line;
+  inputs.provenance.date = currentUtcDate();
+  const std::string path = plan.output_dir + "/report.html";
+  writeFileAtomically(path, renderReportHtml(inputs));
+  return path;
+}
+
+}  // namespace stagecut

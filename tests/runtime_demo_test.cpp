@@ -1,0 +1,35 @@
+#include <catch2/catch.hpp>
+
+#include "core/json_document.h"
+#include "core/profile_json.h"
+#include "tests/test_support.h"
+
+using stagecut::testing::CommandResult;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+using Catch::Matchers::Contains;
+
+TEST_CASE("the quick demo runs every step and ends with the three lines", "[runtime][demo]") {
+  const TempDir dir;
+  const CommandResult result = runStagecut("demo --quick --output-dir " + dir.file("report"));
+  REQUIRE(result.exit_code == 0);
+  for (const char* step : {"1/5  profile", "2/5  partition", "3/5  simulate", "4/5  validate", "5/5  the split"}) {
+    CHECK_THAT(result.out, Contains(step));
+  }
+  CHECK_THAT(result.out, Contains("report: " + dir.file("report") + "/report.html\nmegatron: --pipeline-model-parallel-layout"));
+  CHECK_THAT(result.out, Contains("measured speed-up of equal-compute over equal-params on 2 ranks: "));
+  // Both splits were run for real and their gradients matched the full batch's.
+  for (const char* split : {"compute", "params"}) {
+    const auto run = nlohmann::json::parse(stagecut::readTextFile(dir.file("report/validation-") + split + ".json"));
+    CHECK(run["grad_check"] == "pass");
+  }
+  CHECK_NOTHROW(stagecut::readProfileFile(dir.file("report/profile.json")));
+  const std::string html = stagecut::readTextFile(dir.file("report/report.html"));
+  CHECK_THAT(html, Contains("block.2"));
+}
+
+TEST_CASE("the demo says when its output folder cannot be made", "[runtime][demo][errors]") {
+  const CommandResult result = runStagecut("demo --quick --output-dir /proc/no-such/dir");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --output-dir /proc/no-such/dir: cannot create the folder (No such file or directory)\n");
+}
