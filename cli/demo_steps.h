@@ -37,6 +37,10 @@ struct DemoComparison {
   Partition uniform;
   Partition params;
   Partition compute;
+  /// The best split Megatron's layout can express (embedding on the first stage, head and loss
+  /// together on the last), and its layout flag.
+  Partition megatron;
+  std::string megatron_layout;
 };
 DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan);
 void printComparison(std::ostream& out, const DemoComparison& comparison);

@@ -66,7 +66,7 @@ void addDemoCommand(CLI::App& app, const std::string& command_line) {
     const std::string report_path = writeDemoReport(profile, comparison, simulations, validations, plan, command_line);
 
     std::cout << "\nreport: " << report_path << "\n";
-    std::cout << "megatron: " << comparison.compute.outputs.at("megatron") << "\n";
+    std::cout << "megatron: " << comparison.megatron_layout << "\n";
     std::cout << "measured speed-up of equal-compute over equal-params on 2 ranks: "
               << speedupText(validations) << "\n";
   });

@@ -101,6 +101,9 @@ DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan) {
   comparison.uniform = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kUniform);
   comparison.params = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kParams);
   comparison.compute = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kCompute);
+  comparison.megatron = partitionForMegatron(profile, options, plan.profilePath(), false).chosen;
+  const auto layout = comparison.megatron.outputs.find("megatron");
+  comparison.megatron_layout = layout == comparison.megatron.outputs.end() ? "(none)" : layout->second;
   writePartitionFile(plan.output_dir + "/partition.json", comparison.compute);
   return comparison;
 }
@@ -120,6 +123,10 @@ void printComparison(std::ostream& out, const DemoComparison& comparison) {
   table.print(out, "  ");
   out << "\n  (no communication cost modelled; 1f1b; lower bound on the bottleneck "
       << formatMs(comparison.compute.lower_bound_ms) << " ms)\n";
+  out << "  for Megatron (embedding first, head and loss last): " << layersText(comparison.megatron)
+      << ", bottleneck " << formatMs(comparison.megatron.bottleneck_ms) << " ms ("
+      << signedPercent(comparison.megatron.bottleneck_ms / comparison.compute.bottleneck_ms - 1.0)
+      << " against the free optimum)\n";
 }
 
 DemoSimulations simulateSchedules(const Profile& profile, const Partition& compute, const DemoPlan& plan) {
