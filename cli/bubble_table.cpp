@@ -1,6 +1,7 @@
 #include "cli/bubble_table.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -14,12 +15,16 @@ void printBubbleLesson(std::ostream& out, int stages, int microbatches) {
   const double bubble = pipelineBubbleFraction(stages, microbatches);
   out << "Pipeline bubble of GPipe and 1F1B: N = " << stages << " stages, M = " << microbatches
       << " microbatches, equal stage costs, no communication\n";
-  out << "  (N-1)/(M+N-1) = " << stages - 1 << "/" << microbatches + stages - 1 << " = "
+  // In 64 bits: --stages and --microbatches may each be as large as an int.
+  const long long slots = static_cast<long long>(microbatches) + stages - 1;
+  out << "  (N-1)/(M+N-1) = " << stages - 1 << "/" << slots << " = "
       << formatPercent(bubble) << " of every step is idle while the pipeline fills and drains.\n\n";
 
   std::set<int> grid = {microbatches};
-  const int grid_end = std::max(64, 4 * microbatches);
-  for (int m = 1; m <= grid_end && m > 0; m *= 2) grid.insert(m);
+  const long long grid_end = std::max(64LL, 4LL * microbatches);
+  for (long long m = 1; m <= grid_end && m <= std::numeric_limits<int>::max(); m *= 2) {
+    grid.insert(static_cast<int>(m));
+  }
 
   TextTable table;
   table.addColumn("", TextTable::Align::kLeft);

@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/profile_json.h"
@@ -27,6 +28,7 @@ void addImportCommand(CLI::App& app) {
       throw Error("import: unknown tool '" + options->tool + "'" +
                   unknownNameHint(options->tool, {"pipedream"}));
     }
+    checkWritable(options->output_path);
     const PipedreamImport imported =
         importPipedreamGraph(readTextFile(options->input_path), options->input_path);
     // Through the reader once more: the file written is one every stagecut command accepts.

@@ -1,5 +1,8 @@
 #include "cli/partition_flags.h"
 
+#include <cmath>
+
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -32,6 +35,7 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
 }
 
 PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile) {
+  if (!flags.output_path.empty()) checkWritable(flags.output_path);
   checkStageCount(flags.stages, profile.layerCount());
   PartitionOptions options;
   options.stages = flags.stages;
@@ -51,6 +55,10 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
   options.bytes_per_param = optimizerBytesPerParam(flags.optimizer);
   if (flags.bytes_per_param < 0) {
     throw Error("--bytes-per-param " + formatMs(flags.bytes_per_param) + ": must not be negative");
+  }
+  if (!std::isfinite(flags.bytes_per_param)) {
+    throw Error("--bytes-per-param " + formatMs(flags.bytes_per_param) +
+                ": must be a finite number of bytes, e.g. 16 for fp32 Adam");
   }
   if (flags.bytes_per_param > 0) options.bytes_per_param = flags.bytes_per_param;
   if (!flags.memory_cap.empty()) options.memory_cap_bytes = parseMemoryCaps(flags.memory_cap, flags.stages);

@@ -124,6 +124,9 @@ void checkUnitCostOptions(const SimulateOptions& options) {
 }
 
 SimulationReport runSimulations(const SimulateOptions& options) {
+  // Charts are written after the tables are printed; a bad path must fail before either.
+  if (!options.trace_path.empty()) checkWritable(options.trace_path);
+  if (!options.svg_path.empty()) checkWritable(options.svg_path);
   const std::vector<std::string> names = parseScheduleList(options.schedules);
   SimulationReport report;
   report.microbatches = options.microbatches;

@@ -16,6 +16,12 @@ namespace stagecut {
 namespace {
 
 [[noreturn]] void failWrite(const std::string& path, int error_number) {
+  // A path naming a folder (checkWritable, or rename() of our temporary file onto it): the fix
+  // is a file name, not the folder's permissions.
+  if (error_number == EISDIR) {
+    throw Error("cannot write " + path + " (" + std::strerror(error_number) +
+                "); give a file name, not a folder");
+  }
   throw Error("cannot write " + path + " (" + std::strerror(error_number) +
               "); check that its folder exists and is writable");
 }

@@ -10,17 +10,34 @@ namespace stagecut {
 enum class ErrorKind { kInput, kRuntime };
 
 /// The one exception type the library throws. Its message is a single line that names the
-/// input, says what is wrong and how to fix it; the CLI prints it as is.
+/// input, says what is wrong and how to fix it; the CLI prints it as is. Line breaks that reach
+/// it from user input (a field holding "a\nb") are shown escaped, as \n and \r, so the message
+/// stays one line.
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& message, ErrorKind kind = ErrorKind::kInput)
-      : std::runtime_error(message), kind_(kind) {}
+      : std::runtime_error(oneLine(message)), kind_(kind) {}
 
   ErrorKind kind() const { return kind_; }
   /// Process exit code the CLI uses for this error: 2 for bad input, 1 for a run-time failure.
   int exitCode() const { return kind_ == ErrorKind::kInput ? 2 : 1; }
 
  private:
+  static std::string oneLine(const std::string& message) {
+    if (message.find_first_of("\n\r") == std::string::npos) return message;
+    std::string line;
+    for (char c : message) {
+      if (c == '\n') {
+        line += "\\n";
+      } else if (c == '\r') {
+        line += "\\r";
+      } else {
+        line += c;
+      }
+    }
+    return line;
+  }
+
   ErrorKind kind_;
 };
 

@@ -40,11 +40,12 @@ bool isBlank(const std::string& text) {
 
 // Control bytes other than whitespace never occur in JSON text; seeing one in the first bytes
 // means the user passed a binary file (a .pt model, a trace), which deserves its own message.
+// DEL (0x7f) is not one of them: JSON strings may hold it raw, and our own writer leaves it raw.
 bool looksBinary(const std::string& text) {
   const std::size_t probe = std::min<std::size_t>(text.size(), 512);
   for (std::size_t i = 0; i < probe; ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
-    if ((byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') || byte == 0x7f) return true;
+    if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') return true;
   }
   return false;
 }

@@ -22,7 +22,8 @@ json stageToJson(const StageCost& stage) {
 
 StageCost stageFromJson(const json& item, std::size_t position, const std::string& source) {
   const JsonFields fields(item, source + ": stage " + std::to_string(position));
-  constexpr int kMaxLayer = std::numeric_limits<int>::max();
+  // One below int's maximum, so that "last + 1" (the next stage's first layer) stays an int.
+  constexpr int kMaxLayer = std::numeric_limits<int>::max() - 1;
   StageCost stage;
   stage.first = fields.integer("first", 0, kMaxLayer);
   stage.last = fields.integer("last", 0, kMaxLayer);
@@ -59,7 +60,7 @@ json partitionToJson(const Partition& partition) {
 Partition partitionFromJson(const json& document, const std::string& source) {
   const std::string format = documentFormat(document, source);
   if (format != kPartitionFormat) {
-    throw Error(source + ": format \"" + format + "\" is not a partition this stagecut reads; " +
+    throw Error(source + ": format " + json(format).dump() + " is not a partition this stagecut reads; " +
                 "expected \"" + kPartitionFormat + "\"");
   }
   const JsonFields top(document, source);
@@ -113,7 +114,7 @@ void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_co
   if (static_cast<std::size_t>(last + 1) != layer_count) {
     throw Error(source + ": the partition covers layers 0.." + std::to_string(last) +
                 " but the profile has " + std::to_string(layer_count) +
-                " layers; make the partition from this profile");
+                (layer_count == 1 ? " layer" : " layers") + "; make the partition from this profile");
   }
 }
 

@@ -120,7 +120,7 @@ json profileToJson(const Profile& profile) {
 Profile profileFromJson(const json& document, const std::string& source) {
   const std::string format = documentFormat(document, source);
   if (format != kProfileFormat) {
-    throw Error(source + ": format \"" + format + "\" is not a profile this stagecut reads; " +
+    throw Error(source + ": format " + json(format).dump() + " is not a profile this stagecut reads; " +
                 "expected \"" + kProfileFormat + "\"");
   }
   const JsonFields top(document, source);

@@ -51,7 +51,11 @@ double parseWithUnits(const std::string& text, const std::string& what, const ch
   std::string unit;
   if (splitNumberAndUnit(text, &number, &unit)) {
     for (const auto& candidate : units) {
-      if (unit == candidate.suffix) return number * candidate.scale;
+      if (unit != candidate.suffix) continue;
+      const double value = number * candidate.scale;
+      // 1e308TB/s is a number, but not one any later sum survives.
+      if (!std::isfinite(value)) throw Error(what + " \"" + text + "\": too large for a " + kind);
+      return value;
     }
   }
   throw Error(what + " \"" + text + "\": not a " + kind + "; use " + accepted);
@@ -68,6 +72,7 @@ std::uint64_t parseBytes(const std::string& text, const std::string& what) {
       "a number with B, KB, MB, GB, TB, KiB, MiB, GiB or TiB, e.g. 80GiB");
   if (bytes <= 0) throw Error(what + " \"" + text + "\": must be more than 0 bytes");
   if (bytes >= 9.2e18) throw Error(what + " \"" + text + "\": too large; the most is 8EiB");
+  if (bytes < 0.5) throw Error(what + " \"" + text + "\": less than 1 byte; give at least 1B");
   return static_cast<std::uint64_t>(std::llround(bytes));
 }
 

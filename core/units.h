@@ -8,15 +8,17 @@ namespace stagecut {
 /// Parses a memory size such as "80GiB", "80 GB", "1.5TiB" or "4096" (bytes). Decimal units
 /// (KB, MB, GB, TB) are powers of 1000, binary ones (KiB, MiB, GiB, TiB) powers of 1024.
 /// `what` names the input in messages (e.g. "--memory-cap"). Throws Error (input) with the
-/// accepted forms for anything else, and for zero, negative or overflowing sizes.
+/// accepted forms for anything else, and for zero, negative, sub-byte or overflowing sizes.
 std::uint64_t parseBytes(const std::string& text, const std::string& what);
 
 /// Parses a bandwidth such as "25GB/s", "100 MiB/s" or "12.5e9" (bytes per second) into bytes
-/// per second. Throws Error (input) with the accepted forms otherwise, or when it is not > 0.
+/// per second. Throws Error (input) with the accepted forms otherwise, or when it is not > 0 or
+/// too large for a double.
 double parseBandwidthBytesPerS(const std::string& text, const std::string& what);
 
 /// Parses a duration such as "10us", "1.5ms", "2s", "500ns" or "0" into milliseconds.
-/// Throws Error (input) with the accepted forms otherwise, or when it is negative.
+/// Throws Error (input) with the accepted forms otherwise, or when it is negative or too large
+/// for a double.
 double parseDurationMs(const std::string& text, const std::string& what);
 
 /// "1.50 GiB", "512 B", "37.0 MiB": binary units, three significant digits.

@@ -22,6 +22,11 @@ std::vector<std::string> splitCommas(const std::string& text) {
   return parts;
 }
 
+constexpr double kMinStageSpeed = 1e-3;
+
+// The most bytes stagecut reports (uint64 with room): memory beyond it is a wrong input.
+constexpr double kMaxMemoryBytes = 9.2e18;
+
 struct NamedOptimizer {
   const char* name;
   double bytes_per_param;
@@ -75,6 +80,12 @@ std::vector<double> parseStageSpeeds(const std::string& text, int stages) {
       throw Error("--stage-speed " + text + ": \"" + part + "\" is not a speed > 0; use " +
                   "relative speeds, one per stage, e.g. 1,1,0.5,1");
     }
+    // Devices a thousand times apart do not share a pipeline; tighter bounds also keep
+    // cost / speed finite for any finite cost.
+    if (speed < kMinStageSpeed || speed > 1.0 / kMinStageSpeed) {
+      throw Error("--stage-speed " + text + ": \"" + part + "\" is out of range; relative " +
+                  "speeds go from 0.001 to 1000, e.g. 1,1,0.5,1");
+    }
     speeds.push_back(speed);
   }
   if (static_cast<int>(speeds.size()) != stages) {
@@ -102,7 +113,8 @@ void checkStageCount(int stages, std::size_t layers) {
   }
   if (static_cast<std::size_t>(stages) > layers) {
     throw Error("--stages " + std::to_string(stages) + ": the profile has " + std::to_string(layers) +
-                " layers; use --stages " + std::to_string(layers) + " or fewer");
+                (layers == 1 ? " layer" : " layers") + "; use --stages " + std::to_string(layers) +
+                " or fewer");
   }
 }
 
@@ -125,7 +137,7 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
                 std::to_string(stages) + " stages; give one for all stages or one per stage");
   }
   if (!(options.bytes_per_param >= 0) || !std::isfinite(options.bytes_per_param)) {
-    throw Error("--bytes-per-param: must be a number >= 0");
+    throw Error("--bytes-per-param: must be a finite number >= 0");
   }
 
   ChainCosts costs;
@@ -141,10 +153,16 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
     costs.activation_bytes.push_back(static_cast<double>(layer.activation_bytes));
     costs.input_bytes.push_back(k > 0 ? static_cast<double>(profile.layers[k - 1].output_bytes) : 0.0);
   }
+  if (!std::isfinite((total_ms + total_ms) / kMinStageSpeed)) {
+    // With room for what the cost model does next: add communication, divide by a speed.
+    throw Error(source + ": the layers' forward_ms and backward_ms add up to more than stagecut "
+                "can compute with; check the profile's times (ms per microbatch)");
+  }
   if (!(total_ms > 0)) {
     throw Error(source + ": all " + std::to_string(layers) + " layers take 0 ms; there is no time " +
                 "to balance; measure the model with 'stagecut profile' or fix the imported times");
   }
+  double comm_total_ms = 0.0;
   if (options.modelsCommunication()) {
     for (int b = 0; b + 1 < layers; ++b) {
       const double bytes = static_cast<double>(profile.layers[b].output_bytes);
@@ -152,7 +170,26 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
           options.bandwidth_bytes_per_s > 0 ? 1000.0 * bytes / options.bandwidth_bytes_per_s : 0.0;
       // One message each way: the activation forward, its gradient backward.
       costs.boundary_comm_ms.push_back(2 * (options.latency_ms + transfer_ms));
+      comm_total_ms += costs.boundary_comm_ms.back();
     }
+    if (!std::isfinite((comm_total_ms + total_ms) / kMinStageSpeed)) {
+      throw Error("--bandwidth, --latency: sending the layers' outputs takes longer than stagecut "
+                  "can compute with; give the link's bandwidth and latency in their units, e.g. "
+                  "25GB/s and 10us");
+    }
+  }
+  double most_bytes = 0.0;  // every stage's memory is below: all state + all activations in flight
+  const int most_in_flight = inFlightMicrobatches(options.schedule, 0, stages, options.microbatches);
+  for (int k = 0; k < layers; ++k) {
+    most_bytes += costs.state_bytes[k] +
+                  most_in_flight * (costs.activation_bytes[k] + costs.input_bytes[k]) +
+                  costs.activation_bytes[k];
+  }
+  if (!(most_bytes < kMaxMemoryBytes)) {
+    throw Error(source + ": the model's memory could exceed 8 EiB (params x bytes per parameter + " +
+                "activation_bytes x " + std::to_string(most_in_flight) +
+                " microbatches in flight); check the profile's " +
+                "params and activation_bytes, --bytes-per-param and --microbatches");
   }
   costs.stage_speed = options.stage_speed.empty() ? std::vector<double>(stages, 1.0) : options.stage_speed;
   for (int s = 0; s < stages; ++s) {

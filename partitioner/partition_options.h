@@ -50,8 +50,8 @@ const char* pipelineScheduleName(PipelineSchedule schedule);
 /// GPipe M, 1F1B min(N - s, M).
 int inFlightMicrobatches(PipelineSchedule schedule, int stage, int stages, int microbatches);
 
-/// Parses `--stage-speed 1,1,0.5,1`: one relative speed > 0 per stage. Throws Error (input)
-/// naming the flag for a wrong count or a value that is not a number > 0.
+/// Parses `--stage-speed 1,1,0.5,1`: one relative speed per stage, from 0.001 to 1000. Throws
+/// Error (input) naming the flag for a wrong count or a value that is not such a number.
 std::vector<double> parseStageSpeeds(const std::string& text, int stages);
 
 /// Parses `--memory-cap 80GiB` (all stages) or `--memory-cap 80GiB,80GiB,40GiB,80GiB` (per
@@ -64,7 +64,8 @@ void checkStageCount(int stages, std::size_t layers);
 
 /// Checks the options against the profile (`source` names it in messages) and resolves them
 /// into the solvers' cost model. Throws Error (input) for --stages < 1 or above the layer count,
-/// --microbatches < 1, a profile whose layers all take 0 ms, a wrong number of speeds or caps.
+/// --microbatches < 1, a profile whose layers all take 0 ms, a wrong number of speeds or caps, and
+/// numbers whose sums a double cannot hold (times, transfers) or that exceed 8 EiB of memory.
 CostModel buildCostModel(const Profile& profile, const PartitionOptions& options,
                          const std::string& source);
 

@@ -33,6 +33,10 @@ std::string trim(const std::string& text) {
 
 class LineParser {
  public:
+  // 1e12 bytes (a terabyte) per tensor or layer, 1e12 ms (31 years) per op: far past any real
+  // model, and far enough below 2^63 bytes that the sums over a million nodes stay in range.
+  static constexpr double kMaxValue = 1e12;
+
   LineParser(const std::string& source, int line) : where_(source + ":" + std::to_string(line)) {}
 
   [[noreturn]] void fail(const std::string& what) const { throw Error(where_ + ": " + what); }
@@ -43,6 +47,8 @@ class LineParser {
     if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0) {
       fail(field + "=" + text + " is not a number >= 0");
     }
+    // Sizes become byte counts (at most 2^63) and times are summed: bound both well inside.
+    if (value > kMaxValue) fail(field + "=" + text + " is too large; the most is 1e12");
     return value;
   }
 
@@ -54,6 +60,7 @@ class LineParser {
     std::stringstream items(text.substr(1, text.size() - 2));
     std::string item;
     while (std::getline(items, item, ';')) total += number(field, trim(item));
+    if (total > kMaxValue) fail(field + "=" + text + " adds up to more than 1e12");
     return total;
   }
 
@@ -186,6 +193,9 @@ PipedreamImport importPipedreamGraph(const std::string& text, const std::string&
     position[n] = static_cast<int>(kept.size());
     kept.push_back(n);
   }
+  if (nodes.empty()) {
+    throw Error(source + ": no node lines; " + kNodeFormat);
+  }
   if (kept.empty()) throw Error(source + ": no compute nodes: every node is an Input node");
 
   // A tensor produced at position p and last consumed at q crosses every cut p..q-1.
@@ -206,6 +216,10 @@ PipedreamImport importPipedreamGraph(const std::string& text, const std::string&
   for (std::size_t p = 0; p < kept.size(); ++p) {
     const GraphNode& node = nodes[kept[p]];
     running += crossing[p];
+    if (running >= 9.2e18) {
+      throw Error(source + ":" + std::to_string(node.line) + ": node " + node.id +
+                  ": the tensors crossing the cut after it add up to more than 8 EiB");
+    }
     LayerCost layer;
     layer.index = static_cast<int>(p);
     layer.name = node.id;

@@ -22,6 +22,22 @@ void checkPipelineShape(int stages, int microbatches, int chunks) {
 
 namespace {
 
+// Ops per step that a schedule may hold: 2^22 forward ops (128 stages x 32768 microbatches) is
+// past any real pipeline and still a few hundred MB with its backward ops; beyond it a mistyped
+// flag would exhaust memory before saying anything.
+constexpr double kMostForwardOps = 4194304;
+
+void checkScheduleSize(int stages, int microbatches, int chunks) {
+  const double ops = static_cast<double>(stages) * microbatches * chunks;
+  if (ops <= kMostForwardOps) return;
+  throw Error("--stages " + std::to_string(stages) + " --microbatches " +
+              std::to_string(microbatches) +
+              (chunks > 1 ? " --chunks " + std::to_string(chunks) : std::string()) + ": " +
+              std::to_string(static_cast<long long>(ops)) +
+              " forward ops per step; stagecut schedules at most 4194304 (stages x microbatches" +
+              (chunks > 1 ? " x chunks" : "") + ")");
+}
+
 Schedule emptySchedule(const char* name, int stages, int microbatches, int chunks) {
   Schedule schedule;
   schedule.name = name;
@@ -87,6 +103,7 @@ Schedule generateSchedule(const std::string& name, int stages, int microbatches,
 
 Schedule generateGpipe(int stages, int microbatches) {
   checkPipelineShape(stages, microbatches, 1);
+  checkScheduleSize(stages, microbatches, 1);
   Schedule schedule = emptySchedule("gpipe", stages, microbatches, 1);
   for (RankOps& ops : schedule.ranks) {
     ops.reserve(2 * static_cast<std::size_t>(microbatches));
@@ -99,6 +116,7 @@ Schedule generateGpipe(int stages, int microbatches) {
 
 Schedule generateOneFOneB(int stages, int microbatches) {
   checkPipelineShape(stages, microbatches, 1);
+  checkScheduleSize(stages, microbatches, 1);
   Schedule schedule = emptySchedule("1f1b", stages, microbatches, 1);
   for (int rank = 0; rank < stages; ++rank) {
     RankOps& ops = schedule.ranks[rank];
@@ -118,6 +136,7 @@ Schedule generateOneFOneB(int stages, int microbatches) {
 
 Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
   checkPipelineShape(stages, microbatches, chunks);
+  checkScheduleSize(stages, microbatches, chunks);
   if (microbatches % stages != 0) {
     const int lower = microbatches / stages * stages;
     const std::string fix = lower > 0 ? std::to_string(lower) + " or " : "";
@@ -160,6 +179,7 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
 
 Schedule generateZeroBubbleH1(int stages, int microbatches) {
   checkPipelineShape(stages, microbatches, 1);
+  checkScheduleSize(stages, microbatches, 1);
   Schedule schedule = emptySchedule("zb-h1", stages, microbatches, 1);
   schedule.splits_backward = true;
   for (int rank = 0; rank < stages; ++rank) {

@@ -23,7 +23,9 @@ void checkPipelineShape(int stages, int microbatches, int chunks);
 /// The op lists of schedule `name` for N = `stages` ranks, M = `microbatches` and v = `chunks`
 /// model chunks per rank (v > 1 only for interleaved-1f1b, which also needs M a multiple of N).
 /// Throws Error (input) naming the flag (--stages, --microbatches, --chunks, --schedule) and the
-/// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run.
+/// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run. Every generator
+/// also refuses more than 2^22 forward ops per step (N x M x v), which no pipeline needs and which
+/// would exhaust memory before a mistyped flag was reported.
 Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks = 1);
 
 /// GPipe: all M forwards, then all M backwards (last microbatch first), on every rank.

@@ -1,10 +1,19 @@
 #include "schedule/profile_costs.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
+#include "core/error.h"
 #include "core/partition_json.h"
 
 namespace stagecut {
+
+namespace {
+
+constexpr std::uint64_t kMaxStageBytes = std::uint64_t{1} << 63;
+
+}  // namespace
 
 double BoundaryLink::transferMs(std::uint64_t bytes) const {
   const double wire_ms =
@@ -32,6 +41,19 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
         ++result.layers_with_even_split;
       }
       stage.activation_bytes += layer.activation_bytes;
+      // Each term is below 2^63 (the profile reader's limit), so a sum past it has not wrapped yet.
+      if (stage.activation_bytes >= kMaxStageBytes) {
+        throw Error(partition_source + ": stage " + std::to_string(result.stages.size()) +
+                    " (layers " + std::to_string(range.first) + "-" + std::to_string(range.last) +
+                    "): the profile's activation_bytes add up to more than 8 EiB; check the profile");
+      }
+    }
+    if (!std::isfinite(stage.forward_ms + stage.backward_ms + stage.backward_input_ms +
+                       stage.backward_weight_ms)) {
+      throw Error(partition_source + ": stage " + std::to_string(result.stages.size()) +
+                  " (layers " + std::to_string(range.first) + "-" + std::to_string(range.last) +
+                  "): the profile's forward_ms and backward_ms add up to more than stagecut can "
+                  "compute with; check the profile");
     }
     result.stages.push_back(stage);
     boundary_bytes.push_back(profile.layers[static_cast<std::size_t>(range.last)].output_bytes);
