@@ -32,3 +32,30 @@ bench: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# Reliability builds (docs/reliability.md), each in its own folder, LibTorch-free.
+# test-asan: the LibTorch-free parts and their tests under ASan + UBSan; any report fails ctest.
+ASAN_DIR ?= build-asan
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+$(ASAN_DIR)/build.ninja: | deps
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTAGECUT_TORCH=OFF \
+	  -DSTAGECUT_SANITIZE=ON
+
+.PHONY: test-asan fuzz
+test-asan: deps $(ASAN_DIR)/build.ninja
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	$(ASAN_ENV) ctest --test-dir $(ASAN_DIR) --output-on-failure -j $(JOBS)
+
+# fuzz: the libFuzzer targets of fuzz/ with clang, each run FUZZ_SECONDS (fuzz/run.sh).
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+
+$(FUZZ_DIR)/build.ninja: | deps
+	@scripts/install-deps.sh --fuzz
+	cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSTAGECUT_TORCH=OFF -DSTAGECUT_FUZZ=ON
+
+fuzz: deps $(FUZZ_DIR)/build.ninja
+	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_targets
+	fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS)

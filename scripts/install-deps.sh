@@ -8,6 +8,10 @@ packages=(
   libtorch-dev libgloo-dev libopenblas0-pthread
   libcli11-dev catch2 nlohmann-json3-dev libeigen3-dev
 )
+# `make fuzz` alone needs clang and its libFuzzer runtime: `install-deps.sh --fuzz` adds them.
+if [[ "${1:-}" == "--fuzz" ]]; then
+  packages+=(clang libclang-rt-14-dev)
+fi
 
 missing=()
 for package in "${packages[@]}"; do
