@@ -59,7 +59,7 @@ TEST_CASE("a timer that does not fit the device is refused before anything runs"
         "--device cuda:x: unknown device; use cpu, cuda or cuda:K (K a device number, e.g. cuda:0)");
 }
 
-TEST_CASE("--device cuda without a CUDA LibTorch gives its one clear error for every GPU timer",
+TEST_CASE("device cuda without a CUDA LibTorch gives its one clear error for every GPU timer",
           "[profiler][cuda][errors]") {
   if (gpuPresent()) {
     WARN("a GPU is present: the no-GPU error is not checked here (scripts/gpu-check.sh profiles on it)");

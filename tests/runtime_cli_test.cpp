@@ -26,14 +26,20 @@ void makeTinySplit(const TempDir& dir) {
   REQUIRE(partition.exit_code == 0);
 }
 
-// Processes whose command line runs the stagecut binary under test.
-int stagecutProcesses() {
+// Processes started with `marker` in their environment: this test's launcher and its ranks
+// (other tests may run stagecut at the same time).
+int processesWithEnvironment(const std::string& marker) {
   int count = 0;
   DIR* proc = ::opendir("/proc");
   while (dirent* entry = ::readdir(proc)) {
-    std::ifstream cmdline(std::string("/proc/") + entry->d_name + "/cmdline");
-    std::string argv0;
-    if (std::getline(cmdline, argv0, '\0') && argv0 == STAGECUT_BINARY) ++count;
+    std::ifstream environ(std::string("/proc/") + entry->d_name + "/environ");
+    std::string variable;
+    while (std::getline(environ, variable, '\0')) {
+      if (variable == marker) {
+        ++count;
+        break;
+      }
+    }
   }
   ::closedir(proc);
   return count;
@@ -73,7 +79,7 @@ TEST_CASE("a rank killed mid-run ends validate with exit 1 naming it, leaving no
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.err, Contains("stagecut: rank 1 was killed by signal Killed; stopped the other 1 running rank(s)"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
-  CHECK(stagecutProcesses() == 0);
+  CHECK(processesWithEnvironment("STAGECUT_TEST_KILL_RANK=1") == 0);
 }
 
 TEST_CASE("validate rejects requests it cannot run before starting ranks", "[runtime][cli][errors]") {

@@ -39,8 +39,10 @@ TEST_CASE("the launcher gives every rank torchrun's environment", "[runtime][lau
 
 TEST_CASE("a failing rank stops the others and is named", "[runtime][launcher][errors]") {
   const TempDir dir;
-  // Rank 1 fails at once; ranks 0 and 2 would sleep for a minute.
-  const std::string script = "echo $$ > " + dir.path() + "/$RANK.pid; if [ $RANK = 1 ]; then sleep 0.3; exit 3; fi; sleep 60";
+  // Rank 1 fails at once; ranks 0 and 2 would sleep for a minute (exec: the rank is the sleep
+  // itself, as a stagecut rank is one process).
+  const std::string script =
+      "echo $$ > " + dir.path() + "/$RANK.pid; if [ $RANK = 1 ]; then sleep 0.3; exit 3; fi; exec sleep 60";
   const auto start = std::chrono::steady_clock::now();
   CHECK_THROWS_WITH(stagecut::launchRanks(shellRanks(3, script)),
                     "rank 1 exited with code 3; stopped the other 2 running rank(s)");
@@ -54,6 +56,6 @@ TEST_CASE("a failing rank stops the others and is named", "[runtime][launcher][e
 }
 
 TEST_CASE("a rank killed by a signal is reported as such", "[runtime][launcher][errors]") {
-  CHECK_THROWS_WITH(stagecut::launchRanks(shellRanks(2, "if [ $RANK = 0 ]; then kill -9 $$; fi; sleep 60")),
+  CHECK_THROWS_WITH(stagecut::launchRanks(shellRanks(2, "if [ $RANK = 0 ]; then kill -9 $$; fi; exec sleep 60")),
                     "rank 0 was killed by signal Killed; stopped the other 1 running rank(s)");
 }
