@@ -4,32 +4,6 @@
 
 namespace stagecut::report {
 
-std::string escapeHtml(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string svgNumber(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  std::string text = buffer;
-  while (text.back() == '0') text.pop_back();
-  if (text.back() == '.') text.pop_back();
-  if (text == "-0") text = "0";
-  return text;
-}
-
 void SvgBuilder::rect(double x, double y, double w, double h, const std::string& fill,
                       const std::string& extra) {
   out_ += "<rect x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" width=\"" + svgNumber(w) +
@@ -49,7 +23,7 @@ void SvgBuilder::text(double x, double y, const std::string& content, const std:
 }
 
 std::string SvgBuilder::finish(double width, double height, const std::string& label) const {
-  return "<svg class=\"chart\" role=\"img\" aria-label=\"" + escapeHtml(label) + "\" viewBox=\"0 0 " +
+  return "<svg class=\"chart\" role=\"img\" aria-label=\"" + escapeMarkup(label) + "\" viewBox=\"0 0 " +
          svgNumber(width) + " " + svgNumber(height) + "\" width=\"" + svgNumber(width) +
          "\" height=\"" + svgNumber(height) + "\">\n" + out_ + "</svg>\n";
 }

@@ -2,13 +2,11 @@
 
 #include <string>
 
+#include "core/markup_text.h"
+
 namespace stagecut::report {
 
-/// Text made safe for HTML and SVG content and attribute values: & < > " ' escaped.
-std::string escapeHtml(const std::string& text);
-
-/// A coordinate or size for SVG attributes: at most two decimals, no trailing zeros.
-std::string svgNumber(double value);
+// escapeMarkup() and svgNumber() come from core/markup_text.h, shared with the schedule's SVG.
 
 /// Appends SVG elements to a string; every text passed as `content` must already be escaped.
 class SvgBuilder {

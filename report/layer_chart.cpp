@@ -10,9 +10,7 @@ namespace stagecut {
 
 namespace {
 
-using report::escapeHtml;
 using report::SvgBuilder;
-using report::svgNumber;
 
 // Layout in px: the width matches the Gantt charts (schedule/svg_gantt.cpp) so the page reads
 // as one column; the left margin holds the panel labels.
@@ -78,7 +76,7 @@ double drawLayerNames(SvgBuilder* svg, const Profile& profile, const LayerColumn
   const bool level = textWidth(std::string(longest, 'x'), font) + 6 <= columns.width;
   const int every = level ? 1 : std::max(1, static_cast<int>(std::ceil((font + 3) / columns.width)));
   for (int i = 0; i < static_cast<int>(profile.layerCount()); i += every) {
-    const std::string name = escapeHtml(profile.layers[i].name);
+    const std::string name = escapeMarkup(profile.layers[i].name);
     if (level) {
       svg->text(columns.centre(i), y + 14, name, "font-size=\"" + svgNumber(font) +
                                                   "\" fill=\"#333\" text-anchor=\"middle\"");
@@ -93,7 +91,7 @@ double drawLayerNames(SvgBuilder* svg, const Profile& profile, const LayerColumn
 
 void legendItem(SvgBuilder* svg, double* x, double y, const std::string& fill, const std::string& label) {
   svg->rect(*x, y - 11, 14, 14, fill, " rx=\"2\"");
-  svg->text(*x + 20, y + 1, escapeHtml(label), "font-size=\"13\" fill=\"#333\"");
+  svg->text(*x + 20, y + 1, escapeMarkup(label), "font-size=\"13\" fill=\"#333\"");
   *x += 20 + textWidth(label, 13) * 0.85 + 24;
 }
 
@@ -105,9 +103,9 @@ struct Segment {
 
 void drawPanelLabel(SvgBuilder* svg, double top, double height, const std::string& title,
                     const std::string& total) {
-  svg->text(kLeft - 14, top + height / 2 - 2, escapeHtml(title),
+  svg->text(kLeft - 14, top + height / 2 - 2, escapeMarkup(title),
             "font-size=\"14\" font-weight=\"bold\" fill=\"#222\" text-anchor=\"end\"");
-  svg->text(kLeft - 14, top + height / 2 + 15, escapeHtml(total),
+  svg->text(kLeft - 14, top + height / 2 + 15, escapeMarkup(total),
             "font-size=\"12\" fill=\"#666\" text-anchor=\"end\"");
 }
 
@@ -137,8 +135,8 @@ void drawBarPanel(SvgBuilder* svg, const Profile& profile, const LayerColumns& c
     // An invisible full-height target carries the tooltip, so thin bars are easy to hover.
     svg->raw("<rect x=\"" + svgNumber(columns.x(static_cast<int>(i))) + "\" y=\"" + svgNumber(top) +
              "\" width=\"" + svgNumber(columns.width) + "\" height=\"" + svgNumber(height) +
-             "\" fill=\"transparent\"><title>" + escapeHtml(profile.layers[i].name) + ": " +
-             escapeHtml(unit_label == "ms" ? formatMs(sum) + " ms"
+             "\" fill=\"transparent\"><title>" + escapeMarkup(profile.layers[i].name) + ": " +
+             escapeMarkup(unit_label == "ms" ? formatMs(sum) + " ms"
                         : unit_label == "bytes" ? formatBytes(static_cast<std::uint64_t>(sum))
                                                 : formatCount(static_cast<std::uint64_t>(sum))) +
              " (" + percentText(total > 0 ? sum / total : 0) + ")</title></rect>\n");
@@ -261,12 +259,12 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
     const std::string short_label = fits ? label : formatMs(stage.cost_ms);
     const bool inside = h >= 20;
     svg.text((x0 + x1) / 2, inside ? stage_top + stage_h - h + 15 : stage_top + stage_h - h - 4,
-             escapeHtml(short_label),
+             escapeMarkup(short_label),
              std::string("font-size=\"12\" text-anchor=\"middle\" font-weight=\"bold\" fill=\"") +
                  (inside ? "#fff" : is_bottleneck ? kBottleneckColour : "#333") + "\"");
     const std::string params = formatCount(stage.params) + " params";
     if (textWidth(params, 11) + 6 <= x1 - x0) {
-      svg.text((x0 + x1) / 2, bottom + 16, escapeHtml(params),
+      svg.text((x0 + x1) / 2, bottom + 16, escapeMarkup(params),
                "font-size=\"11\" text-anchor=\"middle\" fill=\"" + std::string(kParamsColour) + "\"");
     }
   }

@@ -13,9 +13,7 @@ namespace stagecut {
 
 namespace {
 
-using report::escapeHtml;
 using report::SvgBuilder;
-using report::svgNumber;
 
 constexpr double kWidth = 1200;
 constexpr double kLeft = 90;
@@ -66,7 +64,7 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
   double x = kLeft;
   for (const Partition& split : splits) {
     svg.rect(x, 10, 14, 14, splitColour(split.method), " rx=\"2\"");
-    svg.text(x + 20, 22, escapeHtml(split.method), "font-size=\"13\" fill=\"#333\"");
+    svg.text(x + 20, 22, escapeMarkup(split.method), "font-size=\"13\" fill=\"#333\"");
     x += 20 + 8.0 * static_cast<double>(split.method.size()) + 24;
   }
   if (!cap_bytes.empty()) {
@@ -92,7 +90,7 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
       const double y = base - static_cast<double>(cap) * scale;
       svg.line(group_x + 6, y, group_x + group_w - 6, y, kCapColour, 2.5, " stroke-dasharray=\"6 3\"");
       if (s == 0 || cap_bytes.size() > 1) {
-        svg.text(group_x + group_w - 6, y - 6, "cap " + escapeHtml(formatBytes(cap)),
+        svg.text(group_x + group_w - 6, y - 6, "cap " + escapeMarkup(formatBytes(cap)),
                  "font-size=\"12\" font-weight=\"bold\" fill=\"" + std::string(kCapColour) +
                      "\" text-anchor=\"end\"");
       }
@@ -108,13 +106,13 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
       const double bx = bars_x + bar_w * static_cast<double>(k);
       const std::uint64_t cap = stageCapBytes(cap_bytes, s);
       const bool over = cap > 0 && stage.memory_bytes > cap;
-      svg.raw("<g><title>" + escapeHtml(splits[k].method) + ", stage " + std::to_string(s) + ": " +
-              escapeHtml(formatBytes(stage.memory_bytes)) + (over ? " (over the cap)" : "") + "</title>\n");
+      svg.raw("<g><title>" + escapeMarkup(splits[k].method) + ", stage " + std::to_string(s) + ": " +
+              escapeMarkup(formatBytes(stage.memory_bytes)) + (over ? " (over the cap)" : "") + "</title>\n");
       svg.rect(bx + 1, base - h, bar_w - 2, h, splitColour(splits[k].method),
                over ? " stroke=\"" + std::string(kCapColour) + "\" stroke-width=\"2.5\"" : "");
       svg.raw("</g>\n");
       if (bar_w >= 40) {
-        svg.text(bx + bar_w / 2, base - h - 5, escapeHtml(formatBytes(stage.memory_bytes)),
+        svg.text(bx + bar_w / 2, base - h - 5, escapeMarkup(formatBytes(stage.memory_bytes)),
                  std::string("font-size=\"10.5\" text-anchor=\"middle\" paint-order=\"stroke\" stroke=\"#fff\" "
                              "stroke-width=\"3\" fill=\"") +
                      (over ? kCapColour : "#444") + "\"");

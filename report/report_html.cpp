@@ -17,7 +17,6 @@ namespace stagecut {
 
 namespace {
 
-using report::escapeHtml;
 
 // Kept in the page so it opens anywhere without a network: no fonts, scripts or images fetched.
 const char* const kStyle = R"css(
@@ -169,7 +168,7 @@ std::string disagreementSentence(const Profile& profile) {
   auto share = [](double fraction) { return formatPercent(fraction, fraction < 0.1 ? 1 : 0); };
   auto describe = [&](int i) {
     const LayerCost& layer = profile.layers[i];
-    return "<b>" + escapeHtml(layer.name) + "</b> holds " +
+    return "<b>" + escapeMarkup(layer.name) + "</b> holds " +
            share(static_cast<double>(layer.params) / total_params) + " of the parameters and " +
            share(layerComputeMs(layer) / total_ms) + " of the compute";
   };
@@ -191,36 +190,36 @@ std::string headerSection(const ReportInputs& inputs, const std::vector<Validati
   const Profile& profile = inputs.profile;
   const Partition& chosen = inputs.chosen;
   const std::string model = profile.model.name.empty() ? inputs.profile_source : profile.model.name;
-  std::string html = "<header>\n<h1>stagecut report: <span class=\"model\">" + escapeHtml(model) + "</span></h1>\n";
-  html += "<p class=\"lede\">" + escapeHtml(inputs.profile_source) + " &middot; " +
+  std::string html = "<header>\n<h1>stagecut report: <span class=\"model\">" + escapeMarkup(model) + "</span></h1>\n";
+  html += "<p class=\"lede\">" + escapeMarkup(inputs.profile_source) + " &middot; " +
           std::to_string(profile.layerCount()) + " layers &middot; " +
           std::to_string(chosen.stages.size()) + " stages &middot; " +
           std::to_string(inputs.microbatches) + " microbatches per step</p>\n<div class=\"cards\">\n";
-  html += card("Chosen split (" + escapeHtml(chosen.method) + ")",
-               escapeHtml(joinedCounts(chosen.layersPerStage())),
-               "layers per stage; bottleneck " + escapeHtml(formatMs(chosen.bottleneck_ms)) + " ms", true);
-  html += card("Predicted step", escapeHtml(formatMs(chosen.predicted_step_ms)) + " ms",
-               "bubble " + escapeHtml(formatPercent(chosen.predicted_bubble)) + "; lower bound " +
-                   escapeHtml(formatMs(chosen.lower_bound_ms)) + " ms per stage");
+  html += card("Chosen split (" + escapeMarkup(chosen.method) + ")",
+               escapeMarkup(joinedCounts(chosen.layersPerStage())),
+               "layers per stage; bottleneck " + escapeMarkup(formatMs(chosen.bottleneck_ms)) + " ms", true);
+  html += card("Predicted step", escapeMarkup(formatMs(chosen.predicted_step_ms)) + " ms",
+               "bubble " + escapeMarkup(formatPercent(chosen.predicted_bubble)) + "; lower bound " +
+                   escapeMarkup(formatMs(chosen.lower_bound_ms)) + " ms per stage");
   for (const Partition& split : inputs.splits) {
     if (split.method == chosen.method || chosen.predicted_step_ms <= 0) continue;
     const double slower = split.predicted_step_ms / chosen.predicted_step_ms - 1.0;
     if (split.layersPerStage() == chosen.layersPerStage()) {
-      html += card("vs " + escapeHtml(split.method) + " split", "same split",
-                   "here " + escapeHtml(split.method) + " happens to cut where " +
-                       escapeHtml(chosen.method) + " does");
+      html += card("vs " + escapeMarkup(split.method) + " split", "same split",
+                   "here " + escapeMarkup(split.method) + " happens to cut where " +
+                       escapeMarkup(chosen.method) + " does");
       continue;
     }
-    html += card("vs " + escapeHtml(split.method) + " split",
+    html += card("vs " + escapeMarkup(split.method) + " split",
                  "<span class=\"" + std::string(slower > 0.005 ? "worse" : "") + "\">" +
-                     escapeHtml(signedPercent(slower)) + "</span>",
-                 "its predicted step (" + escapeHtml(joinedCounts(split.layersPerStage())) + ": " +
-                     escapeHtml(formatMs(split.predicted_step_ms)) + " ms)");
+                     escapeMarkup(signedPercent(slower)) + "</span>",
+                 "its predicted step (" + escapeMarkup(joinedCounts(split.layersPerStage())) + ": " +
+                     escapeMarkup(formatMs(split.predicted_step_ms)) + " ms)");
   }
   if (const auto speedup = measuredSpeedup(inputs, views)) {
-    html += card("Measured speed-up", escapeHtml(ratioText(speedup->ratio)),
-                 "compute split " + escapeHtml(formatMs(speedup->compute->measured_step_ms)) +
-                     " ms vs params split " + escapeHtml(formatMs(speedup->params->measured_step_ms)) +
+    html += card("Measured speed-up", escapeMarkup(ratioText(speedup->ratio)),
+                 "compute split " + escapeMarkup(formatMs(speedup->compute->measured_step_ms)) +
+                     " ms vs params split " + escapeMarkup(formatMs(speedup->params->measured_step_ms)) +
                      " ms per step, run for real", true);
   }
   html += "</div>\n</header>\n<nav><a href=\"#layers\">Layers</a><a href=\"#splits\">Splits</a>"
@@ -242,8 +241,8 @@ std::string layersSection(const Profile& profile) {
           "<th>kind</th><th>forward ms</th><th>backward ms</th><th>B ms</th><th>W ms</th>"
           "<th>params</th><th>activations</th><th>output</th></tr>\n";
   for (const LayerCost& layer : profile.layers) {
-    html += "<tr><td>" + std::to_string(layer.index) + "</td><td class=\"name\">" + escapeHtml(layer.name) +
-            "</td><td>" + escapeHtml(layer.kind) + "</td><td>" + formatMs(layer.forward_ms.median) +
+    html += "<tr><td>" + std::to_string(layer.index) + "</td><td class=\"name\">" + escapeMarkup(layer.name) +
+            "</td><td>" + escapeMarkup(layer.kind) + "</td><td>" + formatMs(layer.forward_ms.median) +
             "</td><td>" + formatMs(layer.backward_ms.median) + "</td><td>" +
             optionalMs(layer.backward_input_ms) + "</td><td>" + optionalMs(layer.backward_weight_ms) +
             "</td><td>" + formatCount(layer.params) + "</td><td>" + formatBytes(layer.activation_bytes) +
@@ -262,7 +261,7 @@ std::string splitsSection(const ReportInputs& inputs) {
           "<b>compute</b>: stagecut's exact optimum of the measured times. A pipeline runs at the "
           "pace of its slowest stage, the bottleneck.</p>\n";
   html += "<table>\n<tr><th>split</th><th>layers per stage</th><th>bottleneck ms</th>"
-          "<th>predicted step ms</th><th>bubble</th><th>step vs " + escapeHtml(chosen.method) +
+          "<th>predicted step ms</th><th>bubble</th><th>step vs " + escapeMarkup(chosen.method) +
           "</th><th>largest stage memory</th></tr>\n";
   for (const Partition& split : inputs.splits) {
     std::uint64_t memory = 0;
@@ -270,8 +269,8 @@ std::string splitsSection(const ReportInputs& inputs) {
     const double versus = chosen.predicted_step_ms > 0 ? split.predicted_step_ms / chosen.predicted_step_ms - 1.0 : 0.0;
     const bool is_chosen = split.method == chosen.method;
     html += std::string("<tr") + (is_chosen ? " class=\"chosen\"" : "") + "><td>" +
-            swatch(splitColour(split.method)) + escapeHtml(split.method) + "</td><td>" +
-            escapeHtml(joinedCounts(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
+            swatch(splitColour(split.method)) + escapeMarkup(split.method) + "</td><td>" +
+            escapeMarkup(joinedCounts(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
             "</td><td>" + formatMs(split.predicted_step_ms) + "</td><td>" +
             formatPercent(split.predicted_bubble) + "</td><td" +
             (versus > 0.005 ? " class=\"worse\"" : "") + ">" +
@@ -280,18 +279,18 @@ std::string splitsSection(const ReportInputs& inputs) {
   }
   html += "</table>\n";
   for (const Partition& split : inputs.splits) {
-    html += "<div class=\"split-head\"><h3>" + swatch(splitColour(split.method)) + escapeHtml(split.method) +
-            " split: " + escapeHtml(joinedCounts(split.layersPerStage())) + "</h3><p class=\"note\">"
+    html += "<div class=\"split-head\"><h3>" + swatch(splitColour(split.method)) + escapeMarkup(split.method) +
+            " split: " + escapeMarkup(joinedCounts(split.layersPerStage())) + "</h3><p class=\"note\">"
             "bottleneck " + formatMs(split.bottleneck_ms) + " ms (red), stages on one scale for all splits; "
             "dashed lines are stage boundaries</p></div>\n";
     html += renderSplitChart(inputs.profile, split, inputs.splits);
   }
   if (!chosen.outputs.empty()) {
-    html += "<details><summary>The " + escapeHtml(chosen.method) +
+    html += "<details><summary>The " + escapeMarkup(chosen.method) +
             " split in each framework's format</summary>\n<table>\n";
     for (const auto& [format, text] : chosen.outputs) {
-      html += "<tr><td>" + escapeHtml(format) + "</td><td style=\"text-align:left\"><pre>" +
-              escapeHtml(text) + "</pre></td></tr>\n";
+      html += "<tr><td>" + escapeMarkup(format) + "</td><td style=\"text-align:left\"><pre>" +
+              escapeMarkup(text) + "</pre></td></tr>\n";
     }
     html += "</table></details>\n";
   }
@@ -299,7 +298,7 @@ std::string splitsSection(const ReportInputs& inputs) {
 }
 
 std::string schedulesSection(const ReportInputs& inputs, int* chart_index) {
-  std::string html = "<section id=\"schedules\">\n<h2>Schedules on the " + escapeHtml(inputs.chosen.method) +
+  std::string html = "<section id=\"schedules\">\n<h2>Schedules on the " + escapeMarkup(inputs.chosen.method) +
                      " split</h2>\n";
   if (inputs.schedules.empty()) {
     html += "<p class=\"note\">No schedule was simulated.</p>\n";
@@ -317,7 +316,7 @@ std::string schedulesSection(const ReportInputs& inputs, int* chart_index) {
       }
       std::string name = scheduleDisplayName(run.schedule.name);
       if (run.schedule.chunks > 1) name += " (v = " + std::to_string(run.schedule.chunks) + ")";
-      html += "<tr><td>" + escapeHtml(name) + "</td><td>" + formatMs(run.result.step_ms) + "</td><td>" +
+      html += "<tr><td>" + escapeMarkup(name) + "</td><td>" + formatMs(run.result.step_ms) + "</td><td>" +
               formatPercent(run.result.bubble) + "</td><td>" + std::to_string(in_flight) + "</td><td>" +
               formatBytes(activations) + "</td></tr>\n";
       views.push_back({&run.schedule, &run.result});
@@ -327,7 +326,7 @@ std::string schedulesSection(const ReportInputs& inputs, int* chart_index) {
     options.time_unit = "ms";
     html += inlineGantt(renderSvgGantt(views, options), (*chart_index)++);
   }
-  for (const std::string& note : inputs.notes) html += "<p class=\"note\">" + escapeHtml(note) + "</p>\n";
+  for (const std::string& note : inputs.notes) html += "<p class=\"note\">" + escapeMarkup(note) + "</p>\n";
   return html + "</section>\n";
 }
 
@@ -340,7 +339,7 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
                      "(median) step below.</p>\n";
   if (const auto speedup = measuredSpeedup(inputs, views)) {
     html += "<p>Measured speed-up of the compute split over the params split: <b>" +
-            escapeHtml(ratioText(speedup->ratio)) + "</b> (" + formatMs(speedup->params->measured_step_ms) +
+            escapeMarkup(ratioText(speedup->ratio)) + "</b> (" + formatMs(speedup->params->measured_step_ms) +
             " ms &rarr; " + formatMs(speedup->compute->measured_step_ms) + " ms per step).</p>\n";
   }
   for (const ValidationView& view : views) {
@@ -350,10 +349,10 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
     std::string which = names.empty() ? "split" : names.front() + " split";
     for (std::size_t i = 1; i < names.size(); ++i) which += (i == 1 ? " (same as " : ", ") + names[i];
     if (names.size() > 1) which += ")";
-    html += "<h3>" + escapeHtml(which) + " " +
-            escapeHtml(joinedCounts(view.layersPerStage())) + ", " +
-            escapeHtml(scheduleDisplayName(view.schedule)) + ", " + std::to_string(view.microbatches) +
-            " microbatches <span class=\"note\">(" + escapeHtml(view.source) + ")</span></h3>\n";
+    html += "<h3>" + escapeMarkup(which) + " " +
+            escapeMarkup(joinedCounts(view.layersPerStage())) + ", " +
+            escapeMarkup(scheduleDisplayName(view.schedule)) + ", " + std::to_string(view.microbatches) +
+            " microbatches <span class=\"note\">(" + escapeMarkup(view.source) + ")</span></h3>\n";
     html += "<table>\n<tr><th>measured step</th><th>predicted step</th><th>error</th><th>gradient check</th>";
     for (std::size_t r = 0; r < view.ranks.size(); ++r) html += "<th>rank " + std::to_string(r) + " peak memory</th>";
     html += "</tr>\n<tr><td>" + formatMs(view.measured_step_ms) + " ms</td><td>" +
@@ -364,7 +363,7 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
       char diff[32];
       std::snprintf(diff, sizeof diff, "%.1e", view.grad_max_rel_diff);
       html += "<span class=\"badge " + std::string(view.grad_check == "pass" ? "pass" : "fail") + "\">" +
-              escapeHtml(view.grad_check) + "</span> <span class=\"note\">max rel. diff " + diff + "</span>";
+              escapeMarkup(view.grad_check) + "</span> <span class=\"note\">max rel. diff " + diff + "</span>";
     }
     html += "</td>";
     for (const ValidationRankView& rank : view.ranks) {
@@ -390,7 +389,7 @@ std::string memorySection(const ReportInputs& inputs) {
   } else {
     std::string caps;
     for (std::uint64_t cap : inputs.memory_cap_bytes) caps += (caps.empty() ? "" : ", ") + formatBytes(cap);
-    html += " Memory cap: <b>" + escapeHtml(caps) + "</b>" +
+    html += " Memory cap: <b>" + escapeMarkup(caps) + "</b>" +
             (inputs.memory_cap_bytes.size() > 1 ? " (per stage)" : " per stage") +
             "; a red outline marks a stage above it.</p>\n";
   }
@@ -399,7 +398,7 @@ std::string memorySection(const ReportInputs& inputs) {
 }
 
 void provenanceRow(std::string* html, const std::string& label, const std::string& value) {
-  *html += "<dt>" + escapeHtml(label) + "</dt><dd>" + escapeHtml(value.empty() ? "not recorded" : value) + "</dd>\n";
+  *html += "<dt>" + escapeMarkup(label) + "</dt><dd>" + escapeMarkup(value.empty() ? "not recorded" : value) + "</dd>\n";
 }
 
 std::string provenanceSection(const ReportInputs& inputs) {
@@ -444,7 +443,7 @@ std::string renderReportHtml(const ReportInputs& inputs) {
   int chart_index = 0;
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                     "<title>stagecut report: " + escapeHtml(model) + "</title>\n<style>" + kStyle +
+                     "<title>stagecut report: " + escapeMarkup(model) + "</title>\n<style>" + kStyle +
                      "</style>\n</head>\n<body>\n<main>\n";
   html += headerSection(inputs, views);
   html += layersSection(inputs.profile);
@@ -453,7 +452,7 @@ std::string renderReportHtml(const ReportInputs& inputs) {
   html += validationSection(inputs, views, &chart_index);
   html += memorySection(inputs);
   html += provenanceSection(inputs);
-  html += "<footer>Written by " + escapeHtml(inputs.provenance.stagecut_version.empty() ? "stagecut" : inputs.provenance.stagecut_version) +
+  html += "<footer>Written by " + escapeMarkup(inputs.provenance.stagecut_version.empty() ? "stagecut" : inputs.provenance.stagecut_version) +
           ". Self-contained: no script, no network.</footer>\n</main>\n</body>\n</html>\n";
   return html;
 }

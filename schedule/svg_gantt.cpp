@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/markup_text.h"
 #include "schedule/time_axis.h"
 
 namespace stagecut {
@@ -59,28 +60,6 @@ Rgb opColour(const PipelineOp& op, int chunks) {
   return lighten(baseColour(op.kind), amount);
 }
 
-std::string escapeXml(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string number(double value) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f", value);
-  std::string text = buffer;
-  while (text.back() == '0') text.pop_back();
-  if (text.back() == '.') text.pop_back();
-  return text;
-}
 
 std::string formatStep(double step, const std::string& unit) {
   char buffer[48];
@@ -98,15 +77,15 @@ class SvgWriter {
  public:
   void rect(double x, double y, double w, double h, const std::string& fill,
             const std::string& extra = "") {
-    out_ += "<rect x=\"" + number(x) + "\" y=\"" + number(y) + "\" width=\"" + number(w) +
-            "\" height=\"" + number(h) + "\" fill=\"" + fill + "\"" + extra + "/>\n";
+    out_ += "<rect x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" width=\"" + svgNumber(w) +
+            "\" height=\"" + svgNumber(h) + "\" fill=\"" + fill + "\"" + extra + "/>\n";
   }
   void line(double x1, double y1, double x2, double y2, const std::string& style) {
-    out_ += "<line x1=\"" + number(x1) + "\" y1=\"" + number(y1) + "\" x2=\"" + number(x2) +
-            "\" y2=\"" + number(y2) + "\" " + style + "/>\n";
+    out_ += "<line x1=\"" + svgNumber(x1) + "\" y1=\"" + svgNumber(y1) + "\" x2=\"" + svgNumber(x2) +
+            "\" y2=\"" + svgNumber(y2) + "\" " + style + "/>\n";
   }
   void text(double x, double y, const std::string& content, const std::string& style) {
-    out_ += "<text x=\"" + number(x) + "\" y=\"" + number(y) + "\" " + style + ">" + content +
+    out_ += "<text x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" " + style + ">" + content +
             "</text>\n";
   }
   void raw(const std::string& text) { out_ += text; }
@@ -127,7 +106,7 @@ double panelHeight(const Schedule& schedule) {
 void legendItem(SvgWriter* svg, double* x, double y, const std::string& fill,
                 const std::string& label) {
   svg->rect(*x, y - 12, 16, 16, fill, " rx=\"3\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"");
-  svg->text(*x + 22, y + 1, escapeXml(label), "font-size=\"14\" fill=\"#333\"");
+  svg->text(*x + 22, y + 1, escapeMarkup(label), "font-size=\"14\" fill=\"#333\"");
   // Helvetica averages about 0.47 em per character of this kind of text at 14 px.
   *x += 22 + 6.6 * static_cast<double>(label.size()) + 28;
 }
@@ -161,9 +140,9 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
 
   std::string name = scheduleDisplayName(schedule.name);
   if (schedule.chunks > 1) name += " (v = " + std::to_string(schedule.chunks) + ")";
-  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeXml(name) + "</tspan>" +
-            "<tspan fill=\"#555\">   step " + escapeXml(formatStep(result.step_ms, unit)) +
-            "  ·  bubble " + number(std::round(result.bubble * 1000) / 10) + "%</tspan>",
+  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeMarkup(name) + "</tspan>" +
+            "<tspan fill=\"#555\">   step " + escapeMarkup(formatStep(result.step_ms, unit)) +
+            "  ·  bubble " + svgNumber(std::round(result.bubble * 1000) / 10) + "%</tspan>",
             "font-size=\"17\" fill=\"#222\"");
 
   char buffer[32];
@@ -173,13 +152,13 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
     svg->text(x(t), rows_bottom + 19, formatTick(t, tick, buffer, sizeof buffer),
               "font-size=\"12\" fill=\"#666\" text-anchor=\"middle\"");
   }
-  svg->text(kLeft - 12, rows_bottom + 19, "time (" + escapeXml(unit) + ")",
+  svg->text(kLeft - 12, rows_bottom + 19, "time (" + escapeMarkup(unit) + ")",
             "font-size=\"12\" fill=\"#666\" text-anchor=\"end\" font-style=\"italic\"");
 
   for (int rank = 0; rank < schedule.stages; ++rank) {
     const double y = rows_top + rank * (row + gap);
     svg->text(kLeft - 12, y + row / 2 + 4, "rank " + std::to_string(rank),
-              "font-size=\"" + number(std::min(13.0, row)) + "\" fill=\"#333\" text-anchor=\"end\"");
+              "font-size=\"" + svgNumber(std::min(13.0, row)) + "\" fill=\"#333\" text-anchor=\"end\"");
     // The track under the bars is hatched: whatever the bars leave uncovered is the bubble.
     svg->rect(kLeft, y, result.step_ms * time_scale, row, "url(#idle)");
     const RankOps& ops = schedule.ranks[rank];
@@ -194,7 +173,7 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
       const double label_px = 0.62 * kLabelFontPx * static_cast<double>(label.size()) + 4;
       if (width >= label_px && row >= kLabelFontPx + 2) {
         svg->text(x(timing.start_ms) + width / 2, y + row / 2 + kLabelFontPx * 0.36, label,
-                  "font-size=\"" + number(kLabelFontPx) + "\" text-anchor=\"middle\" fill=\"" +
+                  "font-size=\"" + svgNumber(kLabelFontPx) + "\" text-anchor=\"middle\" fill=\"" +
                       (needsDarkText(colour) ? "#222" : "#fff") + "\"");
       }
     }
@@ -228,8 +207,8 @@ std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
 
   SvgWriter svg;
   svg.raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
-          "version=\"1.1\" width=\"" + number(kWidth) + "\" height=\"" + number(height) +
-          "\" viewBox=\"0 0 " + number(kWidth) + " " + number(height) + "\" font-family=\"" +
+          "version=\"1.1\" width=\"" + svgNumber(kWidth) + "\" height=\"" + svgNumber(height) +
+          "\" viewBox=\"0 0 " + svgNumber(kWidth) + " " + svgNumber(height) + "\" font-family=\"" +
           kFont + "\">\n");
   svg.raw("<defs><pattern id=\"idle\" width=\"7\" height=\"7\" patternUnits=\"userSpaceOnUse\" "
           "patternTransform=\"rotate(45)\"><rect width=\"7\" height=\"7\" fill=\"#f4f4f4\"/>"
@@ -238,7 +217,7 @@ std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
   svg.rect(0, 0, kWidth, height, "#ffffff");
   double y = 0;
   if (!options.title.empty()) {
-    svg.text(kLeft, 36, escapeXml(options.title), "font-size=\"22\" font-weight=\"bold\" fill=\"#222\"");
+    svg.text(kLeft, 36, escapeMarkup(options.title), "font-size=\"22\" font-weight=\"bold\" fill=\"#222\"");
     y = 36;
   }
   drawLegend(&svg, runs, y + 32);
