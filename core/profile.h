@@ -38,11 +38,17 @@ struct LayerCost {
   TimeStatsMs backward_ms;  ///< whole backward: input grad and weight grad together
   std::optional<TimeStatsMs> backward_input_ms;   ///< B: gradient w.r.t. the layer input
   std::optional<TimeStatsMs> backward_weight_ms;  ///< W: gradient w.r.t. the weights
+  /// The extra forward that activation checkpointing runs before the backward (measured with
+  /// `profile --recompute`); absent: readers take forward_ms in its place.
+  std::optional<TimeStatsMs> recompute_ms;
   std::uint64_t params = 0;
   std::uint64_t param_bytes = 0;
   std::uint64_t activation_bytes = 0;  ///< kept alive for the backward, per microbatch
   std::uint64_t output_bytes = 0;      ///< sent to the next stage (and its gradient back)
   std::optional<std::vector<std::int64_t>> output_shape;
+
+  /// recompute_ms when measured, forward_ms otherwise.
+  double recomputeMedianMs() const { return recompute_ms ? recompute_ms->median : forward_ms.median; }
 
   bool operator==(const LayerCost& other) const;
 };

@@ -44,6 +44,7 @@ json layerToJson(const LayerCost& layer) {
   out["backward_ms"] = statsToJson(layer.backward_ms);
   if (layer.backward_input_ms) out["backward_input_ms"] = statsToJson(*layer.backward_input_ms);
   if (layer.backward_weight_ms) out["backward_weight_ms"] = statsToJson(*layer.backward_weight_ms);
+  if (layer.recompute_ms) out["recompute_ms"] = statsToJson(*layer.recompute_ms);
   out["params"] = layer.params;
   out["param_bytes"] = layer.param_bytes;
   out["activation_bytes"] = layer.activation_bytes;
@@ -68,6 +69,7 @@ LayerCost layerFromJson(const json& item, std::size_t position, const std::strin
   layer.backward_ms = fields.timeStats("backward_ms");
   layer.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
   layer.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
+  layer.recompute_ms = fields.optionalTimeStats("recompute_ms");
   layer.params = fields.count("params");
   layer.param_bytes = fields.count("param_bytes");
   layer.activation_bytes = fields.count("activation_bytes");
@@ -183,7 +185,8 @@ bool LayerCost::operator==(const LayerCost& other) const {
   return index == other.index && name == other.name && kind == other.kind &&
          forward_ms == other.forward_ms && backward_ms == other.backward_ms &&
          backward_input_ms == other.backward_input_ms &&
-         backward_weight_ms == other.backward_weight_ms && params == other.params &&
+         backward_weight_ms == other.backward_weight_ms && recompute_ms == other.recompute_ms &&
+         params == other.params &&
          param_bytes == other.param_bytes && activation_bytes == other.activation_bytes &&
          output_bytes == other.output_bytes && output_shape == other.output_shape;
 }

@@ -32,7 +32,8 @@ std::string rejectionOf(const json& document) {
 
 TEST_CASE("a profile survives write then read unchanged", "[core][profile]") {
   const TempDir dir;
-  const Profile original = makeProfile(5);
+  Profile original = makeProfile(5);
+  original.layers[2].recompute_ms = stagecut::TimeStatsMs{1.5, 1.25, 2.0, 0.1, 7};
   stagecut::writeProfileFile(dir.file("p.json"), original);
   const Profile back = stagecut::readProfileFile(dir.file("p.json"));
   CHECK(back.layers == original.layers);
@@ -45,6 +46,8 @@ TEST_CASE("a profile survives write then read unchanged", "[core][profile]") {
   REQUIRE(back.whole_model.has_value());
   CHECK(back.whole_model->sum_of_layers_vs_whole == original.whole_model->sum_of_layers_vs_whole);
   CHECK(profileToJson(back) == profileToJson(original));
+  CHECK(back.layers[2].recomputeMedianMs() == 1.5);
+  CHECK(back.layers[1].recomputeMedianMs() == back.layers[1].forward_ms.median);
 }
 
 TEST_CASE("metadata fields another tool wrote are kept through a round trip", "[core][profile]") {
