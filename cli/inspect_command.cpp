@@ -19,7 +19,9 @@ std::string optionalStats(const std::optional<TimeStatsMs>& stats) {
 std::string orUnknown(const std::string& text) { return text.empty() ? "?" : text; }
 
 void printProfile(std::ostream& out, const Profile& profile, const std::string& path) {
-  out << path << ": " << kProfileFormat << ", " << profile.layerCount() << " layers\n";
+  const bool sized = !profile.microbatch_sizes.empty();
+  out << path << ": " << (sized ? kProfileFormatV2 : kProfileFormat) << ", " << profile.layerCount()
+      << " layers\n";
   out << "  model   " << orUnknown(profile.model.name) << " (" << orUnknown(profile.model.source)
       << ")\n";
   out << "  device  " << orUnknown(profile.device.kind);
@@ -33,6 +35,12 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   if (!run.dtype.empty()) out << ", " << run.dtype;
   if (run.repeats > 0) out << ", " << run.warmup << " warm-up + " << run.repeats << " timed runs";
   if (!run.timer.empty()) out << " (" << run.timer << ")";
+  if (sized) {
+    std::string sizes;
+    for (int size : measuredMicrobatchSizes(profile)) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
+    out << "\n  sizes   measured at microbatch " << sizes << " (the table shows " << run.microbatch_size
+        << "; `stagecut plan` uses them all)";
+  }
   out << "\n\n";
 
   TextTable table;
@@ -109,18 +117,18 @@ void addInspectCommand(CLI::App& app) {
   auto* command = app.add_subcommand(
       "inspect", "Check a stagecut profile or partition file and print its summary");
   auto path = std::make_shared<std::string>();
-  command->add_option("file", *path, "A stagecut.profile/1 or stagecut.partition/1 JSON file")
+  command->add_option("file", *path, "A stagecut.profile (version 1 or 2) or stagecut.partition/1 JSON file")
       ->required();
   command->callback([path] {
     const nlohmann::json document = parseJsonDocument(readTextFile(*path), *path);
     const std::string format = documentFormat(document, *path);
-    if (format == kProfileFormat) {
+    if (isProfileFormat(format)) {
       printProfile(std::cout, profileFromJson(document, *path), *path);
     } else if (format == kPartitionFormat) {
       printPartition(std::cout, partitionFromJson(document, *path), *path);
     } else {
       throw Error(*path + ": unknown format \"" + format + "\"; this stagecut reads \"" +
-                  kProfileFormat + "\" and \"" + kPartitionFormat + "\"");
+                  kProfileFormat + "\", \"" + kProfileFormatV2 + "\" and \"" + kPartitionFormat + "\"");
     }
   });
 }

@@ -9,8 +9,17 @@
 
 namespace stagecut {
 
-/// Format tag of profile files this build reads and writes.
+/// Format tag of single-size profiles; this build writes it whenever a profile has one size, so
+/// that tools which know only version 1 keep reading what stagecut writes.
 inline constexpr const char* kProfileFormat = "stagecut.profile/1";
+/// Format tag of profiles measured at several microbatch sizes (version 1 plus the
+/// `microbatch_sizes` table). This build reads both versions.
+inline constexpr const char* kProfileFormatV2 = "stagecut.profile/2";
+
+/// Whether `format` is a profile version this build reads.
+inline bool isProfileFormat(const std::string& format) {
+  return format == kProfileFormat || format == kProfileFormatV2;
+}
 
 /// Spread of one repeated timing, in milliseconds per microbatch. `median` is what the
 /// partitioner uses; `cv` is the coefficient of variation (stddev / mean, unitless).
@@ -88,15 +97,35 @@ struct WholeModelCost {
   double sum_of_layers_vs_whole = 0.0;  ///< relative difference, unitless
 };
 
+/// The layer costs measured at one microbatch size. Names, kinds and parameter counts are the
+/// same at every size; times and activation and output bytes change with it.
+struct MicrobatchSizeCosts {
+  int microbatch_size = 0;
+  std::vector<LayerCost> layers;
+  std::optional<WholeModelCost> whole_model;
+};
+
 /// A measured (or imported) layer chain: the input of the partitioner and the simulator.
+/// `layers` and `whole_model` hold the costs at run.microbatch_size, which every consumer that
+/// does not plan microbatches uses. A profile measured at several sizes also lists each size's
+/// costs in `microbatch_sizes` (ascending, one entry being run.microbatch_size).
 struct Profile {
   ModelInfo model;
   DeviceInfo device;
   RunInfo run;
   std::vector<LayerCost> layers;
   std::optional<WholeModelCost> whole_model;
+  std::vector<MicrobatchSizeCosts> microbatch_sizes;  ///< empty for a single-size profile
 
   std::size_t layerCount() const { return layers.size(); }
 };
+
+/// The microbatch sizes a profile has costs for, ascending: the `microbatch_sizes` table, or
+/// run.microbatch_size alone (empty when a single-size profile does not know its size).
+std::vector<int> measuredMicrobatchSizes(const Profile& profile);
+
+/// The profile at one measured microbatch size, as a single-size profile (run.microbatch_size
+/// set, no table). Throws Error (input) naming `source` and the measured sizes otherwise.
+Profile profileAtMicrobatchSize(const Profile& profile, int microbatch_size, const std::string& source);
 
 }  // namespace stagecut

@@ -37,14 +37,19 @@ json extraFields(const json& block, std::initializer_list<const char*> known_key
   return extra;
 }
 
-json layerToJson(const LayerCost& layer) {
-  json out = {{"index", layer.index}, {"name", layer.name}};
-  if (!layer.kind.empty()) out["kind"] = layer.kind;
+// The fields that change with the microbatch size: all of a layer's costs.
+void addSizedFields(json& out, const LayerCost& layer) {
   out["forward_ms"] = statsToJson(layer.forward_ms);
   out["backward_ms"] = statsToJson(layer.backward_ms);
   if (layer.backward_input_ms) out["backward_input_ms"] = statsToJson(*layer.backward_input_ms);
   if (layer.backward_weight_ms) out["backward_weight_ms"] = statsToJson(*layer.backward_weight_ms);
   if (layer.recompute_ms) out["recompute_ms"] = statsToJson(*layer.recompute_ms);
+}
+
+json layerToJson(const LayerCost& layer) {
+  json out = {{"index", layer.index}, {"name", layer.name}};
+  if (!layer.kind.empty()) out["kind"] = layer.kind;
+  addSizedFields(out, layer);
   out["params"] = layer.params;
   out["param_bytes"] = layer.param_bytes;
   out["activation_bytes"] = layer.activation_bytes;
@@ -53,25 +58,47 @@ json layerToJson(const LayerCost& layer) {
   return out;
 }
 
-LayerCost layerFromJson(const json& item, std::size_t position, const std::string& source) {
-  const std::string where = source + ": layer " + std::to_string(position);
-  const JsonFields fields(item, where);
-  LayerCost layer;
-  layer.index = fields.integer("index", 0, std::numeric_limits<int>::max());
-  if (static_cast<std::size_t>(layer.index) != position) {
-    throw Error(source + ": layer at position " + std::to_string(position) + " has field \"index\" " +
-                std::to_string(layer.index) + "; layers must be listed in order 0, 1, 2, ... " +
+json sizedLayerToJson(const LayerCost& layer) {
+  json out = {{"index", layer.index}};
+  addSizedFields(out, layer);
+  out["activation_bytes"] = layer.activation_bytes;
+  out["output_bytes"] = layer.output_bytes;
+  if (layer.output_shape) out["output_shape"] = *layer.output_shape;
+  return out;
+}
+
+json wholeModelToJson(const WholeModelCost& whole) {
+  return {{"forward_ms", whole.forward_ms},
+          {"backward_ms", whole.backward_ms},
+          {"sum_of_layers_vs_whole", whole.sum_of_layers_vs_whole}};
+}
+
+WholeModelCost wholeModelFromJson(const JsonFields& whole) {
+  WholeModelCost cost;
+  cost.forward_ms = whole.nonNegative("forward_ms");
+  cost.backward_ms = whole.nonNegative("backward_ms");
+  cost.sum_of_layers_vs_whole =
+      whole.has("sum_of_layers_vs_whole") ? whole.finite("sum_of_layers_vs_whole") : 0.0;
+  return cost;
+}
+
+int checkedIndex(const JsonFields& fields, std::size_t position, const std::string& where_list) {
+  const int index = fields.integer("index", 0, std::numeric_limits<int>::max());
+  if (static_cast<std::size_t>(index) != position) {
+    throw Error(where_list + " at position " + std::to_string(position) + " has field \"index\" " +
+                std::to_string(index) + "; layers must be listed in order 0, 1, 2, ... " +
                 "with no gap or duplicate");
   }
-  layer.name = fields.string("name");
-  layer.kind = fields.optionalString("kind");
+  return index;
+}
+
+// Reads the size-dependent fields of one layer into `layer`.
+void readSizedFields(const JsonFields& fields, LayerCost& layer) {
   layer.forward_ms = fields.timeStats("forward_ms");
   layer.backward_ms = fields.timeStats("backward_ms");
   layer.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
   layer.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
   layer.recompute_ms = fields.optionalTimeStats("recompute_ms");
-  layer.params = fields.count("params");
-  layer.param_bytes = fields.count("param_bytes");
   layer.activation_bytes = fields.count("activation_bytes");
   layer.output_bytes = fields.count("output_bytes");
   if (fields.has("output_shape")) {
@@ -84,15 +111,92 @@ LayerCost layerFromJson(const json& item, std::size_t position, const std::strin
       dims.push_back(dim.get<std::int64_t>());
     }
     layer.output_shape = std::move(dims);
+  } else {
+    layer.output_shape.reset();
   }
+}
+
+LayerCost layerFromJson(const json& item, std::size_t position, const std::string& source) {
+  const JsonFields fields(item, source + ": layer " + std::to_string(position));
+  LayerCost layer;
+  layer.index = checkedIndex(fields, position, source + ": layer");
+  layer.name = fields.string("name");
+  layer.kind = fields.optionalString("kind");
+  readSizedFields(fields, layer);
+  layer.params = fields.count("params");
+  layer.param_bytes = fields.count("param_bytes");
   return layer;
+}
+
+// One entry of the `microbatch_sizes` table (format 2); names and parameters come from `layers`.
+MicrobatchSizeCosts sizeCostsFromJson(const json& item, std::size_t position, const std::string& source,
+                                      const std::vector<LayerCost>& layers) {
+  const std::string where = source + ": microbatch_sizes[" + std::to_string(position) + "]";
+  const JsonFields fields(item, where);
+  MicrobatchSizeCosts costs;
+  costs.microbatch_size = fields.integer("microbatch_size", 1, std::numeric_limits<int>::max());
+  const json& items = fields.array("layers");
+  if (items.size() != layers.size()) {
+    fields.fail("layers", "has " + std::to_string(items.size()) + " layers but the profile has " +
+                              std::to_string(layers.size()) + "; every size lists every layer");
+  }
+  costs.layers = layers;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const JsonFields layer_fields(items[i], where + " layer " + std::to_string(i));
+    checkedIndex(layer_fields, i, where + " layer");
+    readSizedFields(layer_fields, costs.layers[i]);
+  }
+  if (fields.has("whole_model")) costs.whole_model = wholeModelFromJson(fields.object("whole_model"));
+  return costs;
+}
+
+// Format 2's `microbatch_sizes`: ascending sizes, one of them run.microbatch_size with the same
+// costs as `layers` (so a reader of version 1's fields and a planner see one truth).
+void readSizeTable(const JsonFields& top, const std::string& format, const std::string& source,
+                   Profile& profile) {
+  if (format == kProfileFormat) {
+    if (top.has("microbatch_sizes")) {
+      top.fail("microbatch_sizes", std::string("needs format \"") + kProfileFormatV2 + "\", not \"" +
+                                       kProfileFormat + "\"; change the format field");
+    }
+    return;
+  }
+  const json& sizes = top.array("microbatch_sizes");
+  if (sizes.empty()) top.fail("microbatch_sizes", "is empty; list at least one measured microbatch size");
+  if (profile.run.microbatch_size == 0) {
+    throw Error(source + ": field \"run.microbatch_size\" is missing; format 2 needs it to say which " +
+                "entry of \"microbatch_sizes\" the layers hold");
+  }
+  bool has_run_size = false;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    MicrobatchSizeCosts entry = sizeCostsFromJson(sizes[i], i, source, profile.layers);
+    if (i > 0 && entry.microbatch_size <= profile.microbatch_sizes.back().microbatch_size) {
+      throw Error(source + ": microbatch_sizes[" + std::to_string(i) + "] has microbatch_size " +
+                  std::to_string(entry.microbatch_size) + " after " +
+                  std::to_string(profile.microbatch_sizes.back().microbatch_size) +
+                  "; list each size once, ascending");
+    }
+    if (entry.microbatch_size == profile.run.microbatch_size) {
+      has_run_size = true;
+      if (entry.layers != profile.layers) {
+        throw Error(source + ": microbatch_sizes[" + std::to_string(i) + "] (size " +
+                    std::to_string(entry.microbatch_size) + ") differs from \"layers\", which hold " +
+                    "the same size; make them equal or set run.microbatch_size to the size of \"layers\"");
+      }
+    }
+    profile.microbatch_sizes.push_back(std::move(entry));
+  }
+  if (!has_run_size) {
+    throw Error(source + ": \"microbatch_sizes\" has no entry for run.microbatch_size " +
+                std::to_string(profile.run.microbatch_size) + "; add it (it repeats \"layers\")");
+  }
 }
 
 }  // namespace
 
 json profileToJson(const Profile& profile) {
   json doc;
-  doc["format"] = kProfileFormat;
+  doc["format"] = profile.microbatch_sizes.empty() ? kProfileFormat : kProfileFormatV2;
   json model = {{"name", profile.model.name}, {"source", profile.model.source},
                 {"config", profile.model.config}};
   doc["model"] = withExtra(model, profile.model.extra);
@@ -111,19 +215,26 @@ json profileToJson(const Profile& profile) {
   json layers = json::array();
   for (const auto& layer : profile.layers) layers.push_back(layerToJson(layer));
   doc["layers"] = std::move(layers);
-  if (profile.whole_model) {
-    doc["whole_model"] = {{"forward_ms", profile.whole_model->forward_ms},
-                          {"backward_ms", profile.whole_model->backward_ms},
-                          {"sum_of_layers_vs_whole", profile.whole_model->sum_of_layers_vs_whole}};
+  if (profile.whole_model) doc["whole_model"] = wholeModelToJson(*profile.whole_model);
+  if (!profile.microbatch_sizes.empty()) {
+    json sizes = json::array();
+    for (const auto& entry : profile.microbatch_sizes) {
+      json size_layers = json::array();
+      for (const auto& layer : entry.layers) size_layers.push_back(sizedLayerToJson(layer));
+      json item = {{"microbatch_size", entry.microbatch_size}, {"layers", std::move(size_layers)}};
+      if (entry.whole_model) item["whole_model"] = wholeModelToJson(*entry.whole_model);
+      sizes.push_back(std::move(item));
+    }
+    doc["microbatch_sizes"] = std::move(sizes);
   }
   return doc;
 }
 
 Profile profileFromJson(const json& document, const std::string& source) {
   const std::string format = documentFormat(document, source);
-  if (format != kProfileFormat) {
+  if (!isProfileFormat(format)) {
     throw Error(source + ": format " + json(format).dump() + " is not a profile this stagecut reads; " +
-                "expected \"" + kProfileFormat + "\"");
+                "expected \"" + kProfileFormat + "\" or \"" + kProfileFormatV2 + "\"");
   }
   const JsonFields top(document, source);
   constexpr int kMaxSetting = std::numeric_limits<int>::max();
@@ -161,15 +272,8 @@ Profile profileFromJson(const json& document, const std::string& source) {
     profile.layers.push_back(layerFromJson(layers[i], i, source));
   }
 
-  if (top.has("whole_model")) {
-    const JsonFields whole = top.object("whole_model");
-    WholeModelCost cost;
-    cost.forward_ms = whole.nonNegative("forward_ms");
-    cost.backward_ms = whole.nonNegative("backward_ms");
-    cost.sum_of_layers_vs_whole =
-        whole.has("sum_of_layers_vs_whole") ? whole.finite("sum_of_layers_vs_whole") : 0.0;
-    profile.whole_model = cost;
-  }
+  if (top.has("whole_model")) profile.whole_model = wholeModelFromJson(top.object("whole_model"));
+  readSizeTable(top, format, source, profile);
   return profile;
 }
 

@@ -78,10 +78,10 @@ TEST_CASE("an imported profile may give a time as one number and omit optional f
 
 TEST_CASE("the profile reader rejects an unknown format version", "[core][profile][errors]") {
   json document = profileToJson(makeProfile(2));
-  document["format"] = "stagecut.profile/2";
+  document["format"] = "stagecut.profile/3";
   CHECK(rejectionOf(document) ==
-        "p.json: format \"stagecut.profile/2\" is not a profile this stagecut reads; expected "
-        "\"stagecut.profile/1\"");
+        "p.json: format \"stagecut.profile/3\" is not a profile this stagecut reads; expected "
+        "\"stagecut.profile/1\" or \"stagecut.profile/2\"");
 }
 
 TEST_CASE("the profile reader names each missing required layer field", "[core][profile][errors]") {
