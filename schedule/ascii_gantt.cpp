@@ -20,6 +20,8 @@ char fillOf(const PipelineOp& op) {
       return '#';
     case OpKind::kWeight:
       return '=';
+    case OpKind::kAllReduce:
+      return 'A';
   }
   return '?';
 }
@@ -39,7 +41,9 @@ std::string rankCells(const RankOps& ops, const std::vector<OpTiming>& times, in
     const int op_index = op_of_cell[c];
     int run_end = c + 1;
     while (run_end < columns && op_of_cell[run_end] == op_index) ++run_end;
-    if (op_index >= 0) {
+    if (op_index >= 0 && ops[op_index].kind == OpKind::kAllReduce) {
+      std::fill(cells.begin() + c, cells.begin() + run_end, fillOf(ops[op_index]));
+    } else if (op_index >= 0) {
       const PipelineOp& op = ops[op_index];
       const int run = run_end - c;
       std::fill(cells.begin() + c, cells.begin() + run_end, fillOf(op));
@@ -88,7 +92,8 @@ std::string renderAsciiGantt(const Schedule& schedule, const SimulationResult& r
   text += ruler(columns, time_per_column, time_unit);
   char buffer[32];
   text += std::string(kLabelColumns, ' ') + "F: microbatch number   B: #" +
-          (schedule.splits_backward ? "   W: =" : "") + "   idle: .   one column = " +
+          (schedule.splits_backward ? "   W: =" : "") +
+          (schedule.hasAllReduce() ? "   all-reduce: A" : "") + "   idle: .   one column = " +
           formatTick(time_per_column, time_per_column, buffer, sizeof buffer) + " " + time_unit;
   if (schedule.chunks > 1) text += "   (" + std::to_string(schedule.chunks) + " chunks per rank)";
   return text + "\n";

@@ -18,7 +18,8 @@ struct AsciiGanttOptions {
 
 /// Draws a simulated step as text, a row per rank, time scaled to the width in steps of
 /// 1, 2, 2.5 or 5 x 10^k per column. F cells carry the microbatch number, B cells '#', W cells
-/// '=' (with the microbatch number in front where the op is wide enough), idle cells '.'.
+/// '=' (with the microbatch number in front where the op is wide enough), all-reduce cells 'A',
+/// idle cells '.'.
 /// Ends with a ruler and a legend line. `result` must come from simulate(schedule, ...).
 std::string renderAsciiGantt(const Schedule& schedule, const SimulationResult& result,
                              const AsciiGanttOptions& options);

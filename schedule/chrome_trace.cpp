@@ -28,6 +28,8 @@ const char* categoryOf(OpKind kind) {
       return "backward";
     case OpKind::kWeight:
       return "weight";
+    case OpKind::kAllReduce:
+      return "allreduce";
   }
   return "op";
 }
@@ -53,7 +55,9 @@ std::string renderChromeTrace(const std::vector<SimulatedSchedule>& runs) {
                       "{\"ph\":\"X\",\"name\":\"%s%d\",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,"
                       "\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"microbatch\":%d,\"chunk\":%d,"
                       "\"model_stage\":%d}},\n",
-                      opKindLetter(op.kind), op.microbatch, categoryOf(op.kind), process, rank,
+                      opKindLetter(op.kind),
+                      op.kind == OpKind::kAllReduce ? op.chunk : op.microbatch,
+                      categoryOf(op.kind), process, rank,
                       timing.start_ms * 1000.0, (timing.end_ms - timing.start_ms) * 1000.0,
                       op.microbatch, op.chunk, schedule.modelStage(rank, op.chunk));
         out += buffer;

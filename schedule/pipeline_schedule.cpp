@@ -20,11 +20,25 @@ const char* opKindLetter(OpKind kind) {
       return "B";
     case OpKind::kWeight:
       return "W";
+    case OpKind::kAllReduce:
+      return "A";
   }
   return "?";
 }
 
+bool Schedule::hasAllReduce() const {
+  for (const RankOps& ops : ranks) {
+    for (const PipelineOp& op : ops) {
+      if (op.kind == OpKind::kAllReduce) return true;
+    }
+  }
+  return false;
+}
+
 std::string describeOp(const PipelineOp& op, int chunks) {
+  if (op.kind == OpKind::kAllReduce) {
+    return chunks > 1 ? "A(c" + std::to_string(op.chunk) + ")" : std::string("A");
+  }
   std::string text = std::string(opKindLetter(op.kind)) + "(" + std::to_string(op.microbatch);
   if (chunks > 1) text += ", c" + std::to_string(op.chunk);
   return text + ")";
@@ -45,11 +59,28 @@ void checkScheduleComplete(const Schedule& schedule) {
   const std::size_t per_rank =
       static_cast<std::size_t>(kinds) * schedule.chunks * schedule.microbatches;
   std::vector<char> seen(per_rank);
+  std::vector<char> reduced(static_cast<std::size_t>(schedule.chunks));
   for (int rank = 0; rank < schedule.stages; ++rank) {
     const std::string at = where + ": rank " + std::to_string(rank);
     std::fill(seen.begin(), seen.end(), 0);
+    std::fill(reduced.begin(), reduced.end(), 0);
+    std::size_t all_reduces = 0;
     for (const PipelineOp& op : schedule.ranks[rank]) {
       const std::string name = describeOp(op, schedule.chunks);
+      if (op.kind == OpKind::kAllReduce) {
+        if (op.microbatch != 0 || op.chunk < 0 || op.chunk >= schedule.chunks) {
+          throw Error(at + ": all-reduce op of chunk " + std::to_string(op.chunk) + ", microbatch " +
+                      std::to_string(op.microbatch) + " is out of range; an all-reduce has " +
+                      "microbatch 0 and a chunk in 0.." + std::to_string(schedule.chunks - 1));
+        }
+        if (reduced[op.chunk]) {
+          throw Error(at + ": op " + name + " appears twice; each chunk's gradients are " +
+                      "all-reduced once per step");
+        }
+        reduced[op.chunk] = 1;
+        ++all_reduces;
+        continue;
+      }
       if (op.microbatch < 0 || op.microbatch >= schedule.microbatches || op.chunk < 0 ||
           op.chunk >= schedule.chunks) {
         throw Error(at + ": op " + name + " is out of range; microbatches are 0.." +
@@ -67,7 +98,7 @@ void checkScheduleComplete(const Schedule& schedule) {
       if (seen[slot]) throw Error(at + ": op " + name + " appears twice; each op runs once");
       seen[slot] = 1;
     }
-    if (schedule.ranks[rank].size() != per_rank) {
+    if (schedule.ranks[rank].size() - all_reduces != per_rank) {
       for (std::size_t slot = 0; slot < per_rank; ++slot) {
         if (seen[slot]) continue;
         const int microbatch = static_cast<int>(slot % schedule.microbatches);

@@ -11,10 +11,14 @@ enum class OpKind : std::uint8_t {
   kForward,   ///< F: the chunk's forward pass
   kBackward,  ///< B: the whole backward, or only the input gradient where W is split off
   kWeight,    ///< W: the weight gradient, split off the backward (zero-bubble schedules)
+  /// A: the data-parallel gradient all-reduce of one chunk (microbatch 0), after all of that
+  /// chunk's B (or W) ops on the rank; see schedule/data_parallel.h.
+  kAllReduce,
 };
 
 /// One op of a rank's list: F, B or W of `microbatch` (0..M-1) on the rank's local `chunk`
-/// (0..v-1). Plain data: the simulator and the pipelined runtime execute the same lists.
+/// (0..v-1), or the all-reduce A of `chunk` (microbatch 0). Plain data: the simulator and the
+/// pipelined runtime execute the same lists.
 struct PipelineOp {
   OpKind kind = OpKind::kForward;
   int microbatch = 0;
@@ -45,18 +49,22 @@ struct Schedule {
   int modelStage(int rank, int chunk) const { return chunk * stages + rank; }
   /// Total ops over all ranks.
   std::size_t opCount() const;
+  /// True when some rank's list holds an all-reduce op.
+  bool hasAllReduce() const;
 };
 
-/// "F", "B" or "W".
+/// "F", "B", "W" or "A".
 const char* opKindLetter(OpKind kind);
 
-/// "F(3)" for one chunk per rank, "F(3, c1)" with several: how messages and charts name an op.
+/// "F(3)" for one chunk per rank, "F(3, c1)" with several, "A" or "A(c1)" for an all-reduce:
+/// how messages and charts name an op.
 std::string describeOp(const PipelineOp& op, int chunks);
 
 /// Checks that a schedule can be simulated or run: N, M, v >= 1, one list per rank, every op's
 /// microbatch and chunk in range, and each rank's list holding every F and B (and W, exactly
-/// when `splits_backward`) of its chunks exactly once. Throws Error (input) naming the schedule,
-/// the rank and the op otherwise. Order is not checked here: the simulator reports deadlocks.
+/// when `splits_backward`) of its chunks exactly once, and at most one all-reduce A per chunk
+/// (microbatch 0). Throws Error (input) naming the schedule, the rank and the op otherwise.
+/// Order is not checked here: the simulator reports deadlocks.
 void checkScheduleComplete(const Schedule& schedule);
 
 }  // namespace stagecut

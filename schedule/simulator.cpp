@@ -19,7 +19,7 @@ class OpSlots {
   OpSlots(int model_stages, int microbatches)
       : model_stages_(model_stages), microbatches_(microbatches) {}
   std::size_t count() const {
-    return 3 * static_cast<std::size_t>(model_stages_) * microbatches_;
+    return 4 * static_cast<std::size_t>(model_stages_) * microbatches_;
   }
   std::size_t of(OpKind kind, int model_stage, int microbatch) const {
     return (static_cast<std::size_t>(kind) * model_stages_ + model_stage) * microbatches_ +
@@ -87,8 +87,21 @@ class Simulation {
     while (position_[rank] < ops.size()) {
       const PipelineOp& op = ops[position_[rank]];
       const int stage = schedule_.modelStage(rank, op.chunk);
-      const int input_count = dependencies(rank, op, stage, inputs);
       double start_ms = free_at_ms_[rank];
+      if (op.kind == OpKind::kAllReduce) {
+        // The chunk's gradients are complete once every one of its B (or W) ops is done; those
+        // run on this rank, so one not done yet comes later in the list.
+        const OpKind last_kind = schedule_.splits_backward ? OpKind::kWeight : OpKind::kBackward;
+        for (int m = 0; m < schedule_.microbatches; ++m) {
+          const double input_end_ms = end_ms_[slots_.of(last_kind, stage, m)];
+          if (input_end_ms == kNotDone) {
+            blocked_on_[rank] = {slots_.of(last_kind, stage, m), rank, 0.0, {last_kind, m, op.chunk}};
+            return;
+          }
+          start_ms = std::max(start_ms, input_end_ms);
+        }
+      }
+      const int input_count = dependencies(rank, op, stage, inputs);
       for (int i = 0; i < input_count; ++i) {
         const double input_end_ms = end_ms_[inputs[i].slot];
         if (input_end_ms == kNotDone) {
@@ -129,6 +142,8 @@ class Simulation {
         inputs[0] = {slots_.of(OpKind::kBackward, stage, m), rank, 0.0,
                      {OpKind::kBackward, m, op.chunk}};
         return 1;
+      case OpKind::kAllReduce:
+        return 0;  // its inputs, the chunk's M gradient ops, are checked in advance()
     }
     return 0;
   }
@@ -151,6 +166,8 @@ class Simulation {
         return schedule_.splits_backward ? cost.backward_input_ms : cost.backward_ms;
       case OpKind::kWeight:
         return cost.backward_weight_ms;
+      case OpKind::kAllReduce:
+        return costs_.allreduce_ms.empty() ? 0.0 : costs_.allreduce_ms[stage];
     }
     return 0.0;
   }
@@ -195,6 +212,10 @@ class Simulation {
       for (std::size_t i = 0; i < schedule_.ranks[rank].size(); ++i) {
         const PipelineOp& op = schedule_.ranks[rank][i];
         const OpTiming& timing = result->op_times[rank][i];
+        if (op.kind == OpKind::kAllReduce) {
+          stats.allreduce_ms += timing.end_ms - timing.start_ms;
+          continue;
+        }
         stats.busy_ms += timing.end_ms - timing.start_ms;
         const std::uint64_t bytes =
             costs_.stages[schedule_.modelStage(rank, op.chunk)].activation_bytes;

@@ -68,6 +68,14 @@ void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs) {
                 " communication times for " + std::to_string(model_stages - 1) +
                 " boundaries; give one per boundary, or none");
   }
+  if (!costs.allreduce_ms.empty() && costs.allreduce_ms.size() != model_stages) {
+    throw Error("schedule '" + schedule.name + "': " + std::to_string(costs.allreduce_ms.size()) +
+                " all-reduce times for " + std::to_string(model_stages) +
+                " model stages; give one per model stage, or none");
+  }
+  for (std::size_t s = 0; s < costs.allreduce_ms.size(); ++s) {
+    checkTime(costs.allreduce_ms[s], "model stage " + std::to_string(s) + ": allreduce_ms");
+  }
   for (std::size_t s = 0; s < model_stages; ++s) {
     const StageOpCosts& stage = costs.stages[s];
     const std::string at = "model stage " + std::to_string(s) + ": ";

@@ -25,6 +25,10 @@ struct PipelineCosts {
   /// come back, when the two run on different ranks. Empty means no communication; otherwise
   /// one entry per boundary (N * v - 1).
   std::vector<double> comm_ms;
+  /// allreduce_ms[s]: time of model stage s's data-parallel gradient all-reduce, the A op of
+  /// its chunk (see schedule/data_parallel.h). Empty: all-reduce ops take 0; otherwise one
+  /// entry per model stage (N * v).
+  std::vector<double> allreduce_ms;
 };
 
 /// The lesson's unit costs for a schedule's N * v model stages: each rank does F = 1, B = 1 and
@@ -39,8 +43,8 @@ PipelineCosts unitCosts(const Schedule& schedule);
 PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
                                   const std::vector<double>& backward_ms, double comm_ms);
 
-/// Checks that `costs` fit `schedule` (one entry per model stage, N * v - 1 boundaries or none)
-/// and hold finite times >= 0. Throws Error (input) naming the stage and the field otherwise.
+/// Checks that `costs` fit `schedule` (one entry per model stage, N * v - 1 boundaries or none,
+/// N * v all-reduce times or none) and hold finite times >= 0. Throws Error (input) naming the stage and the field otherwise.
 void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs);
 
 }  // namespace stagecut

@@ -35,6 +35,8 @@ Rgb baseColour(OpKind kind) {
       return {0xf2, 0x8e, 0x2b};
     case OpKind::kWeight:
       return {0x59, 0xa1, 0x4f};
+    case OpKind::kAllReduce:
+      return {0xe1, 0x57, 0x59};  // Tableau's red
   }
   return {0x88, 0x88, 0x88};
 }
@@ -112,9 +114,10 @@ void legendItem(SvgWriter* svg, double* x, double y, const std::string& fill,
 }
 
 void drawLegend(SvgWriter* svg, const std::vector<SimulatedSchedule>& runs, double y) {
-  bool splits = false, chunked = false;
+  bool splits = false, chunked = false, reduces = false;
   for (const SimulatedSchedule& run : runs) {
     splits = splits || run.schedule->splits_backward;
+    reduces = reduces || run.schedule->hasAllReduce();
     chunked = chunked || run.schedule->chunks > 1;
   }
   double x = kLeft;
@@ -122,6 +125,7 @@ void drawLegend(SvgWriter* svg, const std::vector<SimulatedSchedule>& runs, doub
   legendItem(svg, &x, y, hex(baseColour(OpKind::kBackward)),
              splits ? "Backward (B: input grad. where W is split off)" : "Backward (B)");
   if (splits) legendItem(svg, &x, y, hex(baseColour(OpKind::kWeight)), "Weight grad. (W)");
+  if (reduces) legendItem(svg, &x, y, hex(baseColour(OpKind::kAllReduce)), "All-reduce (A)");
   legendItem(svg, &x, y, "url(#idle)", "Idle");
   if (chunked) {
     svg->text(x, y + 1, "lighter = later model chunk", "font-size=\"14\" fill=\"#666\"");
@@ -169,7 +173,8 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
       const Rgb colour = opColour(ops[i], schedule.chunks);
       svg->rect(x(timing.start_ms), y, width, row, hex(colour),
                 width >= 4 ? " stroke=\"#ffffff\" stroke-width=\"1\"" : "");
-      const std::string label = std::to_string(ops[i].microbatch);
+      const std::string label =
+          ops[i].kind == OpKind::kAllReduce ? "A" : std::to_string(ops[i].microbatch);
       const double label_px = 0.62 * kLabelFontPx * static_cast<double>(label.size()) + 4;
       if (width >= label_px && row >= kLabelFontPx + 2) {
         svg->text(x(timing.start_ms) + width / 2, y + row / 2 + kLabelFontPx * 0.36, label,

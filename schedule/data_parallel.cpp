@@ -1,0 +1,58 @@
+#include "schedule/data_parallel.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "core/partition_json.h"
+
+namespace stagecut {
+
+Schedule withGradientAllReduce(const Schedule& schedule) {
+  if (schedule.hasAllReduce()) {
+    throw Error("schedule '" + schedule.name +
+                "' already holds all-reduce ops; add the gradient all-reduce once");
+  }
+  Schedule result = schedule;
+  for (RankOps& ops : result.ranks) {
+    for (int chunk = schedule.chunks - 1; chunk >= 0; --chunk) {
+      ops.push_back({OpKind::kAllReduce, 0, chunk});
+    }
+  }
+  return result;
+}
+
+double ringAllReduceMs(std::uint64_t bytes, int replicas, const BoundaryLink& link) {
+  if (replicas < 1) {
+    throw Error("--data-parallel " + std::to_string(replicas) +
+                ": each stage needs at least 1 replica; use --data-parallel 1 for a plain pipeline");
+  }
+  if (replicas == 1) return 0.0;
+  const double steps = 2.0 * (replicas - 1);
+  const double wire_ms = link.bandwidth_bytes_per_s > 0
+                             ? steps / replicas * static_cast<double>(bytes) /
+                                   link.bandwidth_bytes_per_s * 1e3
+                             : 0.0;
+  return wire_ms + steps * link.latency_ms;
+}
+
+std::vector<double> allReduceMsFromPartition(const Profile& profile, const Partition& partition,
+                                             int chunks, int replicas, const BoundaryLink& link) {
+  checkPartitionCoversLayers(partition, profile.layerCount(), "partition");
+  std::vector<std::uint64_t> stage_bytes;
+  for (const StageCost& range : partition.stages) {
+    std::uint64_t bytes = 0;
+    for (int i = range.first; i <= range.last; ++i) {
+      bytes += profile.layers[static_cast<std::size_t>(i)].param_bytes;
+    }
+    stage_bytes.push_back(bytes);
+  }
+  std::vector<double> result;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    for (std::uint64_t bytes : stage_bytes) {
+      result.push_back(ringAllReduceMs(bytes / static_cast<std::uint64_t>(chunks), replicas, link));
+    }
+  }
+  return result;
+}
+
+}  // namespace stagecut

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/partition.h"
+#include "core/profile.h"
+#include "schedule/pipeline_schedule.h"
+#include "schedule/profile_costs.h"
+
+namespace stagecut {
+
+/// The schedule for pipeline x data parallel: `schedule` with one gradient all-reduce op
+/// A(c) (kAllReduce, microbatch 0) appended to each rank's list per local chunk, after that
+/// rank's last op, the highest chunk first (its backward finishes first in every generator).
+/// Every replica of the pipeline runs the same lists; A(c) all-reduces the gradients of chunk c
+/// with the other replicas of the same rank. Throws Error (input) when `schedule` already holds
+/// all-reduce ops.
+Schedule withGradientAllReduce(const Schedule& schedule);
+
+/// Time of a ring all-reduce of `bytes` over `replicas` ranks on `link`, in ms:
+/// 2 (D - 1) / D x bytes / bandwidth + 2 (D - 1) x latency (D - 1 reduce-scatter and D - 1
+/// all-gather steps). 0 when replicas == 1; no bandwidth term when the link has none.
+/// Throws Error (input) naming --data-parallel when replicas < 1.
+double ringAllReduceMs(std::uint64_t bytes, int replicas, const BoundaryLink& link);
+
+/// Per model stage (N * v, in the order of PipelineCosts::stages) the all-reduce time of its
+/// gradients, the param_bytes of its layers (a rank's partition stage divided evenly among its
+/// v chunks), over `replicas` on `link`. Throws Error (input) when the partition does not cover
+/// the profile's layers or replicas < 1.
+std::vector<double> allReduceMsFromPartition(const Profile& profile, const Partition& partition,
+                                             int chunks, int replicas, const BoundaryLink& link);
+
+}  // namespace stagecut
