@@ -1,3 +1,9 @@
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -10,6 +16,7 @@
 #include "core/json_document.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "profiler/measure_checkpoint.h"
 #include "profiler/profile_request.h"
 
 namespace stagecut {
@@ -18,9 +25,136 @@ namespace {
 
 struct ProfileCommandOptions {
   ProfileRequest request;
+  std::string microbatch = "4";
   std::string output_path;
   bool json = false;
+  bool resume = false;
 };
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void noteStopSignal(int signal_number) { g_stop_signal = signal_number; }
+
+// While alive, SIGINT and SIGTERM ask the profiler to stop at its next timing instead of killing
+// the process, so that it can keep its samples and leave no partial output.
+class StopSignals {
+ public:
+  StopSignals() {
+    g_stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = noteStopSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction previous_int_ {};
+  struct sigaction previous_term_ {};
+};
+
+const char* signalName(int signal_number) {
+  return signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+// What decides the measured numbers: a side file is reused only by the same request.
+nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>& sizes) {
+  const ZooOptions& zoo = request.zoo;
+  const MeasureOptions& measure = request.measure;
+  return {{"model", zoo.family}, {"preset", zoo.preset}, {"layers", zoo.layers}, {"hidden", zoo.hidden},
+          {"heads", zoo.heads}, {"ffn", zoo.ffn}, {"seq", zoo.seq}, {"vocab", zoo.vocab},
+          {"image_size", zoo.image_size}, {"classes", zoo.classes}, {"seed", zoo.seed},
+          {"torchscript", request.torchscript_path}, {"input", request.input_spec},
+          {"device", request.device}, {"timer", request.timer}, {"threads", request.threads},
+          {"warmup", measure.warmup_rounds}, {"min_repeats", measure.min_repeats},
+          {"max_repeats", measure.max_repeats}, {"cv_target", measure.cv_target},
+          {"budget", measure.budget_s_per_layer}, {"recompute", measure.recompute},
+          {"microbatch", sizes}};
+}
+
+// The first field of the request that differs, for the message.
+std::string firstDifference(const nlohmann::json& saved, const nlohmann::json& now) {
+  for (const auto& [key, value] : now.items()) {
+    if (!saved.contains(key) || saved.at(key) != value) return key;
+  }
+  return "format";
+}
+
+// The side file of an interrupted run: read with --resume, checked against this request.
+std::optional<MeasureCheckpoint> loadProgress(const std::string& path, const nlohmann::json& key) {
+  if (!std::filesystem::exists(path)) {
+    std::cerr << "stagecut: note: --resume: no " << path << " from an interrupted run; measuring from the start\n";
+    return std::nullopt;
+  }
+  MeasureCheckpoint checkpoint = measureCheckpointFromJson(parseJsonDocument(readTextFile(path), path), path);
+  if (checkpoint.request != key) {
+    throw Error(path + ": was written by a profile run with another --" + firstDifference(checkpoint.request, key) +
+                "; rerun that command with --resume, or delete the file to start over");
+  }
+  std::size_t samples = 0;
+  for (const auto& size : checkpoint.sizes) samples += size.sampleCount();
+  std::cerr << "stagecut: resuming from " << path << " (" << samples << " timed samples kept)\n";
+  return checkpoint;
+}
+
+// Writes the side file at most once a second (and when asked to), so that small layers do not
+// spend their time on the disk; an interrupted run writes the last samples before it exits.
+class ProgressFile {
+ public:
+  ProgressFile(std::string path, nlohmann::json key) : path_(std::move(path)), key_(std::move(key)) {}
+
+  void update(const MeasureCheckpoint& checkpoint) {
+    latest_ = checkpoint;
+    latest_.request = key_;
+    has_latest_ = true;
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_write_ >= std::chrono::seconds(1)) flush();
+  }
+  void flush() {
+    if (!has_latest_ || path_.empty()) return;
+    writeFileAtomically(path_, toJsonText(measureCheckpointToJson(latest_)));
+    last_write_ = std::chrono::steady_clock::now();
+  }
+  std::size_t samples() const {
+    std::size_t count = 0;
+    for (const auto& size : latest_.sizes) count += size.sampleCount();
+    return count;
+  }
+  void remove() const {
+    if (!path_.empty()) std::remove(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  nlohmann::json key_;
+  MeasureCheckpoint latest_;
+  bool has_latest_ = false;
+  std::chrono::steady_clock::time_point last_write_{};
+};
+
+// Test hook: STAGECUT_TEST_INTERRUPT_AFTER=K[,SIGNAL] raises SIGINT (or signal number SIGNAL)
+// after K timed samples, as a user's Ctrl-C or a job scheduler's SIGTERM would.
+struct TestInterrupt {
+  long after_samples = 0;
+  int signal_number = SIGINT;
+};
+
+TestInterrupt testInterrupt() {
+  TestInterrupt hook;
+  const char* value = std::getenv("STAGECUT_TEST_INTERRUPT_AFTER");
+  if (value == nullptr) return hook;
+  char* rest = nullptr;
+  hook.after_samples = std::strtol(value, &rest, 10);
+  if (rest != nullptr && *rest == ',') hook.signal_number = static_cast<int>(std::strtol(rest + 1, nullptr, 10));
+  return hook;
+}
 
 }  // namespace
 
@@ -46,7 +180,9 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
                       "A torch.jit.save'd module whose top-level children form a chain");
   command->add_option("--input", request.input_spec,
                       "TorchScript sample input, e.g. 8x3x224x224:float32 or 4x512:int64:0..50257");
-  command->add_option("--microbatch", measure.microbatch_size, "Samples per microbatch")->capture_default_str();
+  command->add_option("--microbatch", options->microbatch,
+                      "Samples per microbatch, or several sizes for `stagecut plan` (e.g. 1,2,4,8)")
+      ->capture_default_str();
   command->add_option("--threads", request.threads, "LibTorch and BLAS threads (one core stands for one device)")
       ->capture_default_str();
   command->add_option("--device", request.device, "cpu, cuda or cuda:K")->capture_default_str();
@@ -60,7 +196,12 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--budget", measure.budget_s_per_layer, "Seconds of timing per layer before it stops")
       ->capture_default_str();
   command->add_option("--seed", zoo.seed, "Seed of the weights and the sample batch")->capture_default_str();
-  command->add_option("-o,--output", options->output_path, "Write the stagecut.profile/1 JSON here");
+  command->add_flag("--recompute", measure.recompute,
+                    "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
+  command->add_option("-o,--output", options->output_path,
+                      "Write the profile JSON here (stagecut.profile/1; /2 with several microbatch sizes)");
+  command->add_flag("--resume", options->resume,
+                    "Continue an interrupted run from the samples it kept in <output>.resume.json");
   command->add_flag("--json", options->json, "Print the profile JSON on stdout instead of the table");
 
   command->callback([options, command_line] {
@@ -70,10 +211,47 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
       throw Error("--torchscript " + run_request.torchscript_path +
                   ": needs --input, e.g. --input 8x3x224x224:float32");
     }
+    const std::vector<int> sizes = parseMicrobatchSizes(options->microbatch, "--microbatch");
+    run_request.measure.microbatch_size = sizes.back();
+    if (sizes.size() > 1) run_request.microbatch_sizes = sizes;
+    if (options->resume && options->output_path.empty()) {
+      throw Error("--resume: needs -o FILE; the samples of an interrupted run are kept in FILE.resume.json");
+    }
     if (!options->output_path.empty()) checkWritable(options->output_path);
+    const nlohmann::json key = requestKey(run_request, sizes);
+    const std::string progress_path = options->output_path.empty() ? "" : options->output_path + ".resume.json";
+    if (options->resume) run_request.resume = loadProgress(progress_path, key);
+    ProgressFile progress(progress_path, key);
+    const TestInterrupt interrupt = testInterrupt();
+    run_request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) {
+      progress.update(checkpoint);
+      if (interrupt.after_samples > 0 && progress.samples() >= static_cast<std::size_t>(interrupt.after_samples)) {
+        std::raise(interrupt.signal_number);
+      }
+    };
+    run_request.measure.stop_signal = [] { return static_cast<int>(g_stop_signal); };
     ProgressBar bar;
     run_request.measure.on_progress = profileProgressReporter(bar);
-    Profile profile = runProfile(run_request);
+    Profile profile;
+    {
+      const StopSignals stop_signals;
+      try {
+        profile = runProfile(run_request);
+      } catch (const Error& error) {
+        if (error.kind() != ErrorKind::kInterrupted) throw;
+        bar.finish();
+        progress.flush();
+        const int signal_number = error.exitCode() - 128;
+        const std::string kept = progress.path().empty()
+                                     ? "nothing was kept (without -o there is no progress file)"
+                                     : std::to_string(progress.samples()) + " timed samples kept in " +
+                                           progress.path() + "; rerun the same command with --resume to continue";
+        throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " +
+                                     error.what() + "; nothing written to " +
+                                     (options->output_path.empty() ? "stdout" : options->output_path) + "; " + kept,
+                                 signal_number);
+      }
+    }
     bar.finish();
     profile.run.extra["command"] = command_line;
     profile.run.extra["stagecut"] = STAGECUT_VERSION;
@@ -82,7 +260,10 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
       std::cerr << "stagecut: warning: this is a " << STAGECUT_BUILD_TYPE
                 << " build; its timings are not those of an optimised build\n";
     }
-    if (!options->output_path.empty()) writeProfileFile(options->output_path, profile);
+    if (!options->output_path.empty()) {
+      writeProfileFile(options->output_path, profile);
+      progress.remove();
+    }
     if (options->json) {
       std::cout << toJsonText(profileToJson(profile));
     } else {

@@ -8,25 +8,59 @@
 
 namespace stagecut {
 
+namespace {
+
+// One row per measured microbatch size: what a sample costs at each, for `stagecut plan`.
+void printSizeTable(std::ostream& out, const Profile& profile) {
+  out << "\n  per microbatch size (the table above is size " << profile.run.microbatch_size << ")\n";
+  TextTable table;
+  for (const char* header : {"size", "fwd ms", "bwd ms", "ms per sample", "activation", "layers vs whole"}) {
+    table.addColumn(header, TextTable::Align::kRight);
+  }
+  for (const auto& entry : profile.microbatch_sizes) {
+    double forward_ms = 0, backward_ms = 0;
+    std::uint64_t activation = 0;
+    for (const auto& layer : entry.layers) {
+      forward_ms += layer.forward_ms.median;
+      backward_ms += layer.backward_ms.median;
+      activation += layer.activation_bytes;
+    }
+    table.addRow({std::to_string(entry.microbatch_size), formatMs(forward_ms), formatMs(backward_ms),
+                  formatMs((forward_ms + backward_ms) / entry.microbatch_size), formatBytes(activation),
+                  entry.whole_model ? formatPercent(entry.whole_model->sum_of_layers_vs_whole) : "-"});
+  }
+  table.print(out, "  ");
+}
+
+}  // namespace
+
 void printProfileTable(std::ostream& out, const Profile& profile) {
   out << "profile of " << profile.model.name << " (" << profile.model.source << "), microbatch "
       << profile.run.microbatch_size;
   if (profile.run.seq_len > 0) out << ", seq " << profile.run.seq_len;
   out << ", " << profile.run.dtype << ", " << profile.device.kind << " \"" << profile.device.name
       << "\", " << profile.device.threads << " thread(s), LibTorch " << profile.device.torch << "\n\n";
+  bool recompute = false;
+  for (const auto& layer : profile.layers) recompute = recompute || layer.recompute_ms.has_value();
   TextTable table;
-  for (const char* header : {"#", "name", "fwd ms", "B ms", "W ms", "bwd ms", "cv", "params",
-                             "activation", "output"}) {
-    const bool text = std::string(header) == "name";
-    table.addColumn(header, text ? TextTable::Align::kLeft : TextTable::Align::kRight);
+  std::vector<std::string> headers = {"#", "name", "fwd ms", "B ms", "W ms", "bwd ms"};
+  if (recompute) headers.push_back("recompute ms");
+  for (const char* header : {"cv", "params", "activation", "output"}) headers.push_back(header);
+  for (const auto& header : headers) {
+    table.addColumn(header, header == "name" ? TextTable::Align::kLeft : TextTable::Align::kRight);
   }
   for (const auto& layer : profile.layers) {
     const double cv = std::max(layer.forward_ms.cv, layer.backward_ms.cv);
-    table.addRow({std::to_string(layer.index), layer.name, formatMs(layer.forward_ms.median),
-                  formatMs(layer.backward_input_ms ? layer.backward_input_ms->median : 0.0),
-                  formatMs(layer.backward_weight_ms ? layer.backward_weight_ms->median : 0.0),
-                  formatMs(layer.backward_ms.median), formatPercent(cv), formatCount(layer.params),
-                  formatBytes(layer.activation_bytes), formatBytes(layer.output_bytes)});
+    std::vector<std::string> row = {std::to_string(layer.index), layer.name, formatMs(layer.forward_ms.median),
+                                    formatMs(layer.backward_input_ms ? layer.backward_input_ms->median : 0.0),
+                                    formatMs(layer.backward_weight_ms ? layer.backward_weight_ms->median : 0.0),
+                                    formatMs(layer.backward_ms.median)};
+    if (recompute) row.push_back(layer.recompute_ms ? formatMs(layer.recompute_ms->median) : "-");
+    for (const auto& cell : {formatPercent(cv), formatCount(layer.params), formatBytes(layer.activation_bytes),
+                             formatBytes(layer.output_bytes)}) {
+      row.push_back(cell);
+    }
+    table.addRow(row);
   }
   table.print(out, "  ");
   double forward_ms = 0, backward_ms = 0;
@@ -43,6 +77,7 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
         << formatPercent(std::abs(whole.sum_of_layers_vs_whole))
         << (whole.sum_of_layers_vs_whole >= 0 ? " above" : " below") << " the whole model\n";
   }
+  if (!profile.microbatch_sizes.empty()) printSizeTable(out, profile);
 }
 
 namespace {
@@ -59,7 +94,11 @@ std::function<void(const MeasureProgress&)> profileProgressReporter(ProgressBar&
   return [&bar](const MeasureProgress& progress) {
     const double fraction =
         (progress.round + static_cast<double>(progress.layer) / progress.layers) / progress.rounds_at_least;
-    bar.update(fraction, std::string(progress.warmup ? "warm-up" : "round " + std::to_string(progress.round)) +
+    const std::string size = progress.sizes > 1 ? "microbatch " + std::to_string(progress.microbatch_size) + " (" +
+                                                      std::to_string(progress.size_position + 1) + "/" +
+                                                      std::to_string(progress.sizes) + "), "
+                                                : "";
+    bar.update(fraction, size + std::string(progress.warmup ? "warm-up" : "round " + std::to_string(progress.round)) +
                              ", layer " + std::to_string(progress.layer + 1) + "/" + std::to_string(progress.layers) +
                              " " + progress.layer_name + ", " + seconds(progress.elapsed_s) + " elapsed, ~" +
                              seconds(progress.estimated_left_s) + " left");

@@ -1,5 +1,6 @@
 #include "core/units.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -143,6 +144,36 @@ std::string formatMs(double ms) {
   const int decimals = ms >= 1000 ? 0 : ms >= 100 ? 1 : ms >= 1 ? 2 : 3;
   std::snprintf(buffer, sizeof buffer, "%.*f", decimals, ms);
   return buffer;
+}
+
+}  // namespace stagecut
+
+namespace stagecut {
+
+std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what) {
+  std::vector<int> sizes;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', begin);
+    const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
+    if (!digits) {
+      throw Error(what + " " + text + ": \"" + item + "\" is not a microbatch size; give whole numbers " +
+                  "from 1, e.g. 4 or 1,2,4,8");
+    }
+    const int size = std::stoi(item);
+    if (size < 1) throw Error(what + " " + text + ": a microbatch size must be 1 or more, got 0");
+    for (int seen : sizes) {
+      if (seen == size) {
+        throw Error(what + " " + text + ": size " + item + " is listed twice; give each size once");
+      }
+    }
+    sizes.push_back(size);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  std::sort(sizes.begin(), sizes.end());
+  return sizes;
 }
 
 }  // namespace stagecut

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace stagecut {
 
@@ -23,6 +24,11 @@ double parseDurationMs(const std::string& text, const std::string& what);
 
 /// "1.50 GiB", "512 B", "37.0 MiB": binary units, three significant digits.
 std::string formatBytes(std::uint64_t bytes);
+
+/// Parses `--microbatch 4` or `--microbatch 1,2,4,8`: whole numbers >= 1, each once. Returns them
+/// ascending. Throws Error (input) naming `what` for an empty item, a zero, a non-number or a
+/// duplicate.
+std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what);
 
 /// "124.4M", "38.6K", "512": parameter counts and the like.
 std::string formatCount(std::uint64_t count);

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "core/error.h"
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
 
@@ -23,19 +24,22 @@ struct LayerBench {
   bool input_has_grad = false;
 };
 
-// Samples of one timed unit (a layer or the whole model) and when it may stop.
-struct UnitSamples {
-  std::vector<double> forward, backward, backward_input, backward_weight;
-  double spent_s = 0.0;
+// Whether a timed unit (a layer or the whole model) needs more samples.
+bool isActive(const UnitSampleLog& samples, const MeasureOptions& options) {
+  const int repeats = static_cast<int>(samples.forward.size());
+  if (repeats < options.min_repeats) return true;
+  if (repeats >= options.max_repeats || samples.spent_s >= options.budget_s_per_layer) return false;
+  return summarizeSamples(samples.forward).cv > options.cv_target ||
+         summarizeSamples(samples.backward).cv > options.cv_target;
+}
 
-  bool active(const MeasureOptions& options) const {
-    const int repeats = static_cast<int>(forward.size());
-    if (repeats < options.min_repeats) return true;
-    if (repeats >= options.max_repeats || spent_s >= options.budget_s_per_layer) return false;
-    return summarizeSamples(forward).cv > options.cv_target ||
-           summarizeSamples(backward).cv > options.cv_target;
+void checkStop(const MeasureOptions& options, const SizeCheckpoint& progress) {
+  if (!options.stop_signal) return;
+  const int signal_number = options.stop_signal();
+  if (signal_number != 0) {
+    throw Error::interrupted("at microbatch size " + std::to_string(progress.microbatch_size), signal_number);
   }
-};
+}
 
 TimeStatsMs statsOf(const std::vector<double>& samples) {
   TimeStatsMs stats = summarizeSamples(samples);
@@ -76,9 +80,16 @@ std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch&
 // Times F, B, W and the whole backward of one layer on one graph (retained between the three
 // backward passes), so each round costs one forward instead of four.
 void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Tensor& target,
-               RegionTimer& timer, UnitSamples& samples) {
+               bool recompute, RegionTimer& timer, UnitSampleLog& samples) {
   const auto started = Clock::now();
   const torch::Tensor input = freshInput(bench);
+  if (recompute) {
+    // Checkpointing's first forward: no graph is kept, so its cost is apart from the one below.
+    torch::NoGradGuard no_grad;
+    timer.start();
+    layer.forward(input, target);
+    samples.recompute.push_back(timer.stopMs());
+  }
   timer.start();
   const torch::Tensor output = layer.forward(input, target);
   samples.forward.push_back(timer.stopMs());
@@ -111,7 +122,7 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
 }
 
 void timeWholeModel(const LayerChain& chain, const ChainBatch& batch, const torch::Tensor& upstream,
-                    RegionTimer& timer, UnitSamples& samples) {
+                    RegionTimer& timer, UnitSampleLog& samples) {
   const auto started = Clock::now();
   timer.start();
   const torch::Tensor output = chain.forward(batch);
@@ -199,23 +210,33 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     profile.layers.push_back(cost);
   }
 
-  std::vector<UnitSamples> layer_samples(layer_count);
-  UnitSamples whole_samples;
+  SizeCheckpoint samples;
+  samples.microbatch_size = options.microbatch_size;
+  samples.layers.resize(layer_count);
+  if (options.resume != nullptr && options.resume->layers.size() == samples.layers.size()) samples = *options.resume;
+  std::vector<UnitSampleLog>& layer_samples = samples.layers;
+  UnitSampleLog& whole_samples = samples.whole;
+  const auto note_progress = [&] {
+    if (options.on_checkpoint) options.on_checkpoint(samples);
+  };
   const torch::Tensor whole_upstream = benches.back().upstream_grad;
   const int rounds_at_least = options.warmup_rounds + options.min_repeats;
   double round_seconds = 0.0;
-  for (int round = 0;; ++round) {
+  for (int round = 0; !samples.complete; ++round) {
     const bool warmup = round < options.warmup_rounds;
     const auto round_started = Clock::now();
     bool any_active = false;
-    if (warmup || whole_samples.active(options)) {
-      UnitSamples scratch;
+    if (warmup || isActive(whole_samples, options)) {
+      checkStop(options, samples);
+      UnitSampleLog scratch;
       timeWholeModel(chain, batch, whole_upstream, timer, warmup ? scratch : whole_samples);
+      if (!warmup) note_progress();
       any_active = true;
     }
     for (int i = 0; i < layer_count; ++i) {
-      if (!warmup && !layer_samples[i].active(options)) continue;
+      if (!warmup && !isActive(layer_samples[i], options)) continue;
       any_active = true;
+      checkStop(options, samples);
       if (options.on_progress) {
         MeasureProgress progress;
         progress.round = round;
@@ -228,13 +249,19 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
         const double done = round + static_cast<double>(i) / layer_count;
         const double per_round = round_seconds > 0 ? round_seconds : progress.elapsed_s / std::max(done, 1e-9);
         progress.estimated_left_s = std::max(0.0, (rounds_at_least - done) * per_round);
+        progress.microbatch_size = options.microbatch_size;
         options.on_progress(progress);
       }
-      UnitSamples scratch;
-      timeLayer(chain.layers[i], benches[i], batch.target, timer, warmup ? scratch : layer_samples[i]);
+      UnitSampleLog scratch;
+      timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer,
+                warmup ? scratch : layer_samples[i]);
+      if (!warmup) note_progress();
     }
     if (round == 0) round_seconds = secondsSince(round_started);
-    if (!warmup && !any_active) break;
+    if (!warmup && !any_active) {
+      samples.complete = true;
+      note_progress();
+    }
   }
 
   int most_repeats = 0;
@@ -244,6 +271,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.backward_ms = statsOf(layer_samples[i].backward);
     cost.backward_input_ms = statsOf(layer_samples[i].backward_input);
     cost.backward_weight_ms = statsOf(layer_samples[i].backward_weight);
+    if (!layer_samples[i].recompute.empty()) cost.recompute_ms = statsOf(layer_samples[i].recompute);
     most_repeats = std::max(most_repeats, cost.forward_ms.repeats);
   }
   WholeModelCost whole;
@@ -267,6 +295,8 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
                        {"seed", options.seed},
                        {"whole_model_repeats", static_cast<int>(whole_samples.forward.size())},
                        {"elapsed_s", secondsSince(started)}};
+  if (options.resume != nullptr) profile.run.extra["resumed_samples"] = options.resume->sampleCount();
+  if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
   if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();
   return profile;
 }

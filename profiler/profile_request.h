@@ -4,9 +4,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/profile.h"
+#include "profiler/measure_checkpoint.h"
 #include "profiler/zoo.h"
 
 namespace stagecut {
@@ -21,6 +24,9 @@ struct MeasureProgress {
   std::string layer_name;
   double elapsed_s = 0.0;
   double estimated_left_s = 0.0;  ///< for the minimum number of rounds; more may follow
+  int microbatch_size = 0;
+  int size_position = 0;  ///< 0-based position of microbatch_size among the sizes measured
+  int sizes = 1;
 };
 
 /// How to time: warm-up rounds, then rounds until every layer's coefficient of variation is under
@@ -34,7 +40,17 @@ struct MeasureOptions {
   double cv_target = 0.03;
   double budget_s_per_layer = 3.0;
   std::uint64_t seed = 0;
+  /// Also time each layer's forward under no_grad: the extra forward that activation
+  /// checkpointing runs (recompute_ms).
+  bool recompute = false;
   std::function<void(const MeasureProgress&)> on_progress;
+  /// Polled before each timing: a signal number (SIGINT, SIGTERM) stops the run with
+  /// Error::interrupted; 0 goes on.
+  std::function<int()> stop_signal;
+  /// Called after each timing with every sample of this size so far.
+  std::function<void(const SizeCheckpoint&)> on_checkpoint;
+  /// Samples of an earlier, interrupted run at this size to continue from; nullptr: none.
+  const SizeCheckpoint* resume = nullptr;
 };
 
 /// What to profile and on what.
@@ -48,6 +64,13 @@ struct ProfileRequest {
   std::string timer = "auto";
   int threads = 1;
   MeasureOptions measure;
+  /// Microbatch sizes to measure, ascending; empty: measure.microbatch_size alone. With more than
+  /// one, the profile lists every size (format 2) and its layers hold the largest.
+  std::vector<int> microbatch_sizes;
+  /// Called after each timing with every sample so far, over all sizes (for the side file).
+  std::function<void(const MeasureCheckpoint&)> on_checkpoint;
+  /// An interrupted run's samples to continue from.
+  std::optional<MeasureCheckpoint> resume;
 };
 
 /// Builds or loads the model, pins threads, measures every layer and the whole model, and

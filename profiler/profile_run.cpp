@@ -184,11 +184,64 @@ void checkMeasureOptions(const MeasureOptions& options) {
   if (!(options.cv_target > 0)) throw Error("--cv-target must be more than 0, e.g. 0.03");
 }
 
+// Measures `chain` at every requested size on `timer`; with several sizes the result lists each
+// (format 2) and its layers hold the largest.
+template <typename Measure>
+Profile measureSizes(const ProfileRequest& request, const MeasureOptions& base, Measure measure) {
+  std::vector<int> sizes = request.microbatch_sizes;
+  if (sizes.empty()) sizes.push_back(base.microbatch_size);
+  MeasureCheckpoint checkpoint;
+  if (request.resume) checkpoint.request = request.resume->request;
+  std::vector<Profile> measured;
+  for (std::size_t position = 0; position < sizes.size(); ++position) {
+    MeasureOptions options = base;
+    options.microbatch_size = sizes[position];
+    const SizeCheckpoint* earlier = request.resume ? request.resume->find(sizes[position]) : nullptr;
+    options.resume = earlier;
+    if (base.on_progress) {
+      options.on_progress = [&base, position, &sizes](const MeasureProgress& progress) {
+        MeasureProgress sized = progress;
+        sized.size_position = static_cast<int>(position);
+        sized.sizes = static_cast<int>(sizes.size());
+        base.on_progress(sized);
+      };
+    }
+    if (request.on_checkpoint) {
+      options.on_checkpoint = [&request, &checkpoint, position](const SizeCheckpoint& samples) {
+        checkpoint.sizes.resize(position + 1);
+        checkpoint.sizes[position] = samples;
+        request.on_checkpoint(checkpoint);
+      };
+    }
+    measured.push_back(measure(options));
+  }
+  Profile profile = measured.back();
+  if (sizes.size() > 1) {
+    for (std::size_t position = 0; position < sizes.size(); ++position) {
+      MicrobatchSizeCosts entry;
+      entry.microbatch_size = sizes[position];
+      entry.layers = measured[position].layers;
+      entry.whole_model = measured[position].whole_model;
+      profile.microbatch_sizes.push_back(std::move(entry));
+    }
+    std::size_t resumed = 0;
+    for (const auto& one : measured) resumed += one.run.extra.value("resumed_samples", std::size_t{0});
+    if (resumed > 0) profile.run.extra["resumed_samples"] = resumed;
+    double elapsed = 0;
+    for (const auto& one : measured) elapsed += one.run.extra.value("elapsed_s", 0.0);
+    profile.run.extra["elapsed_s"] = elapsed;
+  }
+  return profile;
+}
+
 }  // namespace
 
 Profile runProfile(const ProfileRequest& request) {
   const std::string timer_name = checkTimer(request);
   checkMeasureOptions(request.measure);
+  for (int size : request.microbatch_sizes) {
+    if (size < 1) throw Error("--microbatch " + std::to_string(size) + ": must be 1 or more");
+  }
   pinThreads(request.threads);
 
   LayerChain chain;
@@ -197,6 +250,10 @@ Profile runProfile(const ProfileRequest& request) {
       throw Error("--torchscript " + request.torchscript_path +
                   ": needs --input, e.g. --input 8x3x224x224:float32");
     }
+    if (request.microbatch_sizes.size() > 1) {
+      throw Error("--torchscript " + request.torchscript_path + ": the microbatch size is the first dimension " +
+                  "of --input, so a TorchScript chain is profiled at one size; run profile once per size");
+    }
     const InputSpec input = parseInputSpec(request.input_spec);
     chain = loadTorchScriptChain(request.torchscript_path, input, request.measure.seed);
   } else {
@@ -204,20 +261,26 @@ Profile runProfile(const ProfileRequest& request) {
   }
 
   MeasureOptions measure = request.measure;
+  ProfileRequest sized_request = request;
   if (!request.torchscript_path.empty()) {
     measure.microbatch_size = static_cast<int>(parseInputSpec(request.input_spec).shape[0]);
+    sized_request.microbatch_sizes.clear();
   }
   const TorchRuntimeInfo runtime = torchRuntimeInfo();
 #ifdef STAGECUT_HAVE_CUDA
   if (isCudaDevice(request.device)) {
-    Profile profile = profileOnCuda(std::move(chain), measure, request.device, timer_name);
+    Profile profile = measureSizes(sized_request, measure, [&](const MeasureOptions& options) {
+      return profileOnCuda(chain, options, request.device, timer_name);
+    });
     profile.device.threads = runtime.intraop_threads;
     profile.device.torch = runtime.torch_version;
     return profile;
   }
 #endif
   SteadyClockTimer timer;
-  Profile profile = measureLayerChain(chain, measure, timer);
+  Profile profile = measureSizes(sized_request, measure, [&](const MeasureOptions& options) {
+    return measureLayerChain(chain, options, timer);
+  });
 
   profile.device.kind = "cpu";
   profile.device.name = cpuModelName();

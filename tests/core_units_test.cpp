@@ -71,3 +71,25 @@ TEST_CASE("a mistyped name gets the nearest known one", "[core][suggest]") {
   CHECK(stagecut::unknownNameHint("xyz", schedules) ==
         "; use one of: gpipe, 1f1b, interleaved-1f1b, zb-h1");
 }
+
+TEST_CASE("parseMicrobatchSizes reads one size or a list, ascending", "[core][units]") {
+  CHECK(stagecut::parseMicrobatchSizes("4", "--microbatch") == std::vector<int>{4});
+  CHECK(stagecut::parseMicrobatchSizes("8,1,2,4", "--microbatch") == std::vector<int>{1, 2, 4, 8});
+  const auto rejection = [](const std::string& text) {
+    try {
+      stagecut::parseMicrobatchSizes(text, "--microbatch");
+    } catch (const stagecut::Error& e) {
+      CHECK(e.exitCode() == 2);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(rejection("1,2,2") == "--microbatch 1,2,2: size 2 is listed twice; give each size once");
+  CHECK(rejection("0,4") == "--microbatch 0,4: a microbatch size must be 1 or more, got 0");
+  CHECK(rejection("1,,4") ==
+        "--microbatch 1,,4: \"\" is not a microbatch size; give whole numbers from 1, e.g. 4 or 1,2,4,8");
+  CHECK(rejection("2,-4") ==
+        "--microbatch 2,-4: \"-4\" is not a microbatch size; give whole numbers from 1, e.g. 4 or 1,2,4,8");
+  CHECK(rejection("99999999999") == "--microbatch 99999999999: \"99999999999\" is not a microbatch size; "
+                                    "give whole numbers from 1, e.g. 4 or 1,2,4,8");
+}

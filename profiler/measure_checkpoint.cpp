@@ -1,0 +1,107 @@
+#include "profiler/measure_checkpoint.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/json_fields.h"
+
+namespace stagecut {
+
+namespace {
+
+using nlohmann::json;
+
+json unitToJson(const UnitSampleLog& unit) {
+  json out = {{"forward", unit.forward},
+              {"backward", unit.backward},
+              {"backward_input", unit.backward_input},
+              {"backward_weight", unit.backward_weight},
+              {"spent_s", unit.spent_s}};
+  if (!unit.recompute.empty()) out["recompute"] = unit.recompute;
+  return out;
+}
+
+[[noreturn]] void damaged(const std::string& source, const std::string& what) {
+  throw Error(source + ": not a stagecut profile progress file (" + what +
+              "); delete it and run the profile again without --resume");
+}
+
+std::vector<double> samplesOf(const json& unit, const char* key, const std::string& source) {
+  std::vector<double> samples;
+  if (!unit.contains(key)) return samples;
+  const json& values = unit.at(key);
+  if (!values.is_array()) damaged(source, std::string("\"") + key + "\" is not an array");
+  for (const json& value : values) {
+    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
+      damaged(source, std::string("\"") + key + "\" holds " + describeJsonValue(value));
+    }
+    samples.push_back(value.get<double>());
+  }
+  return samples;
+}
+
+UnitSampleLog unitFromJson(const json& unit, const std::string& source) {
+  if (!unit.is_object()) damaged(source, "a unit is not an object");
+  UnitSampleLog log;
+  log.forward = samplesOf(unit, "forward", source);
+  log.backward = samplesOf(unit, "backward", source);
+  log.backward_input = samplesOf(unit, "backward_input", source);
+  log.backward_weight = samplesOf(unit, "backward_weight", source);
+  log.recompute = samplesOf(unit, "recompute", source);
+  if (log.backward.size() != log.forward.size()) damaged(source, "forward and backward counts differ");
+  if (unit.contains("spent_s") && unit.at("spent_s").is_number()) log.spent_s = unit.at("spent_s").get<double>();
+  return log;
+}
+
+}  // namespace
+
+std::size_t SizeCheckpoint::sampleCount() const {
+  std::size_t count = whole.repeats();
+  for (const auto& layer : layers) count += layer.repeats();
+  return count;
+}
+
+const SizeCheckpoint* MeasureCheckpoint::find(int microbatch_size) const {
+  for (const auto& size : sizes) {
+    if (size.microbatch_size == microbatch_size) return &size;
+  }
+  return nullptr;
+}
+
+json measureCheckpointToJson(const MeasureCheckpoint& checkpoint) {
+  json sizes = json::array();
+  for (const auto& size : checkpoint.sizes) {
+    json layers = json::array();
+    for (const auto& layer : size.layers) layers.push_back(unitToJson(layer));
+    sizes.push_back({{"microbatch_size", size.microbatch_size},
+                     {"complete", size.complete},
+                     {"whole_model", unitToJson(size.whole)},
+                     {"layers", std::move(layers)}});
+  }
+  return {{"format", kMeasureCheckpointFormat}, {"request", checkpoint.request}, {"sizes", std::move(sizes)}};
+}
+
+MeasureCheckpoint measureCheckpointFromJson(const json& document, const std::string& source) {
+  if (!document.is_object() || document.value("format", "") != kMeasureCheckpointFormat) {
+    damaged(source, std::string("no \"format\": \"") + kMeasureCheckpointFormat + "\"");
+  }
+  MeasureCheckpoint checkpoint;
+  if (document.contains("request")) checkpoint.request = document.at("request");
+  if (!document.contains("sizes") || !document.at("sizes").is_array()) damaged(source, "no \"sizes\" array");
+  for (const json& item : document.at("sizes")) {
+    if (!item.is_object() || !item.contains("microbatch_size") || !item.at("microbatch_size").is_number_integer() ||
+        !item.contains("layers") || !item.at("layers").is_array() || !item.contains("whole_model")) {
+      damaged(source, "a size entry lacks microbatch_size, layers or whole_model");
+    }
+    SizeCheckpoint size;
+    size.microbatch_size = item.at("microbatch_size").get<int>();
+    size.complete = item.value("complete", false);
+    size.whole = unitFromJson(item.at("whole_model"), source);
+    for (const json& layer : item.at("layers")) size.layers.push_back(unitFromJson(layer, source));
+    checkpoint.sizes.push_back(std::move(size));
+  }
+  return checkpoint;
+}
+
+}  // namespace stagecut

@@ -1,0 +1,51 @@
+#pragma once
+
+// The raw samples of an unfinished profile, so that an interrupted run can resume. LibTorch-free:
+// the CLI writes and reads it as the side file next to the output.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace stagecut {
+
+/// Timed samples of one unit (a layer, or the whole model), in ms, and the seconds spent on it.
+struct UnitSampleLog {
+  std::vector<double> forward, backward, backward_input, backward_weight, recompute;
+  double spent_s = 0.0;
+
+  std::size_t repeats() const { return forward.size(); }
+};
+
+/// Every sample taken so far at one microbatch size.
+struct SizeCheckpoint {
+  int microbatch_size = 0;
+  bool complete = false;  ///< every unit stopped: the size need not be timed again
+  std::vector<UnitSampleLog> layers;
+  UnitSampleLog whole;
+
+  /// Timed samples over all units (for messages).
+  std::size_t sampleCount() const;
+};
+
+/// The side file: what was asked (`request`, compared on resume) and the samples per size.
+struct MeasureCheckpoint {
+  nlohmann::json request = nlohmann::json::object();
+  std::vector<SizeCheckpoint> sizes;
+
+  /// The entry of `microbatch_size`, or nullptr.
+  const SizeCheckpoint* find(int microbatch_size) const;
+};
+
+/// Format tag of the side file.
+inline constexpr const char* kMeasureCheckpointFormat = "stagecut.profile-progress/1";
+
+nlohmann::json measureCheckpointToJson(const MeasureCheckpoint& checkpoint);
+
+/// Reads a side file written by measureCheckpointToJson. Throws Error (input) naming `source`
+/// when it is not one (a damaged side file is better re-measured than trusted).
+MeasureCheckpoint measureCheckpointFromJson(const nlohmann::json& document, const std::string& source);
+
+}  // namespace stagecut
