@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -20,6 +21,9 @@
 namespace stagecut {
 
 namespace {
+
+// How the CLI starts its one-line error messages (cli/main.cpp): the line a failed rank leaves.
+constexpr const char* kMessagePrefix = "stagecut: ";
 
 int freeLocalPort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -39,9 +43,112 @@ int freeLocalPort() {
   return ntohs(address.sin_port);
 }
 
-[[noreturn]] void execRank(const LaunchOptions& options, int rank, int port, pid_t launcher) {
+void onChild(int) {}
+
+// While the launcher waits, SIGCHLD is blocked except inside ppoll(), so a rank's exit wakes the
+// wait at once and is never lost between two checks. Restores the caller's mask and handler.
+class ChildSignalScope {
+ public:
+  ChildSignalScope() {
+    sigset_t child;
+    sigemptyset(&child);
+    sigaddset(&child, SIGCHLD);
+    ::pthread_sigmask(SIG_BLOCK, &child, &old_mask_);
+    struct sigaction action {};
+    action.sa_handler = onChild;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGCHLD, &action, &old_action_);
+    wait_mask_ = old_mask_;
+    sigdelset(&wait_mask_, SIGCHLD);
+  }
+  ~ChildSignalScope() {
+    ::sigaction(SIGCHLD, &old_action_, nullptr);
+    ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
+  }
+  ChildSignalScope(const ChildSignalScope&) = delete;
+  ChildSignalScope& operator=(const ChildSignalScope&) = delete;
+  const sigset_t& oldMask() const { return old_mask_; }
+  const sigset_t& waitMask() const { return wait_mask_; }
+
+ private:
+  sigset_t old_mask_;
+  sigset_t wait_mask_;
+  struct sigaction old_action_ {};
+};
+
+struct RankProcess {
+  int rank = 0;
+  int err_fd = -1;      // read end of the rank's stderr; -1 once closed
+  std::string partial;  // bytes after the last newline
+  std::string held;     // the rank's last "stagecut: " line, not forwarded yet
+};
+
+void writeStderr(const std::string& text) {
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void takeBytes(RankProcess& process, const char* data, std::size_t size) {
+  process.partial.append(data, size);
+  std::size_t start = 0;
+  for (std::size_t end; (end = process.partial.find('\n', start)) != std::string::npos; start = end + 1) {
+    std::string line = process.partial.substr(start, end - start);
+    if (line.rfind(kMessagePrefix, 0) == 0) {
+      if (!process.held.empty()) writeStderr(process.held + "\n");
+      process.held = std::move(line);
+    } else {
+      writeStderr(line + "\n");
+    }
+  }
+  process.partial.erase(0, start);
+}
+
+void closeStderr(RankProcess& process) {
+  if (process.err_fd < 0) return;
+  ::close(process.err_fd);
+  process.err_fd = -1;
+  if (!process.partial.empty()) takeBytes(process, "\n", 1);
+}
+
+// Reads what the rank has written (the pipe is non-blocking); closes it at end of file.
+void readStderr(RankProcess& process) {
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(process.err_fd, buffer, sizeof buffer);
+    if (n > 0) {
+      takeBytes(process, buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;
+    closeStderr(process);
+    return;
+  }
+}
+
+// The rest of an exited rank's stderr; a short wait, in case a child of the rank holds the pipe.
+void drainStderr(RankProcess& process) {
+  while (process.err_fd >= 0) {
+    pollfd fd{process.err_fd, POLLIN, 0};
+    if (::poll(&fd, 1, 200) <= 0) {
+      closeStderr(process);
+      return;
+    }
+    readStderr(process);
+  }
+}
+
+[[noreturn]] void execRank(const LaunchOptions& options, int rank, int port, pid_t launcher, int err_fd,
+                           const sigset_t& mask) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != launcher) _exit(1);  // the launcher died before prctl took effect
+  ::pthread_sigmask(SIG_SETMASK, &mask, nullptr);
+  ::dup2(err_fd, STDERR_FILENO);
   ::setenv("RANK", std::to_string(rank).c_str(), 1);
   ::setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
   ::setenv("WORLD_SIZE", std::to_string(options.world_size).c_str(), 1);
@@ -64,8 +171,19 @@ std::string describeExit(int status) {
   return "stopped";
 }
 
-void stopAll(std::map<pid_t, int>& running, double grace_s) {
-  for (const auto& [pid, rank] : running) ::kill(pid, SIGTERM);
+// The failed rank's own message without the CLI's prefix and its own "rank R: ".
+std::string ownMessage(const RankProcess& process) {
+  std::string message = process.held.substr(std::min(process.held.size(), std::strlen(kMessagePrefix)));
+  const std::string self = "rank " + std::to_string(process.rank) + ": ";
+  if (message.rfind(self, 0) == 0) message.erase(0, self.size());
+  return message;
+}
+
+void stopAll(std::map<pid_t, RankProcess>& running, double grace_s) {
+  for (auto& [pid, process] : running) {
+    ::kill(pid, SIGTERM);
+    if (process.err_fd >= 0) ::close(process.err_fd);
+  }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
   while (!running.empty() && std::chrono::steady_clock::now() < deadline) {
     int status = 0;
@@ -76,8 +194,8 @@ void stopAll(std::map<pid_t, int>& running, double grace_s) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
-  for (const auto& [pid, rank] : running) ::kill(pid, SIGKILL);
-  for (const auto& [pid, rank] : running) ::waitpid(pid, nullptr, 0);
+  for (const auto& [pid, process] : running) ::kill(pid, SIGKILL);
+  for (const auto& [pid, process] : running) ::waitpid(pid, nullptr, 0);
   running.clear();
 }
 
@@ -86,36 +204,78 @@ void stopAll(std::map<pid_t, int>& running, double grace_s) {
 void launchRanks(const LaunchOptions& options) {
   const int port = freeLocalPort();
   const pid_t launcher = ::getpid();
-  std::map<pid_t, int> running;
+  const ChildSignalScope signals;
+  std::map<pid_t, RankProcess> running;
   for (int rank = 0; rank < options.world_size; ++rank) {
-    const pid_t pid = ::fork();
+    if (rank == options.skip_rank) continue;
+    int pipe_fds[2];
+    pid_t pid = -1;
+    if (::pipe2(pipe_fds, O_CLOEXEC) == 0) {
+      pid = ::fork();
+      if (pid != 0) ::close(pipe_fds[1]);
+      if (pid < 0) ::close(pipe_fds[0]);
+    }
     if (pid < 0) {
       const int error = errno;
       stopAll(running, options.grace_s);
       throw Error(std::string("cannot start rank ") + std::to_string(rank) + " (" + std::strerror(error) + ")",
                   ErrorKind::kRuntime);
     }
-    if (pid == 0) execRank(options, rank, port, launcher);
-    running[pid] = rank;
+    if (pid == 0) execRank(options, rank, port, launcher, pipe_fds[1], signals.oldMask());
+    ::fcntl(pipe_fds[0], F_SETFL, ::fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
+    RankProcess process;
+    process.rank = rank;
+    process.err_fd = pipe_fds[0];
+    running[pid] = std::move(process);
   }
   while (!running.empty()) {
-    int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      break;
+    std::vector<pollfd> fds;
+    std::vector<RankProcess*> owners;
+    for (auto& [pid, process] : running) {
+      if (process.err_fd < 0) continue;
+      fds.push_back({process.err_fd, POLLIN, 0});
+      owners.push_back(&process);
     }
-    const auto found = running.find(pid);
-    if (found == running.end()) continue;
-    const int rank = found->second;
-    running.erase(found);
-    if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-      const std::size_t others = running.size();
-      stopAll(running, options.grace_s);
-      throw Error("rank " + std::to_string(rank) + " " + describeExit(status) + "; stopped the other " +
-                      std::to_string(others) + " running rank(s)",
-                  ErrorKind::kRuntime);
+    const timespec tick{0, 200 * 1000 * 1000};
+    if (::ppoll(fds.data(), fds.size(), &tick, &signals.waitMask()) > 0) {
+      for (std::size_t i = 0; i < fds.size(); ++i) {
+        if (fds[i].revents != 0) readStderr(*owners[i]);
+      }
     }
+    // Every rank that ended since the last look; a failure found together with others is
+    // taken from a rank killed by a signal first (the peers of a crashed rank fail because of it).
+    std::vector<std::pair<RankProcess, int>> failed;
+    for (;;) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) break;
+      const auto found = running.find(pid);
+      if (found == running.end()) continue;
+      RankProcess process = std::move(found->second);
+      running.erase(found);
+      drainStderr(process);
+      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        if (!process.held.empty()) writeStderr(process.held + "\n");
+      } else {
+        failed.emplace_back(std::move(process), status);
+      }
+    }
+    if (failed.empty()) continue;
+    std::size_t chosen = 0;
+    for (std::size_t i = 0; i < failed.size(); ++i) {
+      if (WIFSIGNALED(failed[i].second)) {
+        chosen = i;
+        break;
+      }
+    }
+    const RankProcess& process = failed[chosen].first;
+    const std::string message = ownMessage(process);
+    const std::size_t others = running.size();
+    stopAll(running, options.grace_s);
+    throw Error("rank " + std::to_string(process.rank) + " " + describeExit(failed[chosen].second) +
+                    (message.empty() ? "" : ": " + message) + "; stopped the other " + std::to_string(others) +
+                    " running rank(s)",
+                ErrorKind::kRuntime);
   }
 }
 

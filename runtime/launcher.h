@@ -11,12 +11,16 @@ struct LaunchOptions {
   std::string executable = "/proc/self/exe";  ///< the stagecut binary itself
   std::vector<std::string> arguments;          ///< argv for every rank, argv[0] included
   double grace_s = 2.0;  ///< after a failure, how long ranks get to stop before SIGKILL
+  /// Fault injection for tests: this rank is never started (its peers must notice). -1: none.
+  int skip_rank = -1;
 };
 
 /// Starts `world_size` processes with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR,
 /// MASTER_PORT on a free local port), rank 0 keeping stdout and the others' stdout silenced,
-/// and waits for all. When one fails, stops the others (SIGTERM, then SIGKILL) and reaps them,
-/// so no process is left behind, then throws Error (kRuntime) naming the rank and how it ended.
+/// and waits for all. The ranks' stderr passes through the launcher line by line, except each
+/// rank's last "stagecut: " line (its error message), which is held back. When a rank fails,
+/// stops the others (SIGTERM, then SIGKILL) and reaps them, so no process is left behind, then
+/// throws Error (kRuntime) in one line naming the rank, how it ended and its held-back message.
 /// Ranks also die with the launcher (PR_SET_PDEATHSIG).
 void launchRanks(const LaunchOptions& options);
 
