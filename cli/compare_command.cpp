@@ -73,8 +73,17 @@ void addCompareCommand(CLI::App& app) {
     for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {
       splits.push_back(partitionProfile(profile, options, path, method));
     }
+    const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
     nlohmann::json document = {{"format", kComparisonFormat}, {"splits", nlohmann::json::array()}};
-    for (const Partition& split : splits) document["splits"].push_back(partitionToJson(split));
+    std::vector<StageRecompute> optimum_extras;
+    for (const Partition& split : splits) {
+      nlohmann::json entry = partitionToJson(split);
+      if (extras) {
+        optimum_extras = stageRecompute(profile, options, split, path);
+        addStageExtras(&entry, optimum_extras, options);
+      }
+      document["splits"].push_back(entry);
+    }
     if (!flags->output_path.empty()) writeFileAtomically(flags->output_path, toJsonText(document));
     if (flags->json) {
       std::cout << toJsonText(document);
@@ -86,6 +95,10 @@ void addCompareCommand(CLI::App& app) {
                  "Megatron); params: DeepSpeed's partition_method=\"parameters\"; compute: stagecut's "
                  "exact optimum\n\n";
     printComparison(std::cout, splits, options);
+    if (extras) {
+      std::cout << "\n  The compute split, per stage:\n\n";
+      printRecomputeTable(std::cout, optimum_extras, options);
+    }
     if (!flags->output_path.empty()) std::cout << "\nwrote " << flags->output_path << "\n";
   });
 }

@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
 #include "cli/partition_report.h"
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/partition_json.h"
@@ -65,9 +66,14 @@ void runPartition(const PartitionCommandFlags& flags) {
   // the split says why.
   const std::string text = flags.format == "json" ? "" : formatSplit(flags.format, profile, partition.layersPerStage());
 
-  if (!flags.shared.output_path.empty()) writePartitionFile(flags.shared.output_path, partition);
+  const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
+  const std::vector<StageRecompute> stage_extras =
+      extras ? stageRecompute(profile, options, partition, path) : std::vector<StageRecompute>{};
+  nlohmann::json document = partitionToJson(partition);
+  addStageExtras(&document, stage_extras, options);
+  if (!flags.shared.output_path.empty()) writeFileAtomically(flags.shared.output_path, toJsonText(document));
   if (flags.shared.json || flags.format == "json") {
-    std::cout << toJsonText(partitionToJson(partition));
+    std::cout << toJsonText(document);
     return;
   }
   std::cout << path << ": " << profile.layerCount() << " layers, "
@@ -79,6 +85,10 @@ void runPartition(const PartitionCommandFlags& flags) {
   }
   std::cout << "\n";
   printPartitionTable(std::cout, partition, profile);
+  if (extras) {
+    std::cout << "\n";
+    printRecomputeTable(std::cout, stage_extras, options);
+  }
   if (megatron_result.first_last) {
     const Partition& free = megatron_result.free_optimum;
     std::cout << "  restricted to --decoder-first/last-pipeline-num-layers: bottleneck "

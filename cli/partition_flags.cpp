@@ -28,8 +28,23 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
       ->capture_default_str();
   command->add_option("--bytes-per-param", flags.bytes_per_param,
                       "Weights + gradients + optimizer state per parameter, bytes (overrides --optimizer)");
-  command->add_flag("--recompute", flags.recompute,
-                    "Activation recomputation: one more forward per layer, only stage inputs kept");
+  // A bare --recompute means full, as it did when it was a flag.
+  command->add_option("--recompute", flags.recompute_spec,
+                      "Activation recomputation: none, full (a bare --recompute), "
+                      "selective:<layer kinds> (e.g. selective:TransformerBlock), or auto (per "
+                      "stage, only where the memory cap needs it)")
+      ->expected(0, 1)
+      ->default_str("full");
+  command->add_option("--data-parallel,-d", flags.data_parallel,
+                      "Replicas D of every stage: charges each stage's gradient all-reduce where "
+                      "it does not overlap")
+      ->capture_default_str();
+  command->add_option("--dp-bandwidth", flags.dp_bandwidth,
+                      "All-reduce link bandwidth per rank (with --data-parallel)")
+      ->capture_default_str();
+  command->add_option("--dp-latency", flags.dp_latency,
+                      "All-reduce latency per ring step (with --data-parallel)")
+      ->capture_default_str();
   command->add_flag("--json", flags.json, "Print the JSON document instead of tables");
   command->add_option("-o,--output", flags.output_path, "Also write the JSON document to this file");
 }
@@ -46,7 +61,19 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
                 ": a step needs at least 1 microbatch");
   }
   options.schedule = parsePipelineSchedule(flags.schedule);
-  options.recompute = flags.recompute;
+  if (!flags.recompute_spec.empty()) {
+    options.recompute = parseRecomputePolicy(flags.recompute_spec, profile);
+  } else if (flags.recompute) {
+    options.recompute.mode = RecomputePolicy::Mode::kFull;
+  }
+  if (flags.data_parallel < 1) {
+    throw Error("--data-parallel " + std::to_string(flags.data_parallel) +
+                ": each stage needs at least 1 replica; use --data-parallel 1 for a plain pipeline");
+  }
+  options.data_parallel = flags.data_parallel;
+  options.dp_bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.dp_bandwidth, "--dp-bandwidth");
+  options.dp_latency_ms = parseDurationMs(flags.dp_latency, "--dp-latency");
+
   if (!flags.bandwidth.empty()) {
     options.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.bandwidth, "--bandwidth");
   }
@@ -81,7 +108,13 @@ std::string assumptionsNote(const PartitionFlags& flags, const PartitionOptions&
                      pipelineScheduleName(options.schedule) + ", " +
                      (flags.bytes_per_param > 0 ? formatMs(flags.bytes_per_param) + " bytes/param"
                                                 : flags.optimizer + " state");
-  if (options.recompute) note += ", recompute";
+  if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
+    note += ", recompute " + options.recompute.text();
+  }
+  if (options.data_parallel > 1) {
+    note += ", " + std::to_string(options.data_parallel) + " data-parallel replicas (all-reduce " +
+            flags.dp_bandwidth + ", " + flags.dp_latency + " per ring step)";
+  }
   if (!flags.memory_cap.empty()) note += ", memory cap " + flags.memory_cap;
   if (!flags.stage_speed.empty()) note += ", stage speeds " + flags.stage_speed;
   return note;

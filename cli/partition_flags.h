@@ -23,7 +23,11 @@ struct PartitionFlags {
   std::string stage_speed;
   std::string optimizer = "adam";
   double bytes_per_param = 0.0;  ///< 0: from --optimizer
-  bool recompute = false;
+  bool recompute = false;          ///< a bare flag (the report command's): full recomputation
+  std::string recompute_spec;      ///< --recompute none|full|auto|selective:<kinds>; wins when set
+  int data_parallel = 1;           ///< --data-parallel D
+  std::string dp_bandwidth = "100GB/s";  ///< --dp-bandwidth
+  std::string dp_latency = "10us";       ///< --dp-latency
   bool json = false;
   std::string output_path;
 };

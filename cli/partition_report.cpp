@@ -1,5 +1,6 @@
 #include "cli/partition_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -39,6 +40,78 @@ void printPartitionTable(std::ostream& out, const Partition& partition, const Pr
       << formatMs(partition.lower_bound_ms) << " ms), predicted step "
       << formatMs(partition.predicted_step_ms) << " ms, bubble "
       << formatPercent(partition.predicted_bubble) << "\n";
+}
+
+void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& stages,
+                         const PartitionOptions& options) {
+  const bool recompute = options.recompute.mode != RecomputePolicy::Mode::kNone;
+  const bool data_parallel = options.data_parallel > 1;
+  TextTable table;
+  table.addColumn("stage", TextTable::Align::kRight);
+  if (recompute) {
+    table.addColumn("recompute", TextTable::Align::kLeft);
+    table.addColumn("memory without", TextTable::Align::kRight);
+    table.addColumn("memory with", TextTable::Align::kRight);
+    table.addColumn("saved", TextTable::Align::kRight);
+    table.addColumn("+fwd ms/mb", TextTable::Align::kRight);
+    table.addColumn("+ms/step", TextTable::Align::kRight);
+  }
+  if (data_parallel) {
+    table.addColumn("all-reduce ms", TextTable::Align::kRight);
+    table.addColumn("exposed ms", TextTable::Align::kRight);
+  }
+  double saved = 0.0, added = 0.0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const StageRecompute& stage = stages[s];
+    std::vector<std::string> row{std::to_string(s)};
+    if (recompute) {
+      row.push_back(stage.mode);
+      row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(stage.memory_bytes_without))));
+      row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(stage.memory_bytes_with))));
+      row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(std::max(0.0, stage.savedBytes())))));
+      row.push_back(formatMs(stage.extra_ms));
+      row.push_back(formatMs(stage.extra_ms * options.microbatches));
+      saved += std::max(0.0, stage.savedBytes());
+      added += stage.extra_ms * options.microbatches;
+    }
+    if (data_parallel) {
+      row.push_back(formatMs(stage.allreduce_ms));
+      row.push_back(formatMs(stage.exposed_allreduce_ms));
+    }
+    table.addRow(row);
+  }
+  table.print(out, "  ");
+  if (recompute) {
+    out << "\n  recomputation saves " << formatBytes(static_cast<std::uint64_t>(std::llround(saved)))
+        << " over all stages for " << formatMs(added) << " ms more forward per step ("
+        << options.microbatches << " microbatches; each stage's share of the step grows by its "
+        << "+ms/step)\n";
+  }
+  if (data_parallel) {
+    out << "  all-reduce: ring over " << options.data_parallel << " replicas of each stage, after "
+        << "its last backward; exposed = what later stages' cool-down (stage index x its own "
+        << "backward) cannot hide\n";
+  }
+}
+
+std::vector<StageRecompute> stageRecompute(const Profile& profile, const PartitionOptions& options,
+                                           const Partition& partition, const std::string& source) {
+  return describeRecompute(buildCostModel(profile, options, source), partition.layersPerStage());
+}
+
+void addStageExtras(nlohmann::json* document, const std::vector<StageRecompute>& stages,
+                    const PartitionOptions& options) {
+  nlohmann::json& json_stages = (*document)["stages"];
+  for (std::size_t s = 0; s < stages.size() && s < json_stages.size(); ++s) {
+    if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
+      json_stages[s]["recompute"] = stages[s].mode;
+      json_stages[s]["recompute_ms"] = stages[s].extra_ms;
+    }
+    if (options.data_parallel > 1) {
+      json_stages[s]["allreduce_ms"] = stages[s].allreduce_ms;
+      json_stages[s]["exposed_allreduce_ms"] = stages[s].exposed_allreduce_ms;
+    }
+  }
 }
 
 }  // namespace stagecut

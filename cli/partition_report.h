@@ -6,11 +6,35 @@
 #include "core/partition.h"
 #include "core/profile.h"
 
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "partitioner/partition_options.h"
+#include "partitioner/partition_summary.h"
+
 namespace stagecut {
 
 /// Prints a partition's per-stage table (layers, times, params, memory) and its summary line
 /// (bottleneck against the lower bound, predicted step and bubble), indented by two spaces.
 void printPartitionTable(std::ostream& out, const Partition& partition, const Profile& profile);
+
+/// Per stage of `partition`: its recompute mode, memory without and with it, the memory saved
+/// against the forward added (per microbatch and per step of `options.microbatches`), and with
+/// data parallelism its all-reduce and the part of it left exposed. Indented by two spaces.
+void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& stages,
+                         const PartitionOptions& options);
+
+/// The per-stage figures of describeRecompute() for a split of `profile` under `options`.
+std::vector<StageRecompute> stageRecompute(const Profile& profile, const PartitionOptions& options,
+                                           const Partition& partition, const std::string& source);
+
+/// Adds to each stage of a stagecut.partition/1 document the optional fields recomputation and
+/// data parallelism give: "recompute" (the stage's mode) and "recompute_ms" (its extra forward
+/// per microbatch) unless the policy is none; "allreduce_ms" and "exposed_allreduce_ms" with
+/// data parallelism.
+void addStageExtras(nlohmann::json* document, const std::vector<StageRecompute>& stages,
+                    const PartitionOptions& options);
 
 /// "+16.7%" / "-3.0%" / "0.0%": a relative difference for comparison columns.
 std::string formatSignedPercent(double fraction);

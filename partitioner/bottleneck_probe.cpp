@@ -49,7 +49,8 @@ bool probeReachable(const CostModel& model, double limit_ms, std::vector<EndWind
   const int stages = model.stageCount();
   if (stages > layers) return false;
   const bool finite_limit = std::isfinite(limit_ms);
-  const bool monotone_memory = model.memoryIsMonotone();
+  // Sliding windows need memory that grows with the range and a best start given by prefix sums.
+  const bool monotone_memory = model.memoryIsMonotone() && model.separableCost();
   std::vector<double> speed_after(stages + 1, 0.0);  // sum of speeds of stages > s
   for (int s = stages - 1; s >= 0; --s) speed_after[s] = speed_after[s + 1] + model.costs().stage_speed[s];
 
@@ -97,8 +98,9 @@ bool probeReachable(const CostModel& model, double limit_ms, std::vector<EndWind
         while (!starts.empty() && starts.front() < memory_lo) starts.pop_front();
         reached = !starts.empty() && model.stageCostMs(s, starts.front(), j) <= limit_ms;
       } else {
-        // Recompute with caps: the kept input depends on the start alone, so no window applies;
-        // scan starts backwards until the growing part alone no longer fits.
+        // Recompute with caps (the kept input depends on the start alone), a per-stage recompute
+        // choice or an all-reduce term: no window applies; scan starts backwards until the
+        // growing part alone no longer fits.
         for (int i = std::min(j, start_hi); i >= start_lo && !reached; --i) {
           if (model.growingMemoryBytes(s, i, j) > cap) break;
           if (finite_limit && model.computeMs(i, j) > limit_ms * speed * (1 + kPruneMargin)) break;
@@ -122,7 +124,10 @@ bool probeReachable(const CostModel& model, double limit_ms, std::vector<EndWind
 }
 
 bool greedyProbeIsExact(const CostModel& model) {
-  if (model.hasCommunication() || !model.uniformSpeed() || !model.memoryIsMonotone()) return false;
+  if (model.hasCommunication() || !model.uniformSpeed() || !model.memoryIsMonotone() ||
+      !model.separableCost()) {
+    return false;
+  }
   if (!model.hasMemoryCaps()) return true;
   for (int s = 0; s < model.stageCount(); ++s) {
     for (int k = 0; k < model.layerCount(); ++k) {
@@ -186,7 +191,7 @@ std::vector<EndWindow> feasibleEndWindows(const CostModel& model, double limit_m
     return forward;
   }
   if (!probeReachable(model, limit_ms, &forward)) return {};
-  if (!model.memoryIsMonotone()) return forward;
+  if (!model.memoryIsMonotone() || !model.separableCost()) return forward;
   // The mirrored chain's reachable ends are the original's starts that leave a coverable rest.
   std::vector<EndWindow> backward;
   if (!probeReachable(model.reversed(), limit_ms * (1 + kPruneMargin), &backward)) return forward;

@@ -67,38 +67,168 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
                                [&](double speed) { return speed == costs_.stage_speed.front(); });
   compute_prefix_ = prefixSums(costs_.compute_ms);
   state_prefix_ = prefixSums(costs_.state_bytes);
-  activation_prefix_ = prefixSums(costs_.activation_bytes);
-  if (costs_.recompute) {
-    // A bottom-up segment tree: 2L doubles, where a sparse table would need L log L.
-    activation_max_tree_.assign(2 * layers, 0.0);
-    for (std::size_t i = 0; i < layers; ++i) activation_max_tree_[layers + i] = costs_.activation_bytes[i];
-    for (std::size_t i = layers - 1; i > 0; --i) {
-      activation_max_tree_[i] = std::max(activation_max_tree_[2 * i], activation_max_tree_[2 * i + 1]);
+
+  options_ = costs_.recompute_options;
+  if (options_.empty()) options_.push_back(RecomputeOption{"none", {}, {}});
+  for (RecomputeOption& option : options_) {
+    if (option.recomputed.empty()) option.recomputed.assign(layers, 0);
+    if (option.extra_ms.empty()) option.extra_ms.assign(layers, 0.0);
+    if (option.recomputed.size() != layers || option.extra_ms.size() != layers) {
+      throw Error("cost model: recompute option '" + option.name + "' needs one entry per layer");
     }
+    checkNonNegative(option.extra_ms, "extra_ms");
+    OptionTables tables;
+    std::vector<double> kept(layers), run_inputs(layers), extra(layers);
+    for (std::size_t i = 0; i < layers; ++i) {
+      const bool recomputed = option.recomputed[i] != 0;
+      tables.any_recomputed = tables.any_recomputed || recomputed;
+      kept[i] = recomputed ? 0.0 : costs_.activation_bytes[i];
+      run_inputs[i] = recomputed && (i == 0 || !option.recomputed[i - 1]) ? costs_.input_bytes[i] : 0.0;
+      extra[i] = recomputed ? option.extra_ms[i] : 0.0;
+    }
+    tables.extra_prefix = prefixSums(extra);
+    tables.kept_prefix = prefixSums(kept);
+    tables.run_input_prefix = prefixSums(run_inputs);
+    if (tables.any_recomputed) {
+      // A bottom-up segment tree: 2L doubles, where a sparse table would need L log L.
+      tables.max_tree.assign(2 * layers, 0.0);
+      for (std::size_t i = 0; i < layers; ++i) {
+        tables.max_tree[layers + i] = option.recomputed[i] ? costs_.activation_bytes[i] : 0.0;
+      }
+      for (std::size_t i = layers - 1; i > 0; --i) {
+        tables.max_tree[i] = std::max(tables.max_tree[2 * i], tables.max_tree[2 * i + 1]);
+      }
+    }
+    any_recomputed_ = any_recomputed_ || tables.any_recomputed;
+    tables_.push_back(std::move(tables));
+  }
+  if (options_.size() == 1) {
+    // One option: its extra forward is plain compute, so prefix-sum shortcuts stay exact.
+    for (std::size_t i = 0; i <= layers; ++i) compute_prefix_[i] += tables_[0].extra_prefix[i];
+  }
+
+  if (!costs_.gradient_bytes.empty()) {
+    checkSize(costs_.gradient_bytes, layers, "gradient_bytes");
+    checkSize(costs_.backward_ms, layers, "backward_ms");
+    checkNonNegative(costs_.gradient_bytes, "gradient_bytes");
+    checkNonNegative(costs_.backward_ms, "backward_ms");
+    if (!costs_.allreduce_overlap.empty() && costs_.allreduce_overlap.size() != stages) {
+      throw Error("cost model: allreduce_overlap needs one entry per stage");
+    }
+    if (!(costs_.allreduce_fixed_ms >= 0) || !(costs_.allreduce_ms_per_byte >= 0) ||
+        !std::isfinite(costs_.allreduce_fixed_ms) || !std::isfinite(costs_.allreduce_ms_per_byte) ||
+        !(costs_.allreduce_slots >= 1) || !std::isfinite(costs_.allreduce_slots)) {
+      throw Error("cost model: all-reduce times must be finite and >= 0, slots >= 1");
+    }
+    gradient_prefix_ = prefixSums(costs_.gradient_bytes);
+    backward_prefix_ = prefixSums(costs_.backward_ms);
+    has_allreduce_ = costs_.allreduce_fixed_ms > 0 || costs_.allreduce_ms_per_byte > 0;
   }
 }
 
-double CostModel::largestActivationBytes(int first, int last) const {
+double CostModel::largestRecomputedBytes(const OptionTables& tables, int first, int last) const {
+  if (!tables.any_recomputed) return 0.0;
   double largest = 0.0;
   std::size_t lo = static_cast<std::size_t>(first) + costs_.compute_ms.size();
   std::size_t hi = static_cast<std::size_t>(last) + 1 + costs_.compute_ms.size();
   for (; lo < hi; lo /= 2, hi /= 2) {
-    if (lo & 1) largest = std::max(largest, activation_max_tree_[lo++]);
-    if (hi & 1) largest = std::max(largest, activation_max_tree_[--hi]);
+    if (lo & 1) largest = std::max(largest, tables.max_tree[lo++]);
+    if (hi & 1) largest = std::max(largest, tables.max_tree[--hi]);
   }
   return largest;
 }
 
+double CostModel::allReduceMs(int first, int last) const {
+  if (!has_allreduce_) return 0.0;
+  return costs_.allreduce_fixed_ms +
+         costs_.allreduce_ms_per_byte * (gradient_prefix_[last + 1] - gradient_prefix_[first]);
+}
+
+double CostModel::exposedAllReduceMs(int stage, int first, int last) const {
+  if (!has_allreduce_) return 0.0;
+  const int overlap = costs_.allreduce_overlap.empty() ? 0 : costs_.allreduce_overlap[stage];
+  const double hidden_ms =
+      overlap * (backward_prefix_[last + 1] - backward_prefix_[first]) / costs_.stage_speed[stage];
+  return std::max(0.0, allReduceMs(first, last) - hidden_ms);
+}
+
+double CostModel::recomputeExtraMs(int option, int first, int last) const {
+  const OptionTables& tables = tables_[static_cast<std::size_t>(option)];
+  return tables.extra_prefix[last + 1] - tables.extra_prefix[first];
+}
+
+double CostModel::optionCostMs(int option, int stage, int first, int last) const {
+  const double extra = options_.size() == 1 ? 0.0 : recomputeExtraMs(option, first, last);
+  const double cost = (computeMs(first, last) + extra + commInMs(first) + commOutMs(last)) /
+                      costs_.stage_speed[stage];
+  return has_allreduce_ ? cost + exposedAllReduceMs(stage, first, last) / costs_.allreduce_slots : cost;
+}
+
+double CostModel::optionMemoryBytes(int option, int stage, int first, int last) const {
+  const OptionTables& tables = tables_[static_cast<std::size_t>(option)];
+  const double kept = tables.kept_prefix[last + 1] - tables.kept_prefix[first];
+  double inputs = tables.run_input_prefix[last + 1] - tables.run_input_prefix[first + 1];
+  if (options_[static_cast<std::size_t>(option)].recomputed[first]) inputs += costs_.input_bytes[first];
+  return stateBytes(first, last) + costs_.in_flight[stage] * (kept + inputs) +
+         largestRecomputedBytes(tables, first, last);
+}
+
+int CostModel::recomputeChoice(int stage, int first, int last) const {
+  const int count = recomputeOptionCount();
+  if (count == 1) return !hasMemoryCaps() || optionMemoryBytes(0, stage, first, last) <= capBytes(stage) ? 0 : -1;
+  int best = -1;
+  double best_cost = 0.0;
+  for (int option = 0; option < count; ++option) {
+    if (hasMemoryCaps() && optionMemoryBytes(option, stage, first, last) > capBytes(stage)) continue;
+    const double cost = optionCostMs(option, stage, first, last);
+    if (best < 0 || cost < best_cost) {
+      best = option;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+std::string CostModel::recomputeName(int option) const {
+  return options_[static_cast<std::size_t>(option)].name;
+}
+
+double CostModel::stageCostMs(int stage, int first, int last) const {
+  if (options_.size() == 1 && !has_allreduce_) {
+    return (computeMs(first, last) + commInMs(first) + commOutMs(last)) / costs_.stage_speed[stage];
+  }
+  const int choice = recomputeChoice(stage, first, last);
+  return optionCostMs(std::max(choice, 0), stage, first, last);
+}
+
 double CostModel::growingMemoryBytes(int stage, int first, int last) const {
-  const double state = state_prefix_[last + 1] - state_prefix_[first];
-  if (costs_.recompute) return state + largestActivationBytes(first, last);
-  return state + costs_.in_flight[stage] * (activation_prefix_[last + 1] - activation_prefix_[first]);
+  double least = std::numeric_limits<double>::infinity();
+  for (const OptionTables& tables : tables_) {
+    const double kept = tables.kept_prefix[last + 1] - tables.kept_prefix[first];
+    least = std::min(least, costs_.in_flight[stage] * kept + largestRecomputedBytes(tables, first, last));
+  }
+  return stateBytes(first, last) + least;
 }
 
 double CostModel::memoryBytes(int stage, int first, int last) const {
-  double bytes = growingMemoryBytes(stage, first, last);
-  if (costs_.recompute) bytes += costs_.in_flight[stage] * costs_.input_bytes[first];
-  return bytes;
+  const int choice = recomputeChoice(stage, first, last);
+  if (choice >= 0) return optionMemoryBytes(choice, stage, first, last);
+  double least = std::numeric_limits<double>::infinity();
+  for (int option = 0; option < recomputeOptionCount(); ++option) {
+    least = std::min(least, optionMemoryBytes(option, stage, first, last));
+  }
+  return least;
+}
+
+double CostModel::stageCostUpperBoundMs() const {
+  double comm = 0.0;
+  for (double ms : costs_.boundary_comm_ms) comm = std::max(comm, ms);
+  double extra = 0.0;
+  for (const OptionTables& tables : tables_) extra = std::max(extra, tables.extra_prefix.back());
+  if (options_.size() == 1) extra = 0.0;  // already in the compute prefix
+  const double slowest = *std::min_element(costs_.stage_speed.begin(), costs_.stage_speed.end());
+  return (totalComputeMs() + extra + 2 * comm) / slowest +
+         allReduceMs(0, layerCount() - 1) / costs_.allreduce_slots;
 }
 
 double CostModel::capBytes(int stage) const {
@@ -115,6 +245,13 @@ CostModel CostModel::reversed() const {
   std::reverse(mirror.stage_speed.begin(), mirror.stage_speed.end());
   std::reverse(mirror.in_flight.begin(), mirror.in_flight.end());
   std::reverse(mirror.memory_cap_bytes.begin(), mirror.memory_cap_bytes.end());
+  for (RecomputeOption& option : mirror.recompute_options) {
+    std::reverse(option.recomputed.begin(), option.recomputed.end());
+    std::reverse(option.extra_ms.begin(), option.extra_ms.end());
+  }
+  std::reverse(mirror.gradient_bytes.begin(), mirror.gradient_bytes.end());
+  std::reverse(mirror.backward_ms.begin(), mirror.backward_ms.end());
+  std::reverse(mirror.allreduce_overlap.begin(), mirror.allreduce_overlap.end());
   return CostModel(std::move(mirror));
 }
 

@@ -22,14 +22,8 @@ bool probe(const CostModel& model, double limit_ms, bool greedy) {
   return greedy ? probeGreedy(model, limit_ms, nullptr) : probeReachable(model, limit_ms, nullptr);
 }
 
-// No stage of any split costs more than this: the whole chain, both comms, the slowest speed.
-double upperBoundMs(const CostModel& model) {
-  double comm = 0.0;
-  for (double ms : model.costs().boundary_comm_ms) comm = std::max(comm, ms);
-  const auto& speeds = model.costs().stage_speed;
-  const double slowest = *std::min_element(speeds.begin(), speeds.end());
-  return (model.totalComputeMs() + 2 * comm) / slowest;
-}
+// No stage of any split costs more than this.
+double upperBoundMs(const CostModel& model) { return model.stageCostUpperBoundMs(); }
 
 struct TailEntry {
   SplitScore score{0.0, kInfinity, kInfinity};
@@ -132,7 +126,7 @@ void throwMemoryInfeasible(const CostModel& model) {
                   formatBytes(static_cast<std::uint64_t>(need)) + ", " +
                   formatBytes(static_cast<std::uint64_t>(need - model.capBytes(s))) +
                   " over its cap of " + formatBytes(static_cast<std::uint64_t>(model.capBytes(s))) +
-                  "; raise the cap, use --recompute or a smaller microbatch");
+                  "; raise the cap, use --recompute full or a smaller microbatch");
     }
   }
   // Otherwise: the smallest extra allowance, added to every cap, that lets some split fit.
@@ -171,7 +165,7 @@ void throwMemoryInfeasible(const CostModel& model) {
               ", " + formatBytes(static_cast<std::uint64_t>(std::max(0.0, worst_excess))) +
               " over its cap of " +
               formatBytes(static_cast<std::uint64_t>(model.capBytes(worst_stage))) +
-              "; raise the cap, use more stages, --recompute or a smaller microbatch");
+              "; raise the cap, use more stages, --recompute auto or a smaller microbatch");
 }
 
 std::vector<int> solveExactSplit(const CostModel& model, ProbeChoice choice) {

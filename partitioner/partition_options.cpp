@@ -39,6 +39,96 @@ constexpr NamedOptimizer kOptimizers[] = {
 
 }  // namespace
 
+std::string RecomputePolicy::text() const {
+  switch (mode) {
+    case Mode::kNone: return "none";
+    case Mode::kFull: return "full";
+    case Mode::kAuto: return "auto";
+    case Mode::kSelective: break;
+  }
+  std::string joined;
+  for (const std::string& kind : kinds) joined += (joined.empty() ? "" : "+") + kind;
+  return "selective:" + joined;
+}
+
+RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& profile) {
+  RecomputePolicy policy;
+  if (text == "none") return policy;
+  if (text == "full") {
+    policy.mode = RecomputePolicy::Mode::kFull;
+    return policy;
+  }
+  if (text == "auto") {
+    policy.mode = RecomputePolicy::Mode::kAuto;
+    return policy;
+  }
+  const std::string prefix = "selective:";
+  std::vector<std::string> known;
+  for (const LayerCost& layer : profile.layers) {
+    if (!layer.kind.empty() && std::find(known.begin(), known.end(), layer.kind) == known.end()) {
+      known.push_back(layer.kind);
+    }
+  }
+  if (text.compare(0, prefix.size(), prefix) != 0) {
+    const std::string mode = text.substr(0, text.find(':'));
+    throw Error("--recompute " + text + ": unknown mode '" + mode + "'" +
+                unknownNameHint(mode, {"none", "full", "auto", "selective"}) +
+                " (selective takes layer kinds: selective:" +
+                (known.empty() ? std::string("KIND") : known.back()) + ")");
+  }
+  policy.mode = RecomputePolicy::Mode::kSelective;
+  std::string rest = text.substr(prefix.size());
+  std::replace(rest.begin(), rest.end(), '+', ',');
+  std::vector<std::string> kinds = splitCommas(rest);
+  if (kinds.empty()) kinds.push_back("");
+  for (const std::string& kind : kinds) {
+    if (kind.empty()) {
+      throw Error("--recompute " + text + ": an empty layer kind; name kinds like selective:" +
+                  (known.empty() ? std::string("KIND") : known.back()) +
+                  (known.size() > 1 ? "+" + known.front() : std::string()));
+    }
+    if (std::find(known.begin(), known.end(), kind) == known.end()) {
+      if (known.empty()) {
+        throw Error("--recompute " + text + ": the profile's layers carry no kinds; use " +
+                    "--recompute full or auto");
+      }
+      throw Error("--recompute " + text + ": the profile has no layer of kind '" + kind + "'" +
+                  unknownNameHint(kind, known));
+    }
+    if (std::find(policy.kinds.begin(), policy.kinds.end(), kind) == policy.kinds.end()) {
+      policy.kinds.push_back(kind);
+    }
+  }
+  return policy;
+}
+
+std::vector<RecomputeOption> recomputeOptions(const Profile& profile, const RecomputePolicy& policy) {
+  auto option = [&](const std::string& name, auto recomputed) {
+    RecomputeOption result{name, {}, {}};
+    for (const LayerCost& layer : profile.layers) {
+      const bool yes = recomputed(layer);
+      result.recomputed.push_back(yes ? 1 : 0);
+      result.extra_ms.push_back(yes ? layer.recomputeMedianMs() : 0.0);
+    }
+    return result;
+  };
+  const auto none = [](const LayerCost&) { return false; };
+  const auto all = [](const LayerCost&) { return true; };
+  switch (policy.mode) {
+    case RecomputePolicy::Mode::kNone:
+      return {option("none", none)};
+    case RecomputePolicy::Mode::kFull:
+      return {option("full", all)};
+    case RecomputePolicy::Mode::kAuto:
+      return {option("none", none), option("full", all)};
+    case RecomputePolicy::Mode::kSelective:
+      break;
+  }
+  return {option(policy.text(), [&](const LayerCost& layer) {
+    return std::find(policy.kinds.begin(), policy.kinds.end(), layer.kind) != policy.kinds.end();
+  })};
+}
+
 const std::vector<std::string>& optimizerNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> list;
@@ -140,15 +230,20 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
     throw Error("--bytes-per-param: must be a finite number >= 0");
   }
 
+  if (options.data_parallel < 1) {
+    throw Error("--data-parallel " + std::to_string(options.data_parallel) +
+                ": each stage needs at least 1 replica; use --data-parallel 1 for a plain pipeline");
+  }
+
   ChainCosts costs;
-  costs.recompute = options.recompute;
+  costs.recompute_options = recomputeOptions(profile, options.recompute);
   double total_ms = 0.0;
   for (int k = 0; k < layers; ++k) {
     const LayerCost& layer = profile.layers[k];
-    const double forward_ms = layer.forward_ms.median;
-    const double compute_ms = forward_ms + layer.backward_ms.median + (options.recompute ? forward_ms : 0.0);
+    const double compute_ms = layer.forward_ms.median + layer.backward_ms.median;
     costs.compute_ms.push_back(compute_ms);
-    total_ms += compute_ms;
+    // The worst case for the finiteness check below: every layer recomputed.
+    total_ms += compute_ms + layer.recomputeMedianMs();
     costs.state_bytes.push_back(static_cast<double>(layer.params) * options.bytes_per_param);
     costs.activation_bytes.push_back(static_cast<double>(layer.activation_bytes));
     costs.input_bytes.push_back(k > 0 ? static_cast<double>(profile.layers[k - 1].output_bytes) : 0.0);
@@ -199,6 +294,21 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
     const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
                                                                     : options.memory_cap_bytes[s];
     costs.memory_cap_bytes.push_back(static_cast<double>(cap));
+  }
+  if (options.data_parallel > 1) {
+    const double replicas = options.data_parallel;
+    const double steps = 2.0 * (replicas - 1);
+    // Ring all-reduce: 2 (D - 1) / D of the bytes cross each link, 2 (D - 1) latencies.
+    costs.allreduce_fixed_ms = steps * options.dp_latency_ms;
+    costs.allreduce_ms_per_byte =
+        options.dp_bandwidth_bytes_per_s > 0 ? steps / replicas / options.dp_bandwidth_bytes_per_s * 1e3 : 0.0;
+    for (int k = 0; k < layers; ++k) {
+      costs.gradient_bytes.push_back(static_cast<double>(profile.layers[k].param_bytes));
+      costs.backward_ms.push_back(profile.layers[k].backward_ms.median);
+    }
+    // GPipe and 1F1B: stage s's last backward is followed by those of stages s-1 .. 0.
+    for (int s = 0; s < stages; ++s) costs.allreduce_overlap.push_back(s);
+    costs.allreduce_slots = options.microbatches + stages - 1;
   }
   return CostModel(std::move(costs));
 }

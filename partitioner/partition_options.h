@@ -12,12 +12,38 @@ namespace stagecut {
 /// The schedules whose in-flight microbatches the memory model knows.
 enum class PipelineSchedule { kGpipe, kOneFOneB };
 
+/// `--recompute`: how stages keep activations for their backward.
+struct RecomputePolicy {
+  enum class Mode {
+    kNone,       ///< keep every layer's activations
+    kFull,       ///< every stage keeps only its input and reruns its forward
+    kSelective,  ///< layers of `kinds` keep only their inputs and rerun their forward
+    kAuto,       ///< per stage, none where it fits the memory cap, else full
+  };
+  Mode mode = Mode::kNone;
+  std::vector<std::string> kinds;  ///< kSelective: LayerCost::kind values, as given
+
+  /// "none", "full", "auto" or "selective:Attention+MLP".
+  std::string text() const;
+};
+
+/// Parses `--recompute none|full|auto|selective:<kinds>` (kinds separated by ',' or '+'), checking
+/// each kind against the profile's layers. Throws Error (input) naming the flag, the unknown mode
+/// or kind and the nearest name: "--recompute selective:Atention: the profile has no layer of kind
+/// 'Atention', did you mean 'Attention'?".
+RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& profile);
+
 /// Everything the user decides about a split, in units; the CLI fills it from flags.
 struct PartitionOptions {
   int stages = 1;        ///< N
   int microbatches = 1;  ///< M per step
   PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
-  bool recompute = false;  ///< activation checkpointing: one more forward, less memory
+  RecomputePolicy recompute;  ///< activation checkpointing: more forward, less memory
+  /// D: replicas of every stage; with D > 1 each stage's gradient all-reduce (ring, over the
+  /// dp link) is charged where it does not hide behind later stages' cool-down.
+  int data_parallel = 1;
+  double dp_bandwidth_bytes_per_s = 0.0;  ///< 0 with dp_latency_ms = 0: all-reduce is free
+  double dp_latency_ms = 0.0;
   /// Link bandwidth in bytes per second; 0 with latency_ms = 0 means no communication modelled.
   double bandwidth_bytes_per_s = 0.0;
   double latency_ms = 0.0;  ///< per message, each direction
@@ -62,10 +88,16 @@ std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages);
 /// or above the layer count (`--stages 9: the profile has 7 layers; use --stages 7 or fewer`).
 void checkStageCount(int stages, std::size_t layers);
 
+/// The recompute options a policy gives the cost model (ChainCosts::recompute_options): none,
+/// full, selective (the layers of its kinds) or, for auto, none then full. Extra forwards are
+/// the layers' recomputeMedianMs().
+std::vector<RecomputeOption> recomputeOptions(const Profile& profile, const RecomputePolicy& policy);
+
 /// Checks the options against the profile (`source` names it in messages) and resolves them
 /// into the solvers' cost model. Throws Error (input) for --stages < 1 or above the layer count,
-/// --microbatches < 1, a profile whose layers all take 0 ms, a wrong number of speeds or caps, and
-/// numbers whose sums a double cannot hold (times, transfers) or that exceed 8 EiB of memory.
+/// --microbatches < 1, --data-parallel < 1, a profile whose layers all take 0 ms, a wrong number
+/// of speeds or caps, and numbers whose sums a double cannot hold (times, transfers) or that
+/// exceed 8 EiB of memory.
 CostModel buildCostModel(const Profile& profile, const PartitionOptions& options,
                          const std::string& source);
 

@@ -25,6 +25,31 @@ double predictedBubble(const std::vector<double>& stage_cost_ms, int microbatche
   return 1.0 - microbatches * sum / (stages * step_ms);
 }
 
+std::vector<StageRecompute> describeRecompute(const CostModel& model,
+                                              const std::vector<int>& layers_per_stage) {
+  std::vector<StageRecompute> result;
+  int first = 0;
+  for (int s = 0; s < static_cast<int>(layers_per_stage.size()); ++s) {
+    const int last = first + layers_per_stage[s] - 1;
+    const int choice = std::max(0, model.recomputeChoice(s, first, last));
+    StageRecompute stage;
+    stage.mode = model.recomputeName(choice);
+    stage.extra_ms = model.recomputeExtraMs(choice, first, last);
+    // The same stage without recomputation: what the mode saves and what it adds.
+    ChainCosts plain = model.costs();
+    plain.recompute_options.clear();
+    plain.gradient_bytes.clear();
+    const CostModel plain_model(plain);
+    stage.memory_bytes_without = plain_model.memoryBytes(s, first, last);
+    stage.memory_bytes_with = model.optionMemoryBytes(choice, s, first, last);
+    stage.allreduce_ms = model.allReduceMs(first, last);
+    stage.exposed_allreduce_ms = model.exposedAllReduceMs(s, first, last);
+    result.push_back(stage);
+    first = last + 1;
+  }
+  return result;
+}
+
 Partition describeSplit(const Profile& profile, const PartitionOptions& options,
                         const CostModel& model, const std::vector<int>& layers_per_stage,
                         const std::string& method) {
@@ -40,10 +65,12 @@ Partition describeSplit(const Profile& profile, const PartitionOptions& options,
     for (int k = stage.first; k <= stage.last; ++k) {
       const LayerCost& layer = profile.layers[k];
       stage.forward_ms += layer.forward_ms.median;
-      // Recomputation reruns the forward inside the backward pass.
-      stage.backward_ms += layer.backward_ms.median + (options.recompute ? layer.forward_ms.median : 0.0);
+      stage.backward_ms += layer.backward_ms.median;
       stage.params += layer.params;
     }
+    // Recomputation reruns the forward inside the backward pass.
+    const int choice = std::max(0, model.recomputeChoice(s, stage.first, stage.last));
+    stage.backward_ms += model.recomputeExtraMs(choice, stage.first, stage.last);
     stage.comm_ms = model.commInMs(stage.first) + model.commOutMs(stage.last);
     stage.cost_ms = model.stageCostMs(s, stage.first, stage.last);
     stage.memory_bytes = static_cast<std::uint64_t>(std::llround(model.memoryBytes(s, stage.first, stage.last)));

@@ -1,9 +1,11 @@
 #include "partitioner/simulated_refinement.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "partitioner/bottleneck_probe.h"
 #include "partitioner/split_score.h"
+#include "schedule/data_parallel.h"
 #include "schedule/generators.h"
 #include "schedule/simulator.h"
 #include "schedule/stage_costs.h"
@@ -21,8 +23,11 @@ double simulatedStepMs(const Profile& profile, const PartitionOptions& options, 
     double forward_ms = 0.0, backward_ms = 0.0;
     for (int k = first; k <= last; ++k) {
       forward_ms += profile.layers[k].forward_ms.median;
-      backward_ms += profile.layers[k].backward_ms.median + (options.recompute ? profile.layers[k].forward_ms.median : 0.0);
+      backward_ms += profile.layers[k].backward_ms.median;
     }
+    // Recomputation reruns the forward inside the backward pass.
+    backward_ms += model.recomputeExtraMs(std::max(0, model.recomputeChoice(s, first, last)), first, last);
+    if (options.data_parallel > 1) costs.allreduce_ms.push_back(model.allReduceMs(first, last));
     const double speed = model.costs().stage_speed[s];
     StageOpCosts stage;
     stage.forward_ms = forward_ms / speed;
@@ -40,8 +45,9 @@ double simulatedStepMs(const Profile& profile, const PartitionOptions& options, 
 
 SimulatedRefinement refineBySimulatedStep(const Profile& profile, const PartitionOptions& options,
                                           const CostModel& model, const std::vector<int>& exact_split) {
-  const Schedule schedule = generateSchedule(pipelineScheduleName(options.schedule), model.stageCount(),
-                                             options.microbatches);
+  Schedule schedule = generateSchedule(pipelineScheduleName(options.schedule), model.stageCount(),
+                                       options.microbatches);
+  if (options.data_parallel > 1) schedule = withGradientAllReduce(schedule);
   SimulatedRefinement result;
   result.layers_per_stage = exact_split;
   result.exact_split_simulated_ms = simulatedStepMs(profile, options, model, schedule, exact_split);

@@ -44,11 +44,11 @@ TEST_CASE("partition names the stage a memory cap cannot serve, and by how much"
   checkInputError(partition("--stages 4 --memory-cap 1MiB"),
                   "--memory-cap: stage 0 cannot hold even one layer: the smallest it could take, "
                   "layer 1, needs 30.1 MiB, 29.1 MiB over its cap of 1.00 MiB; raise the cap, use "
-                  "--recompute or a smaller microbatch");
+                  "--recompute full or a smaller microbatch");
   checkInputError(partition("--stages 4 --memory-cap 120MiB"),
                   "--memory-cap: no split into 4 stages fits; the closest puts layers 9-10 on stage "
                   "3, 125 MiB, 5.01 MiB over its cap of 120 MiB; raise the cap, use more stages, "
-                  "--recompute or a smaller microbatch");
+                  "--recompute auto or a smaller microbatch");
   checkInputError(partition("--stages 4 --memory-cap 80GB,80GB"),
                   "--memory-cap 80GB,80GB: 2 caps for 4 stages; give one for all stages or one per stage");
 }

@@ -1,5 +1,6 @@
 // The exact solvers against an independent brute force over every split, for every L <= 12 and
-// N <= 5, on random costs with and without communication, speeds, memory caps and recompute.
+// N <= 5, on random costs with and without communication, speeds, memory caps, recompute (full,
+// selective, and chosen per stage) and a data-parallel all-reduce term.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -25,7 +26,10 @@ struct Features {
   bool comm = false;
   bool speeds = false;
   bool caps = false;
-  bool recompute = false;
+  bool recompute = false;        // one option: full recomputation
+  bool selective = false;        // one option: a random subset of layers recomputed
+  bool recompute_choice = false;  // options none, selective and full, chosen per stage
+  bool allreduce = false;
   bool integers = true;
 };
 
@@ -62,22 +66,45 @@ std::optional<BruteBest> bruteForce(const ChainCosts& costs) {
       int first = 0;
       for (int s = 0; s < stages; ++s) {
         const int last = first + counts[s] - 1;
-        double work = 0.0, state = 0.0, activations = 0.0, largest = 0.0;
+        double work = 0.0, state = 0.0, gradients = 0.0, backward = 0.0;
         for (int k = first; k <= last; ++k) {
           work += costs.compute_ms[k];
           state += costs.state_bytes[k];
-          activations += costs.activation_bytes[k];
-          largest = std::max(largest, costs.activation_bytes[k]);
+          if (!costs.gradient_bytes.empty()) {
+            gradients += costs.gradient_bytes[k];
+            backward += costs.backward_ms[k];
+          }
         }
         if (!costs.boundary_comm_ms.empty()) {
           if (first > 0) work += costs.boundary_comm_ms[first - 1];
           if (last < layers - 1) work += costs.boundary_comm_ms[last];
         }
-        const double cost = work / costs.stage_speed[s];
-        const double memory = costs.recompute
-                                  ? state + costs.in_flight[s] * costs.input_bytes[first] + largest
-                                  : state + costs.in_flight[s] * activations;
-        if (!costs.memory_cap_bytes.empty() && memory > costs.memory_cap_bytes[s]) return;
+        double exposed = 0.0;
+        if (!costs.gradient_bytes.empty()) {
+          const double allreduce = costs.allreduce_fixed_ms + costs.allreduce_ms_per_byte * gradients;
+          exposed = std::max(0.0, allreduce - costs.allreduce_overlap[s] * backward / costs.stage_speed[s]);
+        }
+        // Every recompute option, straight from its definition; the stage takes the cheapest
+        // that fits.
+        std::vector<stagecut::RecomputeOption> options = costs.recompute_options;
+        if (options.empty()) options.push_back({"none", std::vector<char>(layers, 0), std::vector<double>(layers, 0.0)});
+        double cost = std::numeric_limits<double>::infinity();
+        for (const auto& option : options) {
+          double extra = 0.0, kept = 0.0, inputs = 0.0, largest = 0.0;
+          for (int k = first; k <= last; ++k) {
+            if (option.recomputed[k]) {
+              extra += option.extra_ms[k];
+              largest = std::max(largest, costs.activation_bytes[k]);
+              if (k == first || !option.recomputed[k - 1]) inputs += costs.input_bytes[k];
+            } else {
+              kept += costs.activation_bytes[k];
+            }
+          }
+          const double memory = state + costs.in_flight[s] * (kept + inputs) + largest;
+          if (!costs.memory_cap_bytes.empty() && memory > costs.memory_cap_bytes[s]) continue;
+          cost = std::min(cost, (work + extra) / costs.stage_speed[s] + exposed / costs.allreduce_slots);
+        }
+        if (!std::isfinite(cost)) return;
         candidate.bottleneck_ms = std::max(candidate.bottleneck_ms, cost);
         candidate.sum_ms += cost;
         candidate.sum_squares += cost * cost;
@@ -100,12 +127,32 @@ ChainCosts randomChain(std::mt19937& random, int layers, int stages, const Featu
   auto real = [&](double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(random); };
   auto value = [&](int lo, int hi) { return features.integers ? integer(lo, hi) : real(lo, hi); };
   ChainCosts costs;
-  costs.recompute = features.recompute;
+  stagecut::RecomputeOption full{"full", {}, {}}, selective{"selective", {}, {}};
   for (int k = 0; k < layers; ++k) {
     costs.compute_ms.push_back(value(0, 9));
     costs.state_bytes.push_back(value(0, 20));
     costs.activation_bytes.push_back(value(0, 10));
     costs.input_bytes.push_back(value(0, 10));
+    full.recomputed.push_back(1);
+    full.extra_ms.push_back(value(0, 3));
+    selective.recomputed.push_back(static_cast<char>(integer(0, 1)));
+    selective.extra_ms.push_back(selective.recomputed.back() ? full.extra_ms.back() : 0.0);
+  }
+  if (features.recompute) costs.recompute_options = {full};
+  if (features.selective) costs.recompute_options = {selective};
+  if (features.recompute_choice) {
+    stagecut::RecomputeOption none{"none", std::vector<char>(layers, 0), std::vector<double>(layers, 0.0)};
+    costs.recompute_options = {none, selective, full};
+  }
+  if (features.allreduce) {
+    for (int k = 0; k < layers; ++k) {
+      costs.gradient_bytes.push_back(value(0, 20));
+      costs.backward_ms.push_back(value(0, 6));
+    }
+    costs.allreduce_fixed_ms = value(0, 4);
+    costs.allreduce_ms_per_byte = features.integers ? 1.0 : real(0.1, 2.0);
+    for (int s = 0; s < stages; ++s) costs.allreduce_overlap.push_back(s);
+    costs.allreduce_slots = std::ldexp(1.0, integer(0, 2));  // powers of two keep integer costs exact
   }
   if (features.comm) {
     for (int b = 0; b + 1 < layers; ++b) costs.boundary_comm_ms.push_back(value(0, 6));
@@ -182,7 +229,7 @@ void runSweep(const Features& features, int trials_per_shape, unsigned seed) {
   }
   CHECK(cases >= 50 * trials_per_shape);
   // The caps are drawn so that both outcomes occur.
-  if (features.caps) CHECK(feasible < cases);
+  if (features.caps && !features.recompute_choice) CHECK(feasible < cases);
   CHECK(feasible > 0);
 }
 
@@ -228,6 +275,39 @@ TEST_CASE("exact solvers match brute force with recompute under memory caps",
   features.recompute = true;
   features.caps = true;
   runSweep(features, 12, 8);
+}
+
+TEST_CASE("exact solvers match brute force with selective recompute under memory caps",
+          "[partitioner][exact][recompute]") {
+  Features features;
+  features.selective = true;
+  features.caps = true;
+  runSweep(features, 10, 11);
+}
+
+TEST_CASE("exact solvers match brute force choosing recompute per stage under memory caps",
+          "[partitioner][exact][recompute]") {
+  Features features;
+  features.recompute_choice = true;
+  features.caps = true;
+  runSweep(features, 10, 12);
+  features.integers = false;
+  features.comm = true;
+  features.speeds = true;
+  runSweep(features, 6, 13);
+}
+
+TEST_CASE("exact solvers match brute force with a data-parallel all-reduce term",
+          "[partitioner][exact][data-parallel]") {
+  Features features;
+  features.allreduce = true;
+  runSweep(features, 10, 14);
+  features.caps = true;
+  features.recompute_choice = true;
+  features.comm = true;
+  runSweep(features, 6, 15);
+  features.integers = false;
+  runSweep(features, 6, 16);
 }
 
 TEST_CASE("exact solvers match brute force with communication, speeds and caps together",

@@ -1,0 +1,112 @@
+#include "partitioner/data_parallel_plan.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "partitioner/profile_partitioner.h"
+#include "schedule/data_parallel.h"
+#include "schedule/generators.h"
+#include "schedule/simulator.h"
+
+namespace stagecut {
+
+Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& options,
+                              const std::string& source) {
+  if (options.ranks < 1) {
+    throw Error("--ranks " + std::to_string(options.ranks) +
+                ": the trade-off needs at least 1 rank, e.g. --ranks 8");
+  }
+  Tradeoff result;
+  result.microbatch_size = profile.run.microbatch_size;
+  if (options.global_batch != 0) {
+    if (options.global_batch < 0) {
+      throw Error("--global-batch " + std::to_string(options.global_batch) +
+                  ": a step needs at least 1 sample, e.g. --global-batch 256");
+    }
+    if (result.microbatch_size < 1) {
+      throw Error(source + ": the profile does not say its microbatch size, so --global-batch " +
+                  "cannot be turned into microbatches; give --microbatches M per replica instead");
+    }
+  } else if (options.microbatches < 1) {
+    throw Error("--microbatches " + std::to_string(options.microbatches) +
+                ": a step needs at least 1 microbatch");
+  }
+  const int layers = static_cast<int>(profile.layerCount());
+  for (int stages = 1; stages <= options.ranks; ++stages) {
+    if (options.ranks % stages != 0) continue;
+    const int replicas = options.ranks / stages;
+    const std::string layout = std::to_string(stages) + " x " + std::to_string(replicas);
+    if (stages > layers) {
+      result.notes.push_back(layout + " left out: " + std::to_string(stages) +
+                             " stages need more than the profile's " + std::to_string(layers) +
+                             " layers");
+      continue;
+    }
+    int microbatches = options.microbatches;
+    if (options.global_batch != 0) {
+      const int per_step = replicas * result.microbatch_size;
+      if (options.global_batch % per_step != 0) {
+        result.notes.push_back(layout + " left out: --global-batch " +
+                               std::to_string(options.global_batch) + " is not a multiple of " +
+                               std::to_string(replicas) + " replicas x microbatch size " +
+                               std::to_string(result.microbatch_size));
+        continue;
+      }
+      microbatches = options.global_batch / per_step;
+    }
+    for (const std::string& name : options.schedules) {
+      const bool interleaved = name == "interleaved-1f1b";
+      if (interleaved && microbatches % stages != 0) {
+        result.notes.push_back(layout + " " + name + " left out: M = " +
+                               std::to_string(microbatches) + " is not a multiple of N = " +
+                               std::to_string(stages));
+        continue;
+      }
+      PartitionOptions partition_options = options.partition;
+      partition_options.stages = stages;
+      partition_options.microbatches = microbatches;
+      partition_options.schedule = name == "gpipe" ? PipelineSchedule::kGpipe : PipelineSchedule::kOneFOneB;
+      partition_options.data_parallel = replicas;
+      partition_options.dp_bandwidth_bytes_per_s = options.dp_link.bandwidth_bytes_per_s;
+      partition_options.dp_latency_ms = options.dp_link.latency_ms;
+      partition_options.bandwidth_bytes_per_s = options.pipeline_link.bandwidth_bytes_per_s;
+      partition_options.latency_ms = options.pipeline_link.latency_ms;
+      const Partition partition = partitionProfile(profile, partition_options, source, SplitMethod::kCompute);
+
+      const int chunks = interleaved ? options.chunks : 1;
+      const Schedule plain = generateSchedule(name, stages, microbatches, chunks);
+      PipelineCosts costs =
+          costsFromPartition(profile, partition, chunks, options.pipeline_link, source).costs;
+      const double plain_step_ms = simulate(plain, costs).step_ms;
+      costs.allreduce_ms = allReduceMsFromPartition(profile, partition, chunks, replicas, options.dp_link);
+      const SimulationResult simulated = simulate(withGradientAllReduce(plain), costs);
+
+      TradeoffRow row;
+      row.schedule = name;
+      row.stages = stages;
+      row.replicas = replicas;
+      row.microbatches = microbatches;
+      row.layers_per_stage = partition.layersPerStage();
+      row.step_ms = simulated.step_ms;
+      row.bubble = simulated.bubble;
+      for (const RankStats& rank : simulated.ranks) {
+        row.allreduce_ms = std::max(row.allreduce_ms, rank.allreduce_ms);
+      }
+      row.exposed_allreduce_ms = std::max(0.0, simulated.step_ms - plain_step_ms);
+      const double samples = static_cast<double>(microbatches) * replicas *
+                              std::max(1, result.microbatch_size);
+      row.samples_per_s = simulated.step_ms > 0 ? samples / simulated.step_ms * 1e3 : 0.0;
+      result.rows.push_back(row);
+    }
+  }
+  if (result.rows.empty()) {
+    // Only a global batch can rule out every layout: N = 1 always fits the layers.
+    throw Error("--global-batch " + std::to_string(options.global_batch) + ": no layout of " +
+                std::to_string(options.ranks) + " ranks splits it into whole microbatches of " +
+                std::to_string(result.microbatch_size) + " samples; use a multiple of " +
+                std::to_string(options.ranks * result.microbatch_size) + " (ranks x microbatch size)");
+  }
+  return result;
+}
+
+}  // namespace stagecut
