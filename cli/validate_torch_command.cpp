@@ -47,6 +47,12 @@ void checkRequest(const ValidateCommandOptions& options) {
   if (request.steps < 1) throw Error("--steps " + std::to_string(request.steps) + ": measure at least 1 step");
   if (request.warmup_steps < 0) throw Error("--warmup-steps must be 0 or more");
   if (!(request.timeout_s > 0)) throw Error("--timeout must be more than 0 seconds");
+  if (request.recompute != "none" && request.recompute != "full") {
+    throw Error("--recompute " + request.recompute + ": validate runs none or full (every stage checkpointed)");
+  }
+  if (request.data_parallel < 1) {
+    throw Error("--data-parallel " + std::to_string(request.data_parallel) + ": use 1 replica or more");
+  }
   const std::string& source = profile.model.source;
   if (source.rfind("zoo:", 0) != 0 && source.rfind("torchscript:", 0) != 0) {
     throw Error(request.profile_path + ": model source \"" + source +
@@ -56,12 +62,50 @@ void checkRequest(const ValidateCommandOptions& options) {
   if (!options.trace_path.empty()) checkWritable(options.trace_path);
 }
 
+std::string bytesText(std::int64_t bytes) { return formatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0))); }
+
+void printRecompute(std::ostream& out, const ValidationReport& report) {
+  const RecomputeComparison& recompute = *report.recompute;
+  out << "\nactivation recomputation (--recompute full): the same steps with every stage checkpointed\n";
+  TextTable summary;
+  summary.addColumn("", TextTable::Align::kLeft);
+  for (const char* header : {"plain", "recompute", "predicted", "difference"}) summary.addColumn(header, TextTable::Align::kRight);
+  summary.addRow({"step ms (median)", formatMs(report.measured_step_median_ms), formatMs(recompute.measured_step_median_ms),
+                  formatMs(recompute.predicted_step_ms), signedPercent(recompute.error)});
+  summary.print(out, "  ");
+  out << "\n";
+  TextTable ranks;
+  for (const char* header : {"rank", "peak plain", "peak recompute", "pred", "busy ms plain", "busy recompute", "pred"}) {
+    ranks.addColumn(header, TextTable::Align::kRight);
+  }
+  for (std::size_t i = 0; i < report.ranks.size(); ++i) {
+    ranks.addRow({std::to_string(report.ranks[i].rank), bytesText(report.ranks[i].measured_peak_bytes),
+                  bytesText(recompute.measured_peak_bytes[i]), formatBytes(recompute.predicted_peak_bytes[i]),
+                  formatMs(report.ranks[i].measured_busy_ms), formatMs(recompute.measured_busy_ms[i]),
+                  formatMs(recompute.predicted_busy_ms[i])});
+  }
+  ranks.print(out, "  ");
+  out << "  steps ms:";
+  for (double ms : recompute.measured_step_ms) out << " " << formatMs(ms);
+  out << "\n  gradient check after the checkpointed steps: largest relative difference "
+      << scientific(recompute.grad_max_rel_diff) << "\n";
+}
+
 void printReport(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
-  out << "validate: " << report.schedule << ", " << report.stages << " stages, " << report.microbatches
-      << " microbatches, " << report.measured_step_ms.size() << " measured steps after " << request.warmup_steps
-      << " warm-up, " << request.threads << " thread(s) per rank\n";
+  const bool replicated = report.replicas > 1;
+  out << "validate: " << report.schedule << ", " << report.stages << " stages"
+      << (replicated ? " x " + std::to_string(report.replicas) + " data-parallel replicas" : std::string()) << ", "
+      << report.microbatches << " microbatches" << (replicated ? " per replica" : "") << ", "
+      << report.measured_step_ms.size() << " measured steps after " << request.warmup_steps << " warm-up, "
+      << request.threads << " thread(s) per rank\n";
   out << "links between ranks (measured): latency " << formatMs(report.link_latency_ms) << " ms, bandwidth "
-      << formatBytes(static_cast<std::uint64_t>(report.link_bandwidth_bytes_per_s)) << "/s\n\n";
+      << formatBytes(static_cast<std::uint64_t>(report.link_bandwidth_bytes_per_s)) << "/s\n";
+  if (replicated) {
+    out << "links between replicas (measured by all-reduce): latency " << formatMs(report.replica_link_latency_ms)
+        << " ms, bandwidth " << formatBytes(static_cast<std::uint64_t>(report.replica_link_bandwidth_bytes_per_s))
+        << "/s\n";
+  }
+  out << "\n";
   TextTable summary;
   summary.addColumn("", TextTable::Align::kLeft);
   summary.addColumn("measured", TextTable::Align::kRight);
@@ -74,16 +118,23 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   summary.print(out, "  ");
   out << "\n";
   TextTable ranks;
-  for (const char* header : {"rank", "layers", "busy ms", "pred", "bubble", "pred", "peak memory", "pred",
-                             "grad diff"}) {
-    ranks.addColumn(header, std::string(header) == "layers" ? TextTable::Align::kLeft : TextTable::Align::kRight);
+  std::vector<std::string> headers = {"rank", "layers", "busy ms", "pred", "bubble", "pred", "peak memory", "pred",
+                                      "grad diff"};
+  if (replicated) headers.insert(headers.begin() + 2, {"replica", "all-reduce ms", "pred"});
+  for (const auto& header : headers) {
+    ranks.addColumn(header, header == "layers" ? TextTable::Align::kLeft : TextTable::Align::kRight);
   }
   for (const auto& rank : report.ranks) {
-    ranks.addRow({std::to_string(rank.rank), std::to_string(rank.first_layer) + "-" + std::to_string(rank.last_layer),
-                  formatMs(rank.measured_busy_ms), formatMs(rank.predicted_busy_ms), formatPercent(rank.measured_bubble),
-                  formatPercent(rank.predicted_bubble),
-                  formatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(rank.measured_peak_bytes, 0))),
-                  formatBytes(rank.predicted_peak_bytes), scientific(rank.grad_max_rel_diff)});
+    std::vector<std::string> row = {
+        std::to_string(rank.rank), std::to_string(rank.first_layer) + "-" + std::to_string(rank.last_layer),
+        formatMs(rank.measured_busy_ms), formatMs(rank.predicted_busy_ms), formatPercent(rank.measured_bubble),
+        formatPercent(rank.predicted_bubble), bytesText(rank.measured_peak_bytes), formatBytes(rank.predicted_peak_bytes),
+        scientific(rank.grad_max_rel_diff)};
+    if (replicated) {
+      row.insert(row.begin() + 2, {std::to_string(rank.replica), formatMs(rank.measured_allreduce_ms),
+                                   formatMs(report.predicted.ranks[rank.stage].allreduce_ms)});
+    }
+    ranks.addRow(row);
   }
   ranks.print(out, "  ");
   out << "\n  steps ms:";
@@ -91,7 +142,14 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   out << "\n  largest op deviation: " << report.worst_op << " " << signedPercent(report.worst_op_deviation) << "\n";
   out << "  gradient check: " << (report.grad_pass ? "pass" : "FAIL") << " (largest relative difference "
       << scientific(report.grad_max_rel_diff) << ", tolerance " << scientific(report.grad_tolerance) << "); loss "
-      << report.loss_pipeline << " pipelined vs " << report.loss_reference << " full batch\n";
+      << report.loss_pipeline << " pipelined vs " << report.loss_reference << " full batch"
+      << (replicated ? " (all replicas' shards; gradients averaged over the replicas)" : "") << "\n";
+  if (report.recompute) printRecompute(out, report);
+}
+
+int rankFromEnvironment(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? std::atoi(value) : -1;
 }
 
 void runWorker(const ValidateCommandOptions& options) {
@@ -100,10 +158,17 @@ void runWorker(const ValidateCommandOptions& options) {
   rendezvous.world_size = std::atoi(std::getenv("WORLD_SIZE"));
   if (const char* address = std::getenv("MASTER_ADDR")) rendezvous.master_addr = address;
   if (const char* port = std::getenv("MASTER_PORT")) rendezvous.master_port = std::atoi(port);
+  rendezvous.replicas = options.request.data_parallel;
   rendezvous.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000));
+  ValidateRequest request = options.request;
+  request.faults.kill_rank = rankFromEnvironment("STAGECUT_TEST_KILL_RANK");
+  request.faults.stall_rank = rankFromEnvironment("STAGECUT_TEST_STALL_RANK");
+  request.faults.wrong_port_rank = rankFromEnvironment("STAGECUT_TEST_WRONG_PORT_RANK");
+  // Port 1 is privileged and unused on a test machine: the rank looks for a store nobody hosts.
+  if (request.faults.wrong_port_rank == rendezvous.rank) rendezvous.master_port = 1;
   std::vector<RankOutcome> outcomes;
   try {
-    outcomes = runValidationRank(options.request, rendezvous);
+    outcomes = runValidationRank(request, rendezvous);
   } catch (const Error& e) {
     const std::string message = e.what();
     if (message.rfind("rank ", 0) == 0) throw;
@@ -147,6 +212,12 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("--grad-tolerance", request.grad_tolerance, "Largest accepted relative gradient difference")
       ->capture_default_str();
   command->add_option("--seed", request.batch_seed, "Seed of the batch")->capture_default_str();
+  command->add_option("--recompute", request.recompute,
+                      "none, or full: also run the steps with every stage checkpointed and compare")
+      ->capture_default_str();
+  command->add_option("--data-parallel", request.data_parallel,
+                      "Data-parallel replicas of the pipeline: runs stages x replicas ranks")
+      ->capture_default_str();
   command->add_option("--trace", options->trace_path, "Write a Chrome trace of the predicted and measured step");
   command->add_flag("--json", options->json, "Print the stagecut.validation/1 document");
   command->callback([options, arguments] {
@@ -157,8 +228,10 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
     }
     checkRequest(*options);
     LaunchOptions launch;
-    launch.world_size = static_cast<int>(readPartitionFile(options->request.partition_path).stages.size());
+    launch.world_size = static_cast<int>(readPartitionFile(options->request.partition_path).stages.size()) *
+                        options->request.data_parallel;
     launch.arguments = arguments;
+    launch.skip_rank = rankFromEnvironment("STAGECUT_TEST_SKIP_RANK");
     launchRanks(launch);
   });
 }

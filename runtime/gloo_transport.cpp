@@ -1,5 +1,6 @@
 #include "runtime/gloo_transport.h"
 
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -11,26 +12,77 @@ namespace {
 
 std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+std::string seconds(std::chrono::milliseconds timeout) {
+  const auto ms = timeout.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) : std::to_string(static_cast<double>(ms) / 1000).substr(0, 5);
+}
+
+// The one place where c10d waits: a timeout or a lost peer becomes an Error naming them.
+void waitWork(const c10::intrusive_ptr<c10d::Work>& work, const RendezvousInfo& info, const std::string& what) {
+  try {
+    work->wait(info.timeout);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(info.rank) + ": " + what + " failed or timed out after " +
+                    seconds(info.timeout) + " s (" + firstLine(e.what()) + ")",
+                ErrorKind::kRuntime);
+  }
+}
+
+class GlooReplicaGroup : public ReplicaGroup {
+ public:
+  GlooReplicaGroup(c10::intrusive_ptr<c10d::ProcessGroupGloo> group, const RendezvousInfo& info)
+      : group_(std::move(group)), info_(info) {}
+
+  void allReduceSum(torch::Tensor& tensor, const std::string& what) override {
+    std::vector<torch::Tensor> tensors = {tensor};
+    waitWork(group_->allreduce(tensors), info_, what + " with the replicas of stage " + std::to_string(info_.stage()));
+  }
+  int size() const override { return info_.replicas; }
+  int rank() const override { return info_.replica(); }
+  void barrier() { waitWork(group_->barrier(), info_, "waiting in a barrier for the other replicas"); }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  RendezvousInfo info_;
+};
+
 }  // namespace
 
 struct GlooTransport::Impl {
   RendezvousInfo info;
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> pipeline;
+  std::unique_ptr<GlooReplicaGroup> replicas;
   struct PendingSend {
     c10::intrusive_ptr<c10d::Work> work;
     std::vector<torch::Tensor> tensors;  // kept alive until delivered
     int peer;
+    int tag;
   };
   std::vector<PendingSend> pending;
 
-  // The one place where c10d waits: a timeout or a lost peer becomes an Error naming them.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
+  std::string rankName(int stage) const { return "rank " + std::to_string(info.replica() * info.stages() + stage); }
+
+  // Every rank announces itself under its own key; waiting for all of them names the ones that
+  // never came (not started, or started with another MASTER_ADDR / MASTER_PORT).
+  void meet() {
+    store->set("stagecut/joined/" + std::to_string(info.rank), std::vector<std::uint8_t>{1});
+    std::vector<std::string> keys;
+    for (int r = 0; r < info.world_size; ++r) keys.push_back("stagecut/joined/" + std::to_string(r));
     try {
-      work->wait(info.timeout);
-    } catch (const std::exception& e) {
-      throw Error("rank " + std::to_string(info.rank) + ": " + what + " failed or timed out after " +
-                      std::to_string(info.timeout.count() / 1000) + " s (" + firstLine(e.what()) + ")",
+      store->wait(keys, info.timeout);
+    } catch (const std::exception&) {
+      std::string missing;
+      int count = 0;
+      for (int r = 0; r < info.world_size; ++r) {
+        if (store->check({keys[r]})) continue;
+        missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        ++count;
+      }
+      throw Error("rank " + std::to_string(info.rank) + ": rank" + (count == 1 ? " " : "s ") + missing +
+                      " did not join within " + seconds(info.timeout) + " s at " +
+                      info.master_addr + ":" + std::to_string(info.master_port) +
+                      "; check that every rank was started, with the same MASTER_ADDR and MASTER_PORT",
                   ErrorKind::kRuntime);
     }
   }
@@ -38,24 +90,47 @@ struct GlooTransport::Impl {
 
 GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_unique<Impl>()) {
   impl_->info = info;
+  if (info.replicas < 1 || info.world_size % info.replicas != 0) {
+    throw Error("rank " + std::to_string(info.rank) + ": WORLD_SIZE " + std::to_string(info.world_size) +
+                    " is not a multiple of " + std::to_string(info.replicas) + " replicas",
+                ErrorKind::kInput);
+  }
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(info.master_port);
     options.isServer = info.rank == 0;
     options.numWorkers = static_cast<std::size_t>(info.world_size);
-    options.waitWorkers = true;
+    options.waitWorkers = false;  // meet() waits, and names who is missing
     options.timeout = info.timeout;
     impl_->store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, options);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(info.rank) + ": could not " +
+                    (info.rank == 0 ? "open the rendezvous store on port " + std::to_string(info.master_port)
+                                    : "reach rank 0's rendezvous store at " + info.master_addr + ":" +
+                                          std::to_string(info.master_port) + " within " + seconds(info.timeout) +
+                                          " s") +
+                    " (" + firstLine(e.what()) + "); check MASTER_ADDR, MASTER_PORT and that rank 0 was started",
+                ErrorKind::kRuntime);
+  }
+  impl_->meet();
+  try {
     auto group_options = c10d::ProcessGroupGloo::Options::create(info.timeout);
     group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(info.master_addr));
-    impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, info.rank, info.world_size,
-                                                               group_options);
+    const int stages = info.stages();
+    impl_->pipeline = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("pipeline/" + std::to_string(info.replica()), impl_->store),
+        info.stage(), stages, group_options);
+    if (info.replicas > 1) {
+      auto replica_group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          c10::make_intrusive<c10d::PrefixStore>("replicas/" + std::to_string(info.stage()), impl_->store),
+          info.replica(), info.replicas, group_options);
+      impl_->replicas = std::make_unique<GlooReplicaGroup>(std::move(replica_group), info);
+    }
+  } catch (const Error&) {
+    throw;
   } catch (const std::exception& e) {
-    throw Error("rank " + std::to_string(info.rank) + ": could not meet the other " +
-                    std::to_string(info.world_size - 1) + " rank(s) at " + info.master_addr + ":" +
-                    std::to_string(info.master_port) + " within " +
-                    std::to_string(info.timeout.count() / 1000) + " s (" + firstLine(e.what()) +
-                    "); check MASTER_ADDR, MASTER_PORT and that every rank was started",
+    throw Error("rank " + std::to_string(info.rank) + ": could not connect the process groups within " +
+                    seconds(info.timeout) + " s (" + firstLine(e.what()) + ")",
                 ErrorKind::kRuntime);
   }
 }
@@ -66,28 +141,46 @@ void GlooTransport::sendAsync(const torch::Tensor& tensor, int peer, int tag) {
   Impl::PendingSend send;
   send.tensors = {tensor.detach().contiguous()};
   send.peer = peer;
-  send.work = impl_->group->send(send.tensors, peer, tag);
+  send.tag = tag;
+  send.work = impl_->pipeline->send(send.tensors, peer, tag);
   impl_->pending.push_back(std::move(send));
 }
 
 torch::Tensor GlooTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
                                   const std::string& what) {
   std::vector<torch::Tensor> tensors = {torch::empty(shape, torch::kFloat32)};
-  impl_->wait(impl_->group->recv(tensors, peer, tag), "waiting for " + what + " from rank " + std::to_string(peer));
+  waitWork(impl_->pipeline->recv(tensors, peer, tag), impl_->info, "waiting for " + what + " from " + impl_->rankName(peer));
   return tensors[0];
 }
 
 void GlooTransport::flushSends() {
-  for (auto& send : impl_->pending) {
-    impl_->wait(send.work, "sending to rank " + std::to_string(send.peer));
-  }
+  for (auto& send : impl_->pending) waitWork(send.work, impl_->info, "sending to " + impl_->rankName(send.peer));
   impl_->pending.clear();
 }
 
-void GlooTransport::barrier() { impl_->wait(impl_->group->barrier(), "waiting in a barrier for the other ranks"); }
+void GlooTransport::releaseSend(int peer, int tag) {
+  auto& pending = impl_->pending;
+  for (auto it = pending.begin(); it != pending.end(); ++it) {
+    if (it->peer != peer || it->tag != tag) continue;
+    waitWork(it->work, impl_->info, "sending to " + impl_->rankName(peer));
+    pending.erase(it);
+    return;
+  }
+}
 
-int GlooTransport::rank() const { return impl_->info.rank; }
-int GlooTransport::worldSize() const { return impl_->info.world_size; }
+void GlooTransport::barrier() {
+  waitWork(impl_->pipeline->barrier(), impl_->info, "waiting in a barrier for the other ranks");
+}
+
+void GlooTransport::worldBarrier() {
+  barrier();
+  if (impl_->replicas) impl_->replicas->barrier();
+}
+
+int GlooTransport::rank() const { return impl_->info.stage(); }
+int GlooTransport::worldSize() const { return impl_->info.stages(); }
+
+ReplicaGroup* GlooTransport::replicaGroup() { return impl_->replicas.get(); }
 
 void GlooTransport::publish(const std::string& key, const std::string& value) {
   impl_->store->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));

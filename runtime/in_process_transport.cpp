@@ -39,6 +39,23 @@ void InProcessHub::barrier() {
   }
 }
 
+torch::Tensor InProcessReplicaHub::allReduce(const torch::Tensor& tensor, const std::string& what) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  sum_ = arrived_ == 0 ? tensor.detach().clone() : sum_ + tensor.detach();
+  if (++arrived_ == replicas_) {
+    result_ = sum_;
+    arrived_ = 0;
+    ++generation_;
+    changed_.notify_all();
+    return result_.clone();
+  }
+  const int generation = generation_;
+  if (!changed_.wait_for(lock, timeout_, [&] { return generation_ != generation; })) {
+    throw Error("timed out in " + what + " waiting for the other replicas", ErrorKind::kRuntime);
+  }
+  return result_.clone();
+}
+
 void InProcessTransport::sendAsync(const torch::Tensor& tensor, int peer, int tag) {
   // Clone: a real transport copies the bytes, so the receiver must not share the sender's storage.
   hub_->post(rank_, peer, tag, tensor.detach().clone());

@@ -1,6 +1,7 @@
 #include "runtime/rank_worker.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include "profiler/memory_counter.h"
 #include "profiler/torch_runtime.h"
 #include "runtime/model_from_profile.h"
+#include "schedule/data_parallel.h"
 #include "schedule/generators.h"
 
 namespace stagecut {
@@ -91,9 +93,10 @@ std::vector<std::int64_t> boundaryShape(const Profile& profile, int layer, const
 }
 
 // Relative difference of the pipeline's gradients against the full batch's, parameter by
-// parameter: max |g - r| / max |r|.
-void compareGradients(const LayerChain& pipeline, const LayerChain& reference, int first, int last,
-                      RankOutcome& outcome) {
+// parameter: max |g - r| / max |r|; names the worst parameter.
+double compareGradients(const LayerChain& pipeline, const LayerChain& reference, int first, int last,
+                        std::string& worst_parameter) {
+  double worst = 0.0;
   for (int i = first; i <= last; ++i) {
     const auto& ours = pipeline.layers[i].parameters;
     const auto& theirs = reference.layers[i].parameters;
@@ -107,12 +110,35 @@ void compareGradients(const LayerChain& pipeline, const LayerChain& reference, i
         const double scale = std::max(expected.abs().max().item<double>(), 1e-12);
         diff = (got - expected).abs().max().item<double>() / scale;
       }
-      if (diff >= outcome.grad_max_rel_diff) {
-        outcome.grad_max_rel_diff = diff;
-        outcome.worst_parameter = pipeline.layers[i].name + "[" + std::to_string(p) + "]";
+      if (diff >= worst) {
+        worst = diff;
+        worst_parameter = pipeline.layers[i].name + "[" + std::to_string(p) + "]";
       }
     }
   }
+  return worst;
+}
+
+// The replicas' link as the prediction charges it (ringAllReduceMs): all-reduces of 1 float give
+// the latency terms 2 (D - 1) x latency, of 4 MiB the bandwidth from 2 (D - 1) / D x bytes.
+void probeReplicaLink(ReplicaGroup& group, RankOutcome& outcome) {
+  auto medianAllReduceMs = [&](std::int64_t elements, int rounds) {
+    std::vector<double> times;
+    for (int i = 0; i < rounds; ++i) {
+      torch::Tensor payload = torch::ones({elements});
+      const auto start = Clock::now();
+      group.allReduceSum(payload, "the replicas' link probe");
+      times.push_back(msSince(start));
+    }
+    return median(times);
+  };
+  const double replicas = group.size();
+  const std::int64_t large = 1 << 20;
+  const double small_ms = medianAllReduceMs(1, 20);
+  const double large_ms = medianAllReduceMs(large, 5);
+  outcome.replica_latency_ms = small_ms / (2.0 * (replicas - 1));
+  const double transfer_ms = std::max(large_ms - small_ms, 1e-6);
+  outcome.replica_bandwidth_bytes_per_s = 2.0 * (replicas - 1) / replicas * 4.0 * large / (transfer_ms / 1000.0);
 }
 
 }  // namespace
@@ -123,18 +149,23 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
   const int stages = static_cast<int>(partition.stages.size());
-  if (stages != rendezvous.world_size) {
-    throw Error(request.partition_path + ": the partition has " + std::to_string(stages) + " stages but " +
-                std::to_string(rendezvous.world_size) + " ranks were started; start one rank per stage");
+  const int replicas = rendezvous.replicas;
+  if (stages * replicas != rendezvous.world_size) {
+    throw Error(request.partition_path + ": the partition has " + std::to_string(stages) + " stages and " +
+                std::to_string(replicas) + " replica(s) need " + std::to_string(stages * replicas) + " ranks, but " +
+                std::to_string(rendezvous.world_size) + " were started; start stages x replicas ranks");
   }
-  const Schedule schedule = generateSchedule(request.schedule, stages, request.microbatches, 1);
+  Schedule schedule = generateSchedule(request.schedule, stages, request.microbatches, 1);
+  if (replicas > 1) schedule = withGradientAllReduce(schedule);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
 
-  const int rank = rendezvous.rank;
+  const int rank = rendezvous.stage();
   const StageCost& stage = partition.stages[rank];
   RankOutcome outcome;
-  outcome.rank = rank;
+  outcome.rank = rendezvous.rank;
+  outcome.stage = rank;
+  outcome.replica = rendezvous.replica();
   outcome.first_layer = stage.first;
   outcome.last_layer = stage.last;
   StagePlacement placement;
@@ -143,45 +174,66 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
   if (rank > 0) placement.input_shape = boundaryShape(profile, stage.first - 1, request.profile_path);
   if (rank + 1 < stages) placement.output_shape = boundaryShape(profile, stage.last, request.profile_path);
 
+  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
   const LayerChain chain = buildChainFromProfile(profile, request.profile_path);
-  const ChainBatch full_batch = chain.make_batch(rows * request.microbatches, request.batch_seed);
-  const std::vector<ChainBatch> microbatches = splitBatch(full_batch, request.microbatches, rows);
+  const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
+  const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
+  const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,
+                                             all_microbatches.begin() + (outcome.replica + 1) * request.microbatches);
 
   GlooTransport transport(rendezvous);
   probeLinks(transport, outcome);
+  if (ReplicaGroup* group = transport.replicaGroup()) probeReplicaLink(*group, outcome);
 
-  StageExecutor executor(chain, placement, transport);
-  // Fault injection for the launcher's tests: this rank dies at the start of its first measured
-  // step, while its peers are in theirs.
-  const char* kill_rank = std::getenv("STAGECUT_TEST_KILL_RANK");
-  for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
-    executor.zeroGradients();
-    transport.barrier();
-    if (kill_rank && std::atoi(kill_rank) == rank && step == request.warmup_steps) ::raise(SIGKILL);
-    MemoryCounter memory;
-    std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
-    if (step >= request.warmup_steps) {
-      outcome.steps.push_back(std::move(records));
-      outcome.peak_bytes = std::max<std::int64_t>(outcome.peak_bytes, memory.peakBytes());
+  StageExecutor executor(chain, placement, transport, transport.replicaGroup());
+  const FaultInjection& faults = request.faults;
+  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::int64_t& peak_bytes, bool inject) {
+    for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
+      executor.zeroGradients();
+      transport.worldBarrier();
+      // Fault injection for the tests: this rank dies or stalls at the start of its first measured
+      // step, while its peers are in theirs.
+      if (inject && step == request.warmup_steps) {
+        if (faults.kill_rank == rendezvous.rank) ::raise(SIGKILL);
+        if (faults.stall_rank == rendezvous.rank) {
+          for (;;) ::pause();
+        }
+      }
+      MemoryCounter memory;
+      std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
+      if (step >= request.warmup_steps) {
+        measured.push_back(std::move(records));
+        peak_bytes = std::max<std::int64_t>(peak_bytes, memory.peakBytes());
+      }
     }
-  }
-  transport.barrier();
+    transport.worldBarrier();
+  };
+  runSteps(outcome.steps, outcome.peak_bytes, true);
+  const double plain_loss = executor.lastStepLoss();
 
-  // The reference: one full-batch step of the unsplit model, built afresh from the same seed.
+  // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
+  // from the same seed.
   const LayerChain reference = buildChainFromProfile(profile, request.profile_path);
   const torch::Tensor output = reference.forward(full_batch);
   const torch::Tensor loss = output.numel() == 1 ? output : output.mean();
   loss.backward();
-  compareGradients(chain, reference, stage.first, stage.last, outcome);
+  outcome.grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, outcome.worst_parameter);
   if (rank + 1 == stages) {
-    outcome.loss_pipeline = executor.lastStepLoss();
+    outcome.loss_pipeline = plain_loss;
     outcome.loss_reference = loss.item<double>();
   }
+  if (request.recompute == "full") {
+    executor.setRecompute(true);
+    runSteps(outcome.recompute_steps, outcome.recompute_peak_bytes, false);
+    std::string worst;
+    outcome.recompute_grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, worst);
+    if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();
+  }
 
-  transport.publish("stagecut/outcome/" + std::to_string(rank), rankOutcomeToJson(outcome).dump());
+  transport.publish("stagecut/outcome/" + std::to_string(rendezvous.rank), rankOutcomeToJson(outcome).dump());
   std::vector<RankOutcome> all;
-  if (rank == 0) {
-    for (int r = 0; r < stages; ++r) {
+  if (rendezvous.rank == 0) {
+    for (int r = 0; r < rendezvous.world_size; ++r) {
       all.push_back(rankOutcomeFromJson(nlohmann::json::parse(transport.fetch("stagecut/outcome/" + std::to_string(r)))));
     }
     transport.publish("stagecut/done", "1");

@@ -19,10 +19,12 @@ std::string opName(const char* kind, int microbatch) {
 
 }  // namespace
 
-StageExecutor::StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport)
+StageExecutor::StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
+                             ReplicaGroup* replicas)
     : chain_(chain),
       placement_(std::move(placement)),
       transport_(transport),
+      replicas_(replicas),
       first_stage_(transport.rank() == 0),
       last_stage_(transport.rank() == transport.worldSize() - 1) {}
 
@@ -41,6 +43,23 @@ void StageExecutor::zeroGradients() {
   }
 }
 
+void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& target) {
+  if (state.input.is_floating_point()) state.input.requires_grad_(true);
+  state.outputs.clear();
+  torch::Tensor activation = state.input;
+  for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
+    activation = chain_.layers[i].forward(activation, target);
+    state.outputs.push_back(activation);
+  }
+  if (last_stage_) {
+    // Chains without a loss layer train on the mean of their output.
+    const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
+    state.root = loss / static_cast<double>(microbatch_count_);
+  } else {
+    state.root = activation;
+  }
+}
+
 void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microbatch_count) {
   MicrobatchState state;
   if (first_stage_) {
@@ -50,31 +69,47 @@ void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microba
                                   opName("F", microbatch) + "'s activation");
   }
   compute_start_ns_ = nowNs();
-  if (state.input.is_floating_point()) state.input.requires_grad_(true);
-  torch::Tensor activation = state.input;
-  for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
-    activation = chain_.layers[i].forward(activation, batch.target);
-    state.outputs.push_back(activation);
+  microbatch_count_ = microbatch_count;
+  if (recompute_) {
+    // Checkpointing: no graph and no saved activations now; B runs this forward again with grad.
+    state.target = batch.target;
+    torch::NoGradGuard no_grad;
+    torch::Tensor activation = state.input;
+    for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
+      activation = chain_.layers[i].forward(activation, batch.target);
+    }
+    if (last_stage_) {
+      const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
+      last_loss_ += loss.item<double>() / static_cast<double>(microbatch_count);
+    } else {
+      transport_.sendAsync(activation, transport_.rank() + 1, activationTag(microbatch));
+    }
+    live_[microbatch] = std::move(state);
+    return;
   }
+  runLayers(state, batch.target);
   if (last_stage_) {
-    // Chains without a loss layer train on the mean of their output.
-    const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
-    state.root = loss / static_cast<double>(microbatch_count);
     last_loss_ += state.root.item<double>();
   } else {
-    state.root = activation;
-    transport_.sendAsync(activation, transport_.rank() + 1, activationTag(microbatch));
+    transport_.sendAsync(state.root, transport_.rank() + 1, activationTag(microbatch));
   }
   live_[microbatch] = std::move(state);
 }
 
 void StageExecutor::backward(int microbatch, bool splits_backward) {
   MicrobatchState& state = live_.at(microbatch);
-  const torch::Tensor grad =
-      last_stage_ ? torch::ones_like(state.root)
-                  : transport_.recv(placement_.output_shape, transport_.rank() + 1, gradientTag(microbatch),
-                                    opName("B", microbatch) + "'s gradient");
+  torch::Tensor grad;
+  if (!last_stage_) {
+    grad = transport_.recv(placement_.output_shape, transport_.rank() + 1, gradientTag(microbatch),
+                           opName("B", microbatch) + "'s gradient");
+  }
   compute_start_ns_ = nowNs();
+  if (!last_stage_) {
+    // The next rank answered this microbatch: it has our activation, whose buffer can go.
+    transport_.releaseSend(transport_.rank() + 1, activationTag(microbatch));
+  }
+  if (recompute_) runLayers(state, state.target);
+  if (last_stage_) grad = torch::ones_like(state.root);
   const bool input_needs_grad = state.input.requires_grad();
   torch::Tensor input_grad;
   if (!splits_backward) {
@@ -117,6 +152,34 @@ void StageExecutor::weightBackward(int microbatch) {
   live_.erase(microbatch);
 }
 
+void StageExecutor::allReduceGradients(const PipelineOp& op) {
+  if (!replicas_) {
+    throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + describeOp(op, 1) +
+                    " but this stage has no data-parallel replicas",
+                ErrorKind::kInput);
+  }
+  compute_start_ns_ = nowNs();
+  // One flat buffer for all of the stage's gradients: one collective instead of one per tensor
+  // (Gloo's allreduce also wants tensors of one size).
+  std::vector<torch::Tensor> grads;
+  for (auto& parameter : parameters()) {
+    if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+    grads.push_back(parameter.grad());
+  }
+  if (grads.empty()) return;
+  std::vector<torch::Tensor> flat_parts;
+  for (const auto& grad : grads) flat_parts.push_back(grad.reshape({-1}));
+  torch::Tensor flat = torch::cat(flat_parts);
+  replicas_->allReduceSum(flat, describeOp(op, 1));
+  // Each replica's gradient is the mean over its own microbatches; their mean is the full batch's.
+  flat.div_(static_cast<double>(replicas_->size()));
+  std::int64_t offset = 0;
+  for (auto& grad : grads) {
+    grad.copy_(flat.narrow(0, offset, grad.numel()).view_as(grad));
+    offset += grad.numel();
+  }
+}
+
 std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vector<ChainBatch>& microbatches,
                                              bool splits_backward) {
   live_.clear();
@@ -137,6 +200,9 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
         break;
       case OpKind::kWeight:
         weightBackward(op.microbatch);
+        break;
+      case OpKind::kAllReduce:
+        allReduceGradients(op);
         break;
     }
     record.start_ns = compute_start_ns_;

@@ -32,9 +32,17 @@ struct StagePlacement {
 /// training; the loss of each microbatch is scaled by 1/M so the step's gradient equals the
 /// full batch's. With `splits_backward`, B computes only input gradients (and those of the
 /// layer outputs inside the stage) and W the weight gradients, layer by layer.
+/// With recomputation (activation checkpointing), F runs under no-grad and keeps only the stage
+/// input of each microbatch; B first runs the stage forward again with grad, then backward through
+/// it. With a ReplicaGroup, an all-reduce op (A) averages the stage's gradients over the replicas.
 class StageExecutor {
  public:
-  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport);
+  /// `replicas`: the data-parallel group of this stage, or nullptr (then A ops are refused).
+  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
+                ReplicaGroup* replicas = nullptr);
+
+  /// Turns activation recomputation on or off for the following steps.
+  void setRecompute(bool recompute) { recompute_ = recompute; }
 
   /// Runs `ops` for `microbatches` (the first stage reads their inputs, the last their
   /// targets). Returns when every op ran and every send was delivered. Throws Error (kRuntime)
@@ -56,15 +64,22 @@ class StageExecutor {
     std::vector<torch::Tensor> outputs;  // each layer's output; the last is the stage's
     torch::Tensor root;                  // what the backward starts from (scaled loss on the last stage)
     std::vector<torch::Tensor> output_grads;  // gradient of each layer's output, kept from B for W
+    torch::Tensor target;                // the microbatch's target, for the last stage's recomputation
   };
 
   void forward(int microbatch, const ChainBatch& batch, int microbatch_count);
+  // Runs the stage's layers on state.input with grad, filling outputs and root.
+  void runLayers(MicrobatchState& state, const torch::Tensor& target);
   void backward(int microbatch, bool splits_backward);
   void weightBackward(int microbatch);
+  void allReduceGradients(const PipelineOp& op);
 
   const LayerChain& chain_;
   StagePlacement placement_;
   StageTransport& transport_;
+  ReplicaGroup* replicas_;
+  bool recompute_ = false;
+  int microbatch_count_ = 1;
   bool first_stage_;
   bool last_stage_;
   std::map<int, MicrobatchState> live_;

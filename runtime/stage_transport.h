@@ -23,10 +23,27 @@ class StageTransport {
                              const std::string& what) = 0;
   /// Waits until every posted send has been delivered (end of a step).
   virtual void flushSends() = 0;
+  /// Frees the buffer of the send of `tag` to `peer` once the caller knows it was received (the
+  /// peer answered it), so sent activations do not live until the end of the step.
+  virtual void releaseSend(int peer, int tag) = 0;
   /// Waits until every rank reaches this call.
   virtual void barrier() = 0;
   virtual int rank() const = 0;
   virtual int worldSize() const = 0;
+};
+
+/// The ranks that run the same model stage in data-parallel replicas: how a stage's gradients
+/// are summed across them after a step. The real group is c10d Gloo; tests use an in-process fake.
+class ReplicaGroup {
+ public:
+  virtual ~ReplicaGroup() = default;
+  /// Replaces `tensor` (a float tensor, the same shape on every replica) by its sum over the
+  /// group. `what` names the op for the error that a timeout or a lost peer raises (Error, kRuntime).
+  virtual void allReduceSum(torch::Tensor& tensor, const std::string& what) = 0;
+  /// D: the number of replicas.
+  virtual int size() const = 0;
+  /// This rank's replica, 0..D-1.
+  virtual int rank() const = 0;
 };
 
 /// Message tags: an activation or a gradient of one microbatch; unique within a step.

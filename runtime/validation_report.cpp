@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "schedule/chrome_trace.h"
+#include "schedule/data_parallel.h"
 #include "schedule/generators.h"
 #include "schedule/profile_costs.h"
 
@@ -16,11 +17,17 @@ double medianOf(std::vector<double> values) {
   return values.empty() ? 0.0 : values[values.size() / 2];
 }
 
-// One measured step as the simulator would have written it: op times in ms from the step's start.
-SimulationResult measuredStep(const Schedule& schedule, const std::vector<RankOutcome>& outcomes, std::size_t step) {
+const std::vector<std::vector<OpRecord>>& stepsOf(const RankOutcome& outcome, bool recompute) {
+  return recompute ? outcome.recompute_steps : outcome.steps;
+}
+
+// Measured step `step` of replica `replica` as the simulator would have written it: op times in ms
+// from the step's start, the step spanning every rank of every replica.
+SimulationResult measuredStep(const Schedule& schedule, const std::vector<RankOutcome>& outcomes, bool recompute,
+                              std::size_t step, int replica) {
   std::int64_t start = INT64_MAX, end = INT64_MIN;
   for (const auto& outcome : outcomes) {
-    for (const auto& record : outcome.steps[step]) {
+    for (const auto& record : stepsOf(outcome, recompute)[step]) {
       start = std::min(start, record.start_ns);
       end = std::max(end, record.end_ns);
     }
@@ -32,12 +39,15 @@ SimulationResult measuredStep(const Schedule& schedule, const std::vector<RankOu
   result.microbatches = schedule.microbatches;
   result.step_ms = static_cast<double>(end - start) / 1e6;
   double busy_total = 0.0;
-  for (const auto& outcome : outcomes) {
+  for (int stage = 0; stage < schedule.stages; ++stage) {
+    const RankOutcome& outcome = outcomes.at(static_cast<std::size_t>(replica * schedule.stages + stage));
     RankStats stats;
     std::vector<OpTiming> times;
-    for (const auto& record : outcome.steps[step]) {
+    for (const auto& record : stepsOf(outcome, recompute)[step]) {
       times.push_back({static_cast<double>(record.start_ns - start) / 1e6, static_cast<double>(record.end_ns - start) / 1e6});
-      stats.busy_ms += static_cast<double>(record.end_ns - record.start_ns) / 1e6;
+      const double ms = static_cast<double>(record.end_ns - record.start_ns) / 1e6;
+      // As the simulator counts them: an all-reduce is communication, not busy compute.
+      (record.op.kind == OpKind::kAllReduce ? stats.allreduce_ms : stats.busy_ms) += ms;
     }
     stats.idle_ms = result.step_ms - stats.busy_ms;
     busy_total += stats.busy_ms;
@@ -48,7 +58,43 @@ SimulationResult measuredStep(const Schedule& schedule, const std::vector<RankOu
   return result;
 }
 
+// Every measured step's time, and the index of the median one (it stands for the run).
+std::size_t medianStep(const Schedule& schedule, const std::vector<RankOutcome>& outcomes, bool recompute,
+                       std::vector<double>& step_ms) {
+  const std::size_t steps = stepsOf(outcomes.front(), recompute).size();
+  step_ms.clear();
+  for (std::size_t k = 0; k < steps; ++k) step_ms.push_back(measuredStep(schedule, outcomes, recompute, k, 0).step_ms);
+  std::vector<std::size_t> order(steps);
+  for (std::size_t k = 0; k < steps; ++k) order[k] = k;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return step_ms[a] < step_ms[b]; });
+  return order[steps / 2];
+}
+
 }  // namespace
+
+std::uint64_t recomputePeakActivationBytes(const RankOps& ops, std::uint64_t input_bytes,
+                                           std::uint64_t activation_bytes, bool splits_backward) {
+  std::uint64_t live = 0, peak = 0;
+  for (const PipelineOp& op : ops) {
+    switch (op.kind) {
+      case OpKind::kForward:
+        live += input_bytes;
+        break;
+      case OpKind::kBackward:
+        live += activation_bytes;
+        peak = std::max(peak, live);
+        live -= input_bytes + (splits_backward ? 0 : activation_bytes);
+        break;
+      case OpKind::kWeight:
+        live -= activation_bytes;
+        break;
+      case OpKind::kAllReduce:
+        break;
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
 
 ValidationReport buildValidationReport(const ValidateRequest& request, const Profile& profile,
                                        const Partition& partition, const std::vector<RankOutcome>& outcomes) {
@@ -56,47 +102,60 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   report.schedule = request.schedule;
   report.stages = static_cast<int>(partition.stages.size());
   report.microbatches = request.microbatches;
+  report.replicas = request.data_parallel;
   report.ops = generateSchedule(request.schedule, report.stages, request.microbatches, 1);
+  if (report.replicas > 1) report.ops = withGradientAllReduce(report.ops);
 
-  std::vector<double> latencies, bandwidths;
+  std::vector<double> latencies, bandwidths, replica_latencies, replica_bandwidths;
   for (const auto& outcome : outcomes) {
     if (outcome.link_bandwidth_bytes_per_s > 0) {
       latencies.push_back(outcome.link_latency_ms);
       bandwidths.push_back(outcome.link_bandwidth_bytes_per_s);
     }
+    if (outcome.replica_bandwidth_bytes_per_s > 0) {
+      replica_latencies.push_back(outcome.replica_latency_ms);
+      replica_bandwidths.push_back(outcome.replica_bandwidth_bytes_per_s);
+    }
   }
   BoundaryLink link;
   report.link_latency_ms = link.latency_ms = medianOf(latencies);
   report.link_bandwidth_bytes_per_s = link.bandwidth_bytes_per_s = medianOf(bandwidths);
-  const PartitionCosts costs = costsFromPartition(profile, partition, 1, link, request.partition_path);
+  BoundaryLink replica_link;
+  report.replica_link_latency_ms = replica_link.latency_ms = medianOf(replica_latencies);
+  report.replica_link_bandwidth_bytes_per_s = replica_link.bandwidth_bytes_per_s = medianOf(replica_bandwidths);
+  PartitionCosts costs = costsFromPartition(profile, partition, 1, link, request.partition_path);
+  if (report.replicas > 1) {
+    costs.costs.allreduce_ms = allReduceMsFromPartition(profile, partition, 1, report.replicas, replica_link);
+  }
   report.predicted = simulate(report.ops, costs.costs);
   report.predicted_step_ms = report.predicted.step_ms;
   report.predicted_bubble = report.predicted.bubble;
 
-  const std::size_t steps = outcomes.front().steps.size();
-  std::vector<double> step_ms;
-  for (std::size_t k = 0; k < steps; ++k) step_ms.push_back(measuredStep(report.ops, outcomes, k).step_ms);
-  report.measured_step_ms = step_ms;
-  // The median step stands for the run: its timeline is the one compared op by op.
-  std::vector<std::size_t> order(steps);
-  for (std::size_t k = 0; k < steps; ++k) order[k] = k;
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return step_ms[a] < step_ms[b]; });
-  report.measured = measuredStep(report.ops, outcomes, order[steps / 2]);
+  const std::size_t median_step = medianStep(report.ops, outcomes, false, report.measured_step_ms);
+  for (int d = 0; d < report.replicas; ++d) {
+    report.measured_replicas.push_back(measuredStep(report.ops, outcomes, false, median_step, d));
+  }
+  report.measured = report.measured_replicas.front();
   report.measured_step_median_ms = report.measured.step_ms;
   report.measured_bubble = report.measured.bubble;
   report.error = report.predicted_step_ms > 0 ? report.measured_step_median_ms / report.predicted_step_ms - 1.0 : 0.0;
 
   report.grad_tolerance = request.grad_tolerance;
+  std::vector<double> losses;
   for (const auto& outcome : outcomes) {
     RankComparison rank;
     rank.rank = outcome.rank;
+    rank.stage = outcome.stage;
+    rank.replica = outcome.replica;
     rank.first_layer = outcome.first_layer;
     rank.last_layer = outcome.last_layer;
-    const RankStats& measured = report.measured.ranks[outcome.rank];
-    const RankStats& predicted = report.predicted.ranks[outcome.rank];
+    const SimulationResult& measured_replica = report.measured_replicas.at(static_cast<std::size_t>(outcome.replica));
+    const RankStats& measured = measured_replica.ranks[outcome.stage];
+    const RankStats& predicted = report.predicted.ranks[outcome.stage];
     rank.measured_busy_ms = measured.busy_ms;
+    rank.measured_allreduce_ms = measured.allreduce_ms;
     rank.predicted_busy_ms = predicted.busy_ms;
-    rank.measured_bubble = report.measured.step_ms > 0 ? measured.idle_ms / report.measured.step_ms : 0.0;
+    rank.measured_bubble = measured_replica.step_ms > 0 ? measured.idle_ms / measured_replica.step_ms : 0.0;
     rank.predicted_bubble = report.predicted.step_ms > 0 ? predicted.idle_ms / report.predicted.step_ms : 0.0;
     rank.measured_peak_bytes = outcome.peak_bytes;
     rank.predicted_peak_bytes = predicted.peak_activation_bytes;
@@ -104,15 +163,15 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     rank.worst_parameter = outcome.worst_parameter;
     report.grad_max_rel_diff = std::max(report.grad_max_rel_diff, outcome.grad_max_rel_diff);
     if (!std::isnan(outcome.loss_pipeline)) {
-      report.loss_pipeline = outcome.loss_pipeline;
+      losses.push_back(outcome.loss_pipeline);
       report.loss_reference = outcome.loss_reference;
     }
     report.ranks.push_back(rank);
 
-    const auto& ops = report.ops.ranks[outcome.rank];
+    const auto& ops = report.ops.ranks[outcome.stage];
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const double predicted_ms = report.predicted.op_times[outcome.rank][i].end_ms - report.predicted.op_times[outcome.rank][i].start_ms;
-      const double measured_ms = report.measured.op_times[outcome.rank][i].end_ms - report.measured.op_times[outcome.rank][i].start_ms;
+      const double predicted_ms = report.predicted.op_times[outcome.stage][i].end_ms - report.predicted.op_times[outcome.stage][i].start_ms;
+      const double measured_ms = measured_replica.op_times[outcome.stage][i].end_ms - measured_replica.op_times[outcome.stage][i].start_ms;
       if (predicted_ms <= 0) continue;
       const double deviation = measured_ms / predicted_ms - 1.0;
       if (std::abs(deviation) >= std::abs(report.worst_op_deviation)) {
@@ -121,8 +180,51 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
       }
     }
   }
-  const double loss_diff = std::abs(report.loss_pipeline - report.loss_reference) / std::max(std::abs(report.loss_reference), 1e-12);
-  report.grad_pass = report.grad_max_rel_diff <= report.grad_tolerance && loss_diff <= report.grad_tolerance;
+  // Each replica's loss is the mean over its shard; the full batch's is their mean.
+  for (double value : losses) report.loss_pipeline += value / static_cast<double>(losses.size());
+  auto lossDiff = [&](double pipelined) {
+    return std::abs(pipelined - report.loss_reference) / std::max(std::abs(report.loss_reference), 1e-12);
+  };
+  report.grad_pass = report.grad_max_rel_diff <= report.grad_tolerance && lossDiff(report.loss_pipeline) <= report.grad_tolerance;
+
+  if (request.recompute == "full") {
+    RecomputeComparison recompute;
+    PipelineCosts checkpointed = costs.costs;
+    for (std::size_t s = 0; s < partition.stages.size(); ++s) {
+      double recompute_ms = 0.0;
+      for (int i = partition.stages[s].first; i <= partition.stages[s].last; ++i) {
+        recompute_ms += profile.layers[static_cast<std::size_t>(i)].recomputeMedianMs();
+      }
+      checkpointed.stages[s].backward_ms += recompute_ms;
+      checkpointed.stages[s].backward_input_ms += recompute_ms;
+    }
+    recompute.predicted = simulate(report.ops, checkpointed);
+    recompute.predicted_step_ms = recompute.predicted.step_ms;
+    const std::size_t median = medianStep(report.ops, outcomes, true, recompute.measured_step_ms);
+    std::vector<SimulationResult> replicas;
+    for (int d = 0; d < report.replicas; ++d) replicas.push_back(measuredStep(report.ops, outcomes, true, median, d));
+    recompute.measured = replicas.front();
+    recompute.measured_step_median_ms = recompute.measured.step_ms;
+    recompute.error = recompute.predicted_step_ms > 0 ? recompute.measured_step_median_ms / recompute.predicted_step_ms - 1.0 : 0.0;
+    std::vector<double> recompute_losses;
+    for (const auto& outcome : outcomes) {
+      const std::size_t s = static_cast<std::size_t>(outcome.stage);
+      const std::uint64_t input_bytes =
+          s == 0 ? 0 : profile.layers[static_cast<std::size_t>(partition.stages[s].first - 1)].output_bytes;
+      recompute.measured_peak_bytes.push_back(outcome.recompute_peak_bytes);
+      recompute.predicted_peak_bytes.push_back(recomputePeakActivationBytes(
+          report.ops.ranks[s], input_bytes, costs.stages[s].activation_bytes, report.ops.splits_backward));
+      recompute.measured_busy_ms.push_back(replicas.at(static_cast<std::size_t>(outcome.replica)).ranks[s].busy_ms);
+      recompute.predicted_busy_ms.push_back(recompute.predicted.ranks[s].busy_ms);
+      recompute.grad_max_rel_diff = std::max(recompute.grad_max_rel_diff, outcome.recompute_grad_max_rel_diff);
+      if (!std::isnan(outcome.recompute_loss_pipeline)) recompute_losses.push_back(outcome.recompute_loss_pipeline);
+    }
+    double recompute_loss = 0.0;
+    for (double value : recompute_losses) recompute_loss += value / static_cast<double>(recompute_losses.size());
+    report.grad_pass = report.grad_pass && recompute.grad_max_rel_diff <= report.grad_tolerance &&
+                       lossDiff(recompute_loss) <= report.grad_tolerance;
+    report.recompute = std::move(recompute);
+  }
   return report;
 }
 
@@ -158,8 +260,13 @@ nlohmann::json validationToJson(const ValidationReport& report) {
                      {"predicted_peak_memory_bytes", rank.predicted_peak_bytes},
                      {"grad_max_rel_diff", rank.grad_max_rel_diff},
                      {"worst_parameter", rank.worst_parameter}});
+    if (report.replicas > 1) {
+      ranks.back()["stage"] = rank.stage;
+      ranks.back()["replica"] = rank.replica;
+      ranks.back()["allreduce_ms"] = rank.measured_allreduce_ms;
+    }
   }
-  return {{"format", "stagecut.validation/1"},
+  nlohmann::json document = {{"format", "stagecut.validation/1"},
           {"schedule", report.schedule},
           {"stages", report.stages},
           {"microbatches", report.microbatches},
@@ -181,6 +288,36 @@ nlohmann::json validationToJson(const ValidationReport& report) {
           {"ranks", std::move(ranks)},
           {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
                         {"measured", timelineJson(report.ops, report.measured)}}}};
+  // Optional fields (stagecut.validation/1 readers ignore what they do not know).
+  if (report.replicas > 1) {
+    document["data_parallel"] = report.replicas;
+    document["replica_link_latency_ms"] = report.replica_link_latency_ms;
+    document["replica_link_bandwidth_bytes_per_s"] = report.replica_link_bandwidth_bytes_per_s;
+    nlohmann::json replicas = nlohmann::json::array();
+    for (const auto& replica : report.measured_replicas) replicas.push_back(timelineJson(report.ops, replica));
+    document["timeline"]["measured_replicas"] = std::move(replicas);
+  }
+  if (report.recompute) {
+    const RecomputeComparison& recompute = *report.recompute;
+    nlohmann::json recompute_ranks = nlohmann::json::array();
+    for (std::size_t i = 0; i < report.ranks.size(); ++i) {
+      recompute_ranks.push_back({{"rank", report.ranks[i].rank},
+                                 {"busy_ms", recompute.measured_busy_ms[i]},
+                                 {"predicted_busy_ms", recompute.predicted_busy_ms[i]},
+                                 {"peak_memory_bytes", recompute.measured_peak_bytes[i]},
+                                 {"predicted_peak_memory_bytes", recompute.predicted_peak_bytes[i]}});
+    }
+    document["recompute"] = {{"mode", "full"},
+                             {"measured_step_ms", recompute.measured_step_median_ms},
+                             {"measured_steps_ms", recompute.measured_step_ms},
+                             {"predicted_step_ms", recompute.predicted_step_ms},
+                             {"error", recompute.error},
+                             {"grad_max_rel_diff", recompute.grad_max_rel_diff},
+                             {"ranks", std::move(recompute_ranks)},
+                             {"timeline", {{"predicted", timelineJson(report.ops, recompute.predicted)},
+                                           {"measured", timelineJson(report.ops, recompute.measured)}}}};
+  }
+  return document;
 }
 
 std::string validationTrace(const ValidationReport& report) {
@@ -189,7 +326,23 @@ std::string validationTrace(const ValidationReport& report) {
   predicted_ops.name = "predicted " + report.schedule;
   Schedule measured_ops = report.ops;
   measured_ops.name = "measured " + report.schedule;
-  return renderChromeTrace({{&predicted_ops, &report.predicted}, {&measured_ops, &report.measured}});
+  std::vector<Schedule> named;
+  named.reserve(2 + report.measured_replicas.size());
+  std::vector<SimulatedSchedule> runs = {{&predicted_ops, &report.predicted}, {&measured_ops, &report.measured}};
+  for (std::size_t d = 1; d < report.measured_replicas.size(); ++d) {
+    named.push_back(report.ops);
+    named.back().name = "measured " + report.schedule + " replica " + std::to_string(d);
+    runs.push_back({&named.back(), &report.measured_replicas[d]});
+  }
+  if (report.recompute) {
+    named.push_back(report.ops);
+    named.back().name = "predicted " + report.schedule + " recompute";
+    runs.push_back({&named.back(), &report.recompute->predicted});
+    named.push_back(report.ops);
+    named.back().name = "measured " + report.schedule + " recompute";
+    runs.push_back({&named.back(), &report.recompute->measured});
+  }
+  return renderChromeTrace(runs);
 }
 
 }  // namespace stagecut

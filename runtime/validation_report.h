@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace stagecut {
 /// One rank, measured beside predicted.
 struct RankComparison {
   int rank = 0;
+  int stage = 0;    ///< rank = replica x stages + stage
+  int replica = 0;
+  double measured_allreduce_ms = 0.0;  ///< time in its all-reduce op (data parallel only)
   int first_layer = 0;
   int last_layer = 0;
   double measured_busy_ms = 0.0;
@@ -26,6 +30,30 @@ struct RankComparison {
   double grad_max_rel_diff = 0.0;
   std::string worst_parameter;
 };
+
+/// The checkpointed run (--recompute full) beside the plain one and its own prediction.
+struct RecomputeComparison {
+  std::vector<double> measured_step_ms;
+  double measured_step_median_ms = 0.0;
+  double predicted_step_ms = 0.0;  ///< the simulator with each stage's recompute added to its backward
+  double error = 0.0;              ///< measured / predicted - 1
+  double grad_max_rel_diff = 0.0;
+  /// Per global rank: peak bytes measured, and predicted: stage input x microbatches between F and
+  /// B + one microbatch's activations of the stage (see recomputePeakActivationBytes()).
+  std::vector<std::int64_t> measured_peak_bytes;
+  std::vector<std::uint64_t> predicted_peak_bytes;
+  std::vector<double> measured_busy_ms;
+  std::vector<double> predicted_busy_ms;
+  SimulationResult predicted;
+  SimulationResult measured;  ///< replica 0's median step
+};
+
+/// The most activation bytes that one rank keeps alive under checkpointing, walking its op list:
+/// `input_bytes` for every microbatch between its F and its B, plus `activation_bytes` (the
+/// stage's layers, one microbatch) from B's recomputation until the op that frees them (B, or W
+/// where W is split off).
+std::uint64_t recomputePeakActivationBytes(const RankOps& ops, std::uint64_t input_bytes,
+                                           std::uint64_t activation_bytes, bool splits_backward);
 
 /// The answer of `stagecut validate`: the split run for real against its prediction.
 struct ValidationReport {
@@ -47,10 +75,15 @@ struct ValidationReport {
   double worst_op_deviation = 0.0;  ///< measured / predicted - 1 of that op
   double link_latency_ms = 0.0;     ///< median over the boundaries
   double link_bandwidth_bytes_per_s = 0.0;
-  std::vector<RankComparison> ranks;
-  Schedule ops;                     ///< the op lists both runs follow
+  int replicas = 1;                 ///< D: data-parallel replicas of the pipeline
+  double replica_link_latency_ms = 0.0;  ///< measured by all-reduce over the stage groups
+  double replica_link_bandwidth_bytes_per_s = 0.0;
+  std::vector<RankComparison> ranks;  ///< every global rank, replica by replica
+  Schedule ops;                     ///< the op lists both runs follow (with A ops when D > 1)
   SimulationResult predicted;
-  SimulationResult measured;        ///< the median measured step, in ms from its start
+  SimulationResult measured;        ///< replica 0's median measured step, in ms from its start
+  std::vector<SimulationResult> measured_replicas;  ///< the same step on every replica (D entries)
+  std::optional<RecomputeComparison> recompute;     ///< with --recompute full
 };
 
 /// Builds the report from every rank's outcome: prediction from the profile's medians plus the

@@ -11,6 +11,13 @@
 
 namespace stagecut {
 
+/// Faults that the tests inject into a run, from STAGECUT_TEST_* variables (-1: none).
+struct FaultInjection {
+  int kill_rank = -1;        ///< dies by SIGKILL at the start of its first measured step
+  int stall_rank = -1;       ///< sleeps forever at the start of its first measured step
+  int wrong_port_rank = -1;  ///< looks for the rendezvous on a port where nobody listens
+};
+
 /// What `stagecut validate` runs: a profile's model, split by a partition, under a schedule.
 struct ValidateRequest {
   std::string profile_path;
@@ -23,6 +30,11 @@ struct ValidateRequest {
   double timeout_s = 120.0;
   double grad_tolerance = 1e-4;  ///< largest accepted relative gradient difference
   std::uint64_t batch_seed = 1234;
+  /// "none", or "full": after the plain steps, run them again with every stage checkpointed.
+  std::string recompute = "none";
+  /// D: data-parallel replicas of the pipeline (N x D ranks), each on its own M microbatches.
+  int data_parallel = 1;
+  FaultInjection faults;
 };
 
 /// One rank's measurements, sent to rank 0 at the end.
@@ -38,6 +50,16 @@ struct RankOutcome {
   double loss_reference = std::numeric_limits<double>::quiet_NaN();  ///< last rank only
   double link_latency_ms = 0.0;              ///< to the next rank; 0 on the last
   double link_bandwidth_bytes_per_s = 0.0;
+  int stage = 0;    ///< the model stage this rank runs (rank = replica x stages + stage)
+  int replica = 0;  ///< its data-parallel replica
+  /// The replicas' link, measured by all-reduce on stage groups (0 without replicas).
+  double replica_latency_ms = 0.0;
+  double replica_bandwidth_bytes_per_s = 0.0;
+  /// With --recompute full: the checkpointed steps' op records and their peak bytes.
+  std::vector<std::vector<OpRecord>> recompute_steps;
+  std::int64_t recompute_peak_bytes = 0;
+  double recompute_grad_max_rel_diff = 0.0;  ///< the gradient check after the checkpointed steps
+  double recompute_loss_pipeline = std::numeric_limits<double>::quiet_NaN();
 };
 
 nlohmann::json rankOutcomeToJson(const RankOutcome& outcome);

@@ -97,3 +97,121 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.err, Contains("did you mean '1f1b'?"));
 }
+
+namespace {
+
+// The stagecut messages on stderr (LibTorch and Gloo may add their own warnings around them).
+int stagecutLines(const std::string& err) {
+  int count = 0;
+  for (std::size_t at = 0; at < err.size(); at = err.find('\n', at) + 1) {
+    if (err.compare(at, 10, "stagecut: ") == 0) ++count;
+    if (err.find('\n', at) == std::string::npos) break;
+  }
+  return count;
+}
+
+// Runs validate on the tiny split with a fault injected by `environment` and a short --timeout;
+// checks exit 1, a message naming `blamed`, the time it took and that no process of the run is left.
+void checkFaultEndsRun(const std::string& environment, const std::string& expected_message) {
+  const TempDir dir;
+  makeTinySplit(dir);
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                               " --microbatches 4 --steps 1 --warmup-steps 0 --timeout 3",
+                                           environment);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(result.err);
+  CHECK(result.exit_code == 1);
+  // One line: the launcher's, holding the failed rank's own message.
+  CHECK(stagecutLines(result.err) == 1);
+  CHECK_THAT(result.err, Contains(expected_message));
+  CHECK(seconds < 15.0);
+  CHECK(processesWithEnvironment(environment) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a stalled rank ends validate within the timeout with its peer's wait named", "[runtime][cli][errors]") {
+  checkFaultEndsRun("STAGECUT_TEST_STALL_RANK=1", "from rank 1 failed or timed out after 3 s");
+}
+
+TEST_CASE("a rank that never starts ends validate within the timeout naming it", "[runtime][cli][errors]") {
+  checkFaultEndsRun("STAGECUT_TEST_SKIP_RANK=1",
+                    "stagecut: rank 0 exited with code 1: rank 1 did not join within 3 s at 127.0.0.1:");
+}
+
+TEST_CASE("a rank given a port where nobody listens ends validate within the timeout naming it",
+          "[runtime][cli][errors]") {
+  // Whichever notices first: rank 1 cannot reach the store, or rank 0 misses rank 1.
+  const TempDir dir;
+  makeTinySplit(dir);
+  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                               " --microbatches 4 --steps 1 --warmup-steps 0 --timeout 3",
+                                           "STAGECUT_TEST_WRONG_PORT_RANK=1");
+  INFO(result.err);
+  CHECK(result.exit_code == 1);
+  CHECK(stagecutLines(result.err) == 1);
+  const bool named = result.err.find("rank 1 did not join within 3 s") != std::string::npos ||
+                     result.err.find("rank 1 exited with code 1: could not reach rank 0's rendezvous store at "
+                                     "127.0.0.1:1 within 3 s") != std::string::npos;
+  CHECK(named);
+  CHECK(processesWithEnvironment("STAGECUT_TEST_WRONG_PORT_RANK=1") == 0);
+}
+
+TEST_CASE("validate --recompute full runs the checkpointed steps beside the plain ones", "[runtime][cli][recompute]") {
+  const TempDir dir;
+  makeTinySplit(dir);
+  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                           " --microbatches 4 --steps 2 --recompute full --json");
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto report = nlohmann::json::parse(result.out);
+  CHECK(report["grad_check"] == "pass");
+  const auto& recompute = report["recompute"];
+  CHECK(recompute["mode"] == "full");
+  CHECK(recompute["grad_max_rel_diff"].get<double>() < 1e-4);
+  CHECK(recompute["measured_step_ms"].get<double>() > 0);
+  // The prediction adds each stage's forward again to its backward.
+  CHECK(recompute["predicted_step_ms"].get<double>() > report["predicted_step_ms"].get<double>());
+  REQUIRE(recompute["ranks"].size() == 2u);
+  for (const auto& rank : recompute["ranks"]) {
+    CHECK(rank["peak_memory_bytes"].get<std::int64_t>() > 0);
+    CHECK(rank["predicted_peak_memory_bytes"].get<std::uint64_t>() > 0);
+  }
+  const CommandResult text = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                         " --microbatches 4 --steps 1 --recompute full");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("activation recomputation (--recompute full)"));
+  const CommandResult bad = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                        " --recompute some");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "stagecut: --recompute some: validate runs none or full (every stage checkpointed)\n");
+}
+
+TEST_CASE("validate --data-parallel 2 runs 2 x 2 ranks whose averaged gradients equal the full batch's",
+          "[runtime][cli][data-parallel]") {
+  const TempDir dir;
+  makeTinySplit(dir);
+  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                           " --microbatches 4 --steps 2 --data-parallel 2 --json");
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto report = nlohmann::json::parse(result.out);
+  CHECK(report["grad_check"] == "pass");
+  CHECK(report["data_parallel"] == 2);
+  REQUIRE(report["ranks"].size() == 4u);
+  for (int r = 0; r < 4; ++r) {
+    CHECK(report["ranks"][r]["stage"] == r % 2);
+    CHECK(report["ranks"][r]["replica"] == r / 2);
+  }
+  CHECK(report["replica_link_bandwidth_bytes_per_s"].get<double>() > 0);
+  // The all-reduce is its own op, last on every rank, in both timelines.
+  for (const char* timeline : {"predicted", "measured"}) {
+    for (const auto& rank : report["timeline"][timeline]) CHECK(rank.back()[0] == "A");
+  }
+  CHECK(report["timeline"]["measured_replicas"].size() == 2u);
+  const CommandResult bad = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                        " --data-parallel 0");
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "stagecut: --data-parallel 0: use 1 replica or more\n");
+}
