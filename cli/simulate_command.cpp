@@ -12,10 +12,14 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "partitioner/data_parallel_plan.h"
+#include "partitioner/partition_options.h"
 #include "schedule/chrome_trace.h"
+#include "schedule/data_parallel.h"
 #include "schedule/closed_form.h"
 #include "schedule/generators.h"
 #include "schedule/profile_costs.h"
+#include "schedule/simulator.h"
 #include "schedule/svg_gantt.h"
 
 namespace stagecut {
@@ -36,6 +40,13 @@ struct SimulateOptions {
   std::string svg_path;
   bool json = false;
   int width_columns = 0;
+  int data_parallel = 1;
+  std::string dp_bandwidth = "100GB/s";
+  std::string dp_latency = "10us";
+  int ranks = 0;         ///< > 0: the N x D trade-off table instead of one pipeline
+  int global_batch = 0;  ///< with ranks: samples per step over all replicas
+  bool microbatches_given = false;
+  std::string optimizer = "adam";
 };
 
 constexpr int kDefaultWidth = 80;
@@ -60,7 +71,90 @@ struct ProfileInputs {
   Profile profile;
   Partition partition;
   BoundaryLink link;
+  BoundaryLink dp_link;
+  /// Per partition stage, from its optional "recompute" field: the extra forward per
+  /// microbatch (ms) and the activation bytes a microbatch then keeps.
+  std::vector<double> recompute_extra_ms;
+  std::vector<std::uint64_t> recompute_kept_bytes;
+  std::vector<std::string> recompute_modes;
 };
+
+// Reads the partition file's optional per-stage "recompute" fields (written by 'partition
+// --recompute'); the Partition record does not carry them.
+void readStageRecompute(const std::string& path, ProfileInputs* inputs) {
+  const nlohmann::json document = parseJsonDocument(readTextFile(path), path);
+  const auto& stages = document.at("stages");
+  bool any = false;
+  for (std::size_t s = 0; s < inputs->partition.stages.size(); ++s) {
+    const StageCost& range = inputs->partition.stages[s];
+    std::string mode = "none";
+    if (s < stages.size() && stages[s].contains("recompute")) {
+      if (!stages[s]["recompute"].is_string()) {
+        throw Error(path + ": stage " + std::to_string(s) + ": \"recompute\" must be a string such " +
+                    "as \"full\"; rewrite the file with 'stagecut partition ... --recompute'");
+      }
+      mode = stages[s]["recompute"].get<std::string>();
+    }
+    double extra_ms = 0.0;
+    std::uint64_t kept = 0;
+    RecomputePolicy policy;
+    try {
+      policy = parseRecomputePolicy(mode, inputs->profile);
+    } catch (const Error& error) {
+      throw Error(path + ": stage " + std::to_string(s) + ": " + error.what());
+    }
+    const RecomputeOption option = recomputeOptions(inputs->profile, policy).front();
+    for (int k = range.first; k <= range.last; ++k) {
+      const auto layer = static_cast<std::size_t>(k);
+      if (option.recomputed[layer]) {
+        extra_ms += option.extra_ms[layer];
+        if (k == range.first || !option.recomputed[layer - 1]) {
+          kept += k > 0 ? inputs->profile.layers[layer - 1].output_bytes : 0;
+        }
+      } else {
+        kept += inputs->profile.layers[layer].activation_bytes;
+      }
+    }
+    any = any || mode != "none";
+    inputs->recompute_modes.push_back(mode);
+    inputs->recompute_extra_ms.push_back(extra_ms);
+    inputs->recompute_kept_bytes.push_back(kept);
+  }
+  if (!any) {
+    inputs->recompute_modes.clear();
+    inputs->recompute_extra_ms.clear();
+    inputs->recompute_kept_bytes.clear();
+  }
+}
+
+// Recomputation reruns a stage's forward before its backward (B, whichever way W is split) and
+// leaves a microbatch holding only what the stage keeps; chunks share a rank's stage evenly.
+void applyStageRecompute(const ProfileInputs& inputs, int chunks, PipelineCosts* costs) {
+  if (inputs.recompute_modes.empty()) return;
+  const std::size_t ranks = inputs.recompute_modes.size();
+  for (std::size_t m = 0; m < costs->stages.size(); ++m) {
+    StageOpCosts& stage = costs->stages[m];
+    const std::size_t rank = m % ranks;
+    const double extra_ms = inputs.recompute_extra_ms[rank] / chunks;
+    stage.backward_ms += extra_ms;
+    stage.backward_input_ms += extra_ms;
+    stage.activation_bytes = inputs.recompute_kept_bytes[rank] / static_cast<std::uint64_t>(chunks);
+  }
+}
+
+BoundaryLink dataParallelLink(const SimulateOptions& options) {
+  BoundaryLink link;
+  link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.dp_bandwidth, "--dp-bandwidth");
+  link.latency_ms = parseDurationMs(options.dp_latency, "--dp-latency");
+  return link;
+}
+
+void checkDataParallel(int replicas) {
+  if (replicas < 1) {
+    throw Error("--data-parallel " + std::to_string(replicas) +
+                ": each stage needs at least 1 replica; use --data-parallel 1 for a plain pipeline");
+  }
+}
 
 // Reads the profile and the partition and fills the report's per-stage view.
 ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport* report) {
@@ -68,8 +162,10 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     throw Error(options.profile_path + ": simulating a profile needs its split; add --partition " +
                 "FILE (written by 'stagecut partition ... --format json')");
   }
-  ProfileInputs inputs{readProfileFile(options.profile_path),
-                       readPartitionFile(options.partition_path), {}};
+  ProfileInputs inputs;
+  inputs.profile = readProfileFile(options.profile_path);
+  inputs.partition = readPartitionFile(options.partition_path);
+  readStageRecompute(options.partition_path, &inputs);
   const int stages = static_cast<int>(inputs.partition.stages.size());
   if (options.stages_given && options.stages != stages) {
     throw Error("--stages " + std::to_string(options.stages) + ": the partition " +
@@ -88,14 +184,30 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   } else {
     report->comm_text = options.bandwidth + " + " + options.latency + " latency per boundary";
   }
+  checkDataParallel(options.data_parallel);
+  if (options.data_parallel > 1) {
+    inputs.dp_link = dataParallelLink(options);
+    report->data_parallel = options.data_parallel;
+    report->dp_text = "ring all-reduce over " + std::to_string(options.data_parallel) +
+                      " replicas, " + options.dp_bandwidth + ", " + options.dp_latency +
+                      " per ring step";
+    report->stage_allreduce_ms =
+        allReduceMsFromPartition(inputs.profile, inputs.partition, 1, options.data_parallel, inputs.dp_link);
+  }
   report->unit_costs = false;
   report->profile_path = options.profile_path;
   report->partition_path = options.partition_path;
   report->stages = stages;
 
-  const PartitionCosts one_chunk =
+  PartitionCosts one_chunk =
       costsFromPartition(inputs.profile, inputs.partition, 1, inputs.link, options.partition_path);
-  report->stage_costs = one_chunk.stages;
+  applyStageRecompute(inputs, 1, &one_chunk.costs);
+  report->stage_costs = one_chunk.costs.stages;
+  report->stage_recompute = inputs.recompute_modes;
+  if (!inputs.recompute_modes.empty()) {
+    report->notes.push_back("stages with \"recompute\" in the partition run their forward again "
+                            "before the backward and keep only what the mode keeps");
+  }
   report->boundary_comm_ms = one_chunk.costs.comm_ms;
   for (const StageCost& stage : inputs.partition.stages) {
     report->stage_layers.push_back(std::to_string(stage.first) + "-" + std::to_string(stage.last));
@@ -120,6 +232,16 @@ void checkUnitCostOptions(const SimulateOptions& options) {
       throw Error(std::string(flag) + " " + *value + ": unit costs have no bytes or time unit; " +
                   "give a profile and a partition to simulate communication");
     }
+  }
+  checkDataParallel(options.data_parallel);
+  if (options.data_parallel > 1) {
+    throw Error("--data-parallel " + std::to_string(options.data_parallel) +
+                ": unit costs have no gradient bytes to all-reduce; give a profile and a partition");
+  }
+  if (options.ranks != 0) {
+    throw Error("--ranks " + std::to_string(options.ranks) +
+                ": the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks " +
+                std::to_string(options.ranks) + "'");
   }
 }
 
@@ -155,6 +277,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     if (inputs) {
       run.costs = costsFromPartition(inputs->profile, inputs->partition, chunks, inputs->link,
                                      options.partition_path).costs;
+      applyStageRecompute(*inputs, chunks, &run.costs);
       if (interleaved && chunks > 1) {
         report.notes.push_back("interleaved-1f1b divides each stage's costs evenly into its " +
                                std::to_string(chunks) + " chunks: the partition fixes each " +
@@ -162,6 +285,12 @@ SimulationReport runSimulations(const SimulateOptions& options) {
       }
     } else {
       run.costs = unitCosts(run.schedule);
+    }
+    if (inputs && options.data_parallel > 1) {
+      run.plain_step_ms = simulate(run.schedule, run.costs).step_ms;
+      run.schedule = withGradientAllReduce(run.schedule);
+      run.costs.allreduce_ms = allReduceMsFromPartition(inputs->profile, inputs->partition, chunks,
+                                                        options.data_parallel, inputs->dp_link);
     }
     run.result = simulate(run.schedule, run.costs);
     // Closed forms assume equal stages and free boundaries; with a profile they say what a
@@ -171,6 +300,53 @@ SimulationReport runSimulations(const SimulateOptions& options) {
         closedFormBubble(name, stages, options.microbatches, chunks, equal_f_b_w);
     report.runs.push_back(std::move(run));
   }
+  return report;
+}
+
+TradeoffReport runTradeoff(const SimulateOptions& options) {
+  if (!options.partition_path.empty()) {
+    throw Error("--partition " + options.partition_path + ": --ranks splits the profile for every " +
+                "layout itself; drop --partition");
+  }
+  if (options.data_parallel != 1) {
+    throw Error("--data-parallel " + std::to_string(options.data_parallel) + ": --ranks " +
+                std::to_string(options.ranks) + " tries every N x D itself; drop --data-parallel");
+  }
+  if (options.global_batch != 0 && options.microbatches_given) {
+    throw Error("--microbatches " + std::to_string(options.microbatches) + ": --global-batch " +
+                std::to_string(options.global_batch) + " sets the microbatches per replica; give " +
+                "one of the two");
+  }
+  for (const char* path : {"--trace", "--svg"}) {
+    const std::string& value = std::string(path) == "--trace" ? options.trace_path : options.svg_path;
+    if (!value.empty()) {
+      throw Error(std::string(path) + " " + value + ": --ranks prints a table of layouts; chart " +
+                  "one of them with --partition and --data-parallel");
+    }
+  }
+  TradeoffReport report;
+  report.profile_path = options.profile_path;
+  const Profile profile = readProfileFile(options.profile_path);
+  TradeoffOptions tradeoff;
+  tradeoff.ranks = options.ranks;
+  tradeoff.global_batch = options.global_batch;
+  tradeoff.microbatches = options.microbatches;
+  tradeoff.chunks = options.chunks;
+  tradeoff.schedules = parseScheduleList(options.schedules);
+  if (!options.bandwidth.empty()) {
+    tradeoff.pipeline_link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
+  }
+  if (!options.latency.empty()) tradeoff.pipeline_link.latency_ms = parseDurationMs(options.latency, "--latency");
+  tradeoff.dp_link = dataParallelLink(options);
+  tradeoff.partition.bytes_per_param = optimizerBytesPerParam(options.optimizer);
+  report.tradeoff = dataParallelTradeoff(profile, tradeoff, options.profile_path);
+  report.ranks = options.ranks;
+  report.global_batch = options.global_batch;
+  report.pipeline_text = options.bandwidth.empty() && options.latency.empty()
+                             ? "none"
+                             : (options.bandwidth.empty() ? "no bandwidth limit" : options.bandwidth) +
+                                   (options.latency.empty() ? "" : " + " + options.latency + " latency");
+  report.dp_text = options.dp_bandwidth + ", " + options.dp_latency + " per ring step";
   return report;
 }
 
@@ -221,9 +397,49 @@ void addSimulateCommand(CLI::App& app) {
   command->add_option("--svg", options->svg_path, "Write an SVG Gantt chart of the schedules");
   command->add_option("--width", options->width_columns,
                       "Columns of the text charts (default: the terminal's, else 80)");
+  command->add_option("--data-parallel,-d", options->data_parallel,
+                      "Replicas D of every stage: each rank all-reduces its gradients (op A) after "
+                      "its last backward (with a profile)")
+      ->capture_default_str();
+  command->add_option("--dp-bandwidth", options->dp_bandwidth,
+                      "All-reduce link bandwidth per rank (with --data-parallel or --ranks)")
+      ->capture_default_str();
+  command->add_option("--dp-latency", options->dp_latency,
+                      "All-reduce latency per ring step (with --data-parallel or --ranks)")
+      ->capture_default_str();
+  command->add_option("--ranks", options->ranks,
+                      "Compare every N stages x D replicas = RANKS layout of the profile: "
+                      "split, simulate, samples/s");
+  command->add_option("--global-batch", options->global_batch,
+                      "With --ranks: samples per step over all replicas; M per replica = "
+                      "global batch / (D x the profile's microbatch size) (default: "
+                      "--microbatches per replica)");
+  command->add_option("--optimizer", options->optimizer,
+                      "With --ranks: sgd, sgd-momentum, adam or adam-mixed (memory the split reports)")
+      ->capture_default_str();
   command->add_flag("--json", options->json, "Print a stagecut.simulation/1 document instead");
   command->callback([options, command] {
     options->stages_given = command->count("--stages") > 0;
+    options->microbatches_given = command->count("--microbatches") > 0;
+    if (options->ranks != 0 || command->count("--ranks") > 0) {
+      if (options->profile_path.empty()) {
+        throw Error("--ranks " + std::to_string(options->ranks) +
+                    ": the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks " +
+                    std::to_string(options->ranks) + "'");
+      }
+      const TradeoffReport report = runTradeoff(*options);
+      if (options->json) {
+        std::cout << toJsonText(tradeoffToJson(report));
+      } else {
+        printTradeoffText(std::cout, report);
+      }
+      return;
+    }
+    if (options->global_batch != 0) {
+      throw Error("--global-batch " + std::to_string(options->global_batch) +
+                  ": sets the microbatches of the --ranks trade-off; add --ranks R, or give "
+                  "--microbatches");
+    }
     const SimulationReport report = runSimulations(*options);
     if (options->json) {
       std::cout << toJsonText(simulationToJson(report));

@@ -30,8 +30,14 @@ std::string formatTime(double value, bool unit_costs) {
 std::string runTitle(const SimulatedRun& run, const SimulationReport& report) {
   std::string title = scheduleDisplayName(run.schedule.name);
   if (run.schedule.chunks > 1) title += " (v = " + std::to_string(run.schedule.chunks) + ")";
-  return title + ": step " + formatTime(run.result.step_ms, report.unit_costs) + " " +
-         report.timeUnit() + ", bubble " + formatPercent(run.result.bubble);
+  title += ": step " + formatTime(run.result.step_ms, report.unit_costs) + " " +
+           report.timeUnit() + ", bubble " + formatPercent(run.result.bubble);
+  if (run.plain_step_ms) {
+    title += ", all-reduce exposed " +
+             formatTime(std::max(0.0, run.result.step_ms - *run.plain_step_ms), report.unit_costs) +
+             " " + report.timeUnit();
+  }
+  return title;
 }
 
 std::string joined(const std::vector<std::string>& items, const char* separator) {
@@ -51,6 +57,11 @@ void printHeading(std::ostream& out, const SimulationReport& report) {
     out << "Simulated " << report.profile_path << " split by " << report.partition_path << ": "
         << shape << ",\ncosts from the profile's per-layer medians (ms per microbatch); "
         << "communication: " << report.comm_text << ".\n";
+  }
+  if (report.data_parallel > 1) {
+    out << "Data parallel: every stage replicated " << report.data_parallel << " times; "
+        << report.dp_text << ";\neach rank's all-reduce (A) starts after its last backward; the "
+        << "bubble counts it as idle compute.\n";
   }
   for (const std::string& note : report.notes) out << "note: " << note << "\n";
 }
@@ -76,6 +87,11 @@ void printScheduleTable(std::ostream& out, const SimulationReport& report) {
   table.addColumn(report.unit_costs ? "closed form" : "closed form if balanced",
                   TextTable::Align::kLeft);
   table.addColumn("peak in flight per stage", TextTable::Align::kLeft);
+  const bool data_parallel = report.data_parallel > 1;
+  if (data_parallel) {
+    table.addColumn("all-reduce (" + report.timeUnit() + ")", TextTable::Align::kRight);
+    table.addColumn("exposed", TextTable::Align::kRight);
+  }
   bool chunked = false, splits = false;
   for (const SimulatedRun& run : report.runs) {
     std::vector<std::string> peaks;
@@ -88,14 +104,26 @@ void printScheduleTable(std::ostream& out, const SimulationReport& report) {
     if (run.schedule.chunks > 1) name += " (v=" + std::to_string(run.schedule.chunks) + ")";
     chunked = chunked || run.schedule.chunks > 1;
     splits = splits || run.schedule.splits_backward;
-    table.addRow({name, formatTime(run.result.step_ms, report.unit_costs),
-                  formatPercent(run.result.bubble), closed_form, joined(peaks, " ")});
+    std::vector<std::string> row{name, formatTime(run.result.step_ms, report.unit_costs),
+                                 formatPercent(run.result.bubble), closed_form, joined(peaks, " ")};
+    if (data_parallel) {
+      double longest = 0.0;
+      for (const RankStats& rank : run.result.ranks) longest = std::max(longest, rank.allreduce_ms);
+      row.push_back(formatTime(longest, report.unit_costs));
+      row.push_back(formatTime(std::max(0.0, run.result.step_ms - run.plain_step_ms.value_or(run.result.step_ms)),
+                               report.unit_costs));
+    }
+    table.addRow(row);
   }
   out << "\n";
   table.print(out, "  ");
   out << "\n  Peak in flight: microbatches whose activations a stage holds at once\n  (forward done, "
       << (splits ? "backward or W" : "backward") << " not yet)";
   out << (chunked ? "; interleaved-1f1b counts (microbatch, chunk) pairs.\n" : ".\n");
+  if (data_parallel) {
+    out << "  All-reduce: the slowest rank's; exposed: how much longer the step is than without "
+        << "all-reduce.\n";
+  }
 }
 
 void printStageTable(std::ostream& out, const SimulationReport& report) {
@@ -106,6 +134,8 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
   table.addColumn("B ms", TextTable::Align::kRight);
   table.addColumn("W ms", TextTable::Align::kRight);
   table.addColumn("send ms", TextTable::Align::kRight);
+  if (report.data_parallel > 1) table.addColumn("all-reduce ms", TextTable::Align::kRight);
+  if (!report.stage_recompute.empty()) table.addColumn("recompute", TextTable::Align::kLeft);
   for (const SimulatedRun& run : report.runs) {
     table.addColumn(run.schedule.name, TextTable::Align::kRight);
   }
@@ -117,6 +147,8 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
         s + 1 == report.stage_costs.size() ? "-"
         : report.boundary_comm_ms.empty()  ? formatMs(0.0)
                                            : formatMs(report.boundary_comm_ms[s])};
+    if (report.data_parallel > 1) row.push_back(formatMs(report.stage_allreduce_ms[s]));
+    if (!report.stage_recompute.empty()) row.push_back(report.stage_recompute[s]);
     for (const SimulatedRun& run : report.runs) {
       const RankStats& rank = run.result.ranks[s];
       row.push_back(formatBytes(rank.peak_activation_bytes) + " (" +
@@ -150,6 +182,11 @@ nlohmann::json simulationToJson(const SimulationReport& report) {
     document["partition"] = report.partition_path;
     document["communication"] = report.comm_text;
   }
+  if (!report.stage_recompute.empty()) document["stage_recompute"] = report.stage_recompute;
+  if (report.data_parallel > 1) {
+    document["data_parallel"] = report.data_parallel;
+    document["allreduce"] = report.dp_text;
+  }
   nlohmann::json schedules = nlohmann::json::array();
   for (const SimulatedRun& run : report.runs) {
     nlohmann::json entry = {{"schedule", run.schedule.name},
@@ -169,10 +206,90 @@ nlohmann::json simulationToJson(const SimulationReport& report) {
     entry["busy_time"] = busy;
     entry["idle_time"] = idle;
     if (!report.unit_costs) entry["peak_activation_bytes"] = bytes;
+    if (run.plain_step_ms) {
+      nlohmann::json allreduce = nlohmann::json::array();
+      for (const RankStats& rank : run.result.ranks) allreduce.push_back(rank.allreduce_ms);
+      entry["allreduce_time"] = allreduce;
+      entry["exposed_allreduce"] = std::max(0.0, run.result.step_ms - *run.plain_step_ms);
+    }
     schedules.push_back(entry);
   }
   document["schedules"] = schedules;
   if (!report.notes.empty()) document["notes"] = report.notes;
+  return document;
+}
+
+void printTradeoffText(std::ostream& out, const TradeoffReport& report) {
+  const Tradeoff& tradeoff = report.tradeoff;
+  out << "Layouts of " << report.ranks << " ranks as N stages x D data-parallel replicas of "
+      << report.profile_path << ",\n";
+  if (report.global_batch > 0) {
+    out << "global batch " << report.global_batch << " samples (microbatches of "
+        << tradeoff.microbatch_size << ": M = global batch / (D x " << tradeoff.microbatch_size
+        << ") per replica);\n";
+  } else {
+    out << "M microbatches per replica (of " << tradeoff.microbatch_size
+        << " samples each), so the global batch grows with D;\n";
+  }
+  out << "each split the exact optimum for its N and D; stage link: " << report.pipeline_text
+      << "; all-reduce: ring, " << report.dp_text << ".\n";
+  for (const std::string& note : tradeoff.notes) out << "note: " << note << "\n";
+  TextTable table;
+  bool several = false;
+  for (const TradeoffRow& row : tradeoff.rows) several = several || row.schedule != tradeoff.rows.front().schedule;
+  if (several) table.addColumn("schedule", TextTable::Align::kLeft);
+  for (const char* name : {"N", "D", "M"}) table.addColumn(name, TextTable::Align::kRight);
+  table.addColumn("layers per stage", TextTable::Align::kLeft);
+  table.addColumn("step ms", TextTable::Align::kRight);
+  table.addColumn("bubble", TextTable::Align::kRight);
+  table.addColumn("all-reduce ms", TextTable::Align::kRight);
+  table.addColumn("exposed ms", TextTable::Align::kRight);
+  table.addColumn("samples/s", TextTable::Align::kRight);
+  for (const TradeoffRow& row : tradeoff.rows) {
+    std::vector<std::string> cells;
+    if (several) cells.push_back(row.schedule);
+    std::vector<std::string> counts;
+    for (int count : row.layers_per_stage) counts.push_back(std::to_string(count));
+    char rate[32];
+    std::snprintf(rate, sizeof rate, "%.1f", row.samples_per_s);
+    cells.insert(cells.end(), {std::to_string(row.stages), std::to_string(row.replicas),
+                               std::to_string(row.microbatches), joined(counts, ","),
+                               formatMs(row.step_ms), formatPercent(row.bubble),
+                               formatMs(row.allreduce_ms), formatMs(row.exposed_allreduce_ms),
+                               std::string(rate)});
+    table.addRow(cells);
+  }
+  out << "\n";
+  table.print(out, "  ");
+  out << "\n  M: microbatches per replica. bubble: idle fraction of all N x D devices' compute "
+      << "(all-reduce counts as idle).\n  all-reduce: the slowest stage's; exposed: how much "
+      << "longer the step is than without it.\n";
+}
+
+nlohmann::json tradeoffToJson(const TradeoffReport& report) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const TradeoffRow& row : report.tradeoff.rows) {
+    rows.push_back({{"schedule", row.schedule},
+                    {"stages", row.stages},
+                    {"replicas", row.replicas},
+                    {"microbatches", row.microbatches},
+                    {"layers_per_stage", row.layers_per_stage},
+                    {"step_time", row.step_ms},
+                    {"bubble", row.bubble},
+                    {"allreduce_time", row.allreduce_ms},
+                    {"exposed_allreduce", row.exposed_allreduce_ms},
+                    {"samples_per_s", row.samples_per_s}});
+  }
+  nlohmann::json document = {{"format", kSimulationFormat},
+                             {"costs", "profile"},
+                             {"time_unit", "ms"},
+                             {"profile", report.profile_path},
+                             {"ranks", report.ranks},
+                             {"microbatch_size", report.tradeoff.microbatch_size},
+                             {"allreduce", report.dp_text},
+                             {"tradeoff", rows}};
+  if (report.global_batch > 0) document["global_batch"] = report.global_batch;
+  if (!report.tradeoff.notes.empty()) document["notes"] = report.tradeoff.notes;
   return document;
 }
 

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "partitioner/data_parallel_plan.h"
 #include "schedule/pipeline_schedule.h"
 #include "schedule/simulator.h"
 #include "schedule/stage_costs.h"
@@ -19,6 +20,8 @@ struct SimulatedRun {
   PipelineCosts costs;
   SimulationResult result;
   std::optional<double> closed_form_bubble;
+  /// With data parallelism: the same step without the all-reduce ops, ms.
+  std::optional<double> plain_step_ms;
 };
 
 /// Everything `stagecut simulate` prints: what was simulated on which costs, and the runs.
@@ -36,10 +39,34 @@ struct SimulationReport {
   std::vector<std::string> stage_layers;
   std::vector<StageOpCosts> stage_costs;
   std::vector<double> boundary_comm_ms;  ///< after each stage but the last (profile mode)
+  int data_parallel = 1;                  ///< D replicas of every stage
+  std::string dp_text;                    ///< how the all-reduce is modelled (D > 1)
+  std::vector<double> stage_allreduce_ms; ///< per partition stage (D > 1)
+  /// Per partition stage, its recompute mode from the partition; empty when none recomputes.
+  std::vector<std::string> stage_recompute;
 
   /// "units" with unit costs, "ms" with a profile.
   std::string timeUnit() const { return unit_costs ? "units" : "ms"; }
 };
+
+/// What `stagecut simulate PROFILE --ranks R` prints: the N x D trade-off.
+struct TradeoffReport {
+  std::string profile_path;
+  int ranks = 0;
+  int global_batch = 0;       ///< 0: M per replica was given
+  std::string pipeline_text;  ///< the link between stages
+  std::string dp_text;        ///< the all-reduce link
+  Tradeoff tradeoff;
+};
+
+/// The trade-off table: per layout N, D, M per replica, split, step, bubble, all-reduce,
+/// exposed all-reduce and samples/s; notes on layouts left out.
+void printTradeoffText(std::ostream& out, const TradeoffReport& report);
+
+/// The `stagecut.simulation/1` document of a trade-off: "ranks", "global_batch" and "tradeoff"
+/// rows (schedule, stages, replicas, microbatches, layers_per_stage, step_time, bubble,
+/// allreduce_time, exposed_allreduce, samples_per_s).
+nlohmann::json tradeoffToJson(const TradeoffReport& report);
 
 /// The human report: a heading, a Gantt chart per run scaled to `width_columns`, and the tables.
 void printSimulationText(std::ostream& out, const SimulationReport& report, int width_columns);

@@ -1,0 +1,201 @@
+// stagecut partition/compare --recompute and --data-parallel, and simulate --data-parallel and
+// --ranks, run as a user runs them.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_support.h"
+
+using Catch::Matchers::Contains;
+using stagecut::testing::CommandResult;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+
+namespace {
+
+const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
+
+void checkInputError(const CommandResult& result, const std::string& message) {
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "stagecut: " + message + "\n");
+}
+
+std::string readBack(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("partition --recompute: modes, a bare flag meaning full, and errors naming the kind",
+          "[cli][partition][recompute]") {
+  const CommandResult bare = runStagecut("partition '" + kProfile + "' --stages 2 --recompute --json");
+  REQUIRE(bare.exit_code == 0);
+  const auto bare_json = nlohmann::json::parse(bare.out);
+  CHECK(bare_json["stages"][0]["recompute"] == "full");
+  CHECK(bare_json["stages"][1]["recompute"] == "full");
+  const CommandResult selective =
+      runStagecut("partition '" + kProfile + "' --stages 2 --recompute selective:TransformerBlock --json");
+  REQUIRE(selective.exit_code == 0);
+  CHECK(nlohmann::json::parse(selective.out)["stages"][0]["recompute"] == "selective:TransformerBlock");
+  const CommandResult none = runStagecut("partition '" + kProfile + "' --stages 2 --recompute none --json");
+  REQUIRE(none.exit_code == 0);
+  CHECK_FALSE(nlohmann::json::parse(none.out)["stages"][0].contains("recompute"));
+
+  checkInputError(runStagecut("partition '" + kProfile + "' --stages 2 --recompute selective:TransformerBlok"),
+                  "--recompute selective:TransformerBlok: the profile has no layer of kind "
+                  "'TransformerBlok', did you mean 'TransformerBlock'?");
+  checkInputError(runStagecut("partition '" + kProfile + "' --stages 2 --recompute fll"),
+                  "--recompute fll: unknown mode 'fll', did you mean 'full'? (selective takes layer "
+                  "kinds: selective:CrossEntropyLoss)");
+  checkInputError(runStagecut("partition '" + kProfile + "' --stages 2 --data-parallel 0"),
+                  "--data-parallel 0: each stage needs at least 1 replica; use --data-parallel 1 "
+                  "for a plain pipeline");
+}
+
+TEST_CASE("partition --recompute auto recomputes only where the cap needs it, and says so",
+          "[cli][partition][recompute]") {
+  // Without recompute the best 4-stage split needs 125 MiB on its last stage (see
+  // cli_partition_test); auto recomputes there and keeps the other stages plain.
+  const CommandResult result =
+      runStagecut("partition '" + kProfile + "' --stages 4 --memory-cap 120MiB --recompute auto --json");
+  REQUIRE(result.exit_code == 0);
+  const auto document = nlohmann::json::parse(result.out);
+  int recomputed = 0;
+  for (const auto& stage : document["stages"]) {
+    CHECK(stage["memory_bytes"].get<double>() <= 120.0 * 1024 * 1024);
+    if (stage["recompute"] == "full") {
+      ++recomputed;
+      CHECK(stage["recompute_ms"].get<double>() > 0);
+    } else {
+      CHECK(stage["recompute"] == "none");
+      CHECK(stage["recompute_ms"].get<double>() == 0);
+    }
+  }
+  CHECK(recomputed >= 1);
+  CHECK(recomputed < 4);
+  const CommandResult text =
+      runStagecut("partition '" + kProfile + "' --stages 4 --memory-cap 120MiB --recompute auto");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("memory without"));
+  CHECK_THAT(text.out, Contains("recomputation saves"));
+}
+
+TEST_CASE("compare --recompute full shows memory saved against forward added per stage",
+          "[cli][compare][recompute]") {
+  const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 2 --recompute full");
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("The compute split, per stage:"));
+  CHECK_THAT(result.out, Contains("+fwd ms/mb"));
+}
+
+TEST_CASE("partition --data-parallel charges the embedding stage's exposed all-reduce",
+          "[cli][partition][data-parallel]") {
+  const CommandResult result = runStagecut("partition '" + kProfile +
+                                           "' --stages 2 --data-parallel 4 --dp-bandwidth 1GB/s --json");
+  REQUIRE(result.exit_code == 0);
+  const auto document = nlohmann::json::parse(result.out);
+  const auto& stages = document["stages"];
+  CHECK(stages[0]["allreduce_ms"].get<double>() > 0);
+  // Stage 0 runs the step's last backward, so nothing hides its all-reduce; stage 1's overlaps
+  // stage 0's last backward.
+  CHECK(stages[0]["exposed_allreduce_ms"].get<double>() == Approx(stages[0]["allreduce_ms"].get<double>()));
+  CHECK(stages[1]["exposed_allreduce_ms"].get<double>() < stages[1]["allreduce_ms"].get<double>());
+}
+
+TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last backward",
+          "[cli][simulate][data-parallel]") {
+  TempDir dir;
+  const std::string part = dir.file("p.json");
+  REQUIRE(runStagecut("partition '" + kProfile + "' --stages 2 --microbatches 4 -o '" + part + "'").exit_code == 0);
+  const CommandResult plain =
+      runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --schedule 1f1b --json");
+  const CommandResult replicated = runStagecut("simulate '" + kProfile + "' --partition '" + part +
+                                               "' --schedule 1f1b --data-parallel 4 --dp-bandwidth 1GB/s "
+                                               "--json --trace '" + dir.file("t.json") + "'");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(replicated.exit_code == 0);
+  const auto before = nlohmann::json::parse(plain.out)["schedules"][0];
+  const auto after = nlohmann::json::parse(replicated.out);
+  CHECK(after["data_parallel"] == 4);
+  const auto& run = after["schedules"][0];
+  CHECK(run["step_time"].get<double>() >= before["step_time"].get<double>());
+  CHECK(run["exposed_allreduce"].get<double>() ==
+        Approx(run["step_time"].get<double>() - before["step_time"].get<double>()));
+  CHECK(run["allreduce_time"][0].get<double>() > 0);
+  CHECK_THAT(readBack(dir.file("t.json")), Contains("\"cat\":\"allreduce\""));
+  const CommandResult text = runStagecut("simulate '" + kProfile + "' --partition '" + part +
+                                         "' --schedule 1f1b --data-parallel 2 --width 80");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("all-reduce: A"));
+  CHECK_THAT(text.out, Contains("exposed"));
+
+  checkInputError(runStagecut("simulate --stages 4 --data-parallel 2"),
+                  "--data-parallel 2: unit costs have no gradient bytes to all-reduce; give a "
+                  "profile and a partition");
+  checkInputError(runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --data-parallel 0"),
+                  "--data-parallel 0: each stage needs at least 1 replica; use --data-parallel 1 "
+                  "for a plain pipeline");
+}
+
+TEST_CASE("simulate --ranks 8 compares every N x D layout", "[cli][simulate][data-parallel]") {
+  const CommandResult result =
+      runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 256 --schedule 1f1b --json");
+  REQUIRE(result.exit_code == 0);
+  const auto document = nlohmann::json::parse(result.out);
+  CHECK(document["format"] == "stagecut.simulation/1");
+  const auto& rows = document["tradeoff"];
+  REQUIRE(rows.size() == 4);  // 1x8, 2x4, 4x2, 8x1 (the profile has 11 layers)
+  for (const auto& row : rows) {
+    const int stages = row["stages"], replicas = row["replicas"], microbatches = row["microbatches"];
+    CHECK(stages * replicas == 8);
+    CHECK(microbatches * replicas * 4 == 256);  // microbatch size 4
+    CHECK(row["layers_per_stage"].size() == static_cast<std::size_t>(stages));
+    CHECK(row["samples_per_s"].get<double>() ==
+          Approx(256.0 / row["step_time"].get<double>() * 1000.0));
+    if (replicas == 1) CHECK(row["allreduce_time"].get<double>() == 0.0);
+  }
+  const CommandResult text = runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 256");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("samples/s"));
+
+  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 6"),
+                  "--global-batch 6: no layout of 8 ranks splits it into whole microbatches of 4 "
+                  "samples; use a multiple of 32 (ranks x microbatch size)");
+  checkInputError(runStagecut("simulate --ranks 8"),
+                  "--ranks 8: the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks 8'");
+  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 0"),
+                  "--ranks 0: the trade-off needs at least 1 rank, e.g. --ranks 8");
+  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 64 --microbatches 4"),
+                  "--microbatches 4: --global-batch 64 sets the microbatches per replica; give one "
+                  "of the two");
+}
+
+TEST_CASE("simulate takes each stage's recompute from the partition", "[cli][simulate][recompute]") {
+  TempDir dir;
+  const std::string plain = dir.file("plain.json"), full = dir.file("full.json");
+  REQUIRE(runStagecut("partition '" + kProfile + "' --stages 2 --microbatches 4 -o '" + plain + "'").exit_code == 0);
+  REQUIRE(runStagecut("partition '" + kProfile + "' --stages 2 --microbatches 4 --recompute full -o '" + full + "'")
+              .exit_code == 0);
+  const auto run = [&](const std::string& part) {
+    const CommandResult result =
+        runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --schedule gpipe --json");
+    REQUIRE(result.exit_code == 0);
+    return nlohmann::json::parse(result.out);
+  };
+  const auto without = run(plain), with = run(full);
+  CHECK(with["stage_recompute"] == nlohmann::json({"full", "full"}));
+  CHECK_FALSE(without.contains("stage_recompute"));
+  // GPipe keeps all 4 microbatches: full recompute keeps each stage's input, not its activations.
+  for (int s = 0; s < 2; ++s) {
+    CHECK(with["schedules"][0]["peak_activation_bytes"][s].get<double>() <
+          without["schedules"][0]["peak_activation_bytes"][s].get<double>());
+  }
+  CHECK(with["schedules"][0]["step_time"].get<double>() > without["schedules"][0]["step_time"].get<double>());
+}
