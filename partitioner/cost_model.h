@@ -128,6 +128,8 @@ class CostModel {
   bool fitsMemory(int stage, int first, int last) const {
     return !hasMemoryCaps() || memoryBytes(stage, first, last) <= capBytes(stage);
   }
+  /// Whether some recompute option recomputes some layer.
+  bool recomputes() const { return any_recomputed_; }
   /// Whether stage memory only grows with the range (no recomputed layer, or no caps at all),
   /// which is what sliding-window probes rely on.
   bool memoryIsMonotone() const { return !hasMemoryCaps() || !any_recomputed_; }

@@ -126,7 +126,8 @@ void throwMemoryInfeasible(const CostModel& model) {
                   formatBytes(static_cast<std::uint64_t>(need)) + ", " +
                   formatBytes(static_cast<std::uint64_t>(need - model.capBytes(s))) +
                   " over its cap of " + formatBytes(static_cast<std::uint64_t>(model.capBytes(s))) +
-                  "; raise the cap, use --recompute full or a smaller microbatch");
+                  (model.recomputes() ? "; raise the cap or use a smaller microbatch"
+                                      : "; raise the cap, use --recompute full or a smaller microbatch"));
     }
   }
   // Otherwise: the smallest extra allowance, added to every cap, that lets some split fit.
@@ -165,7 +166,8 @@ void throwMemoryInfeasible(const CostModel& model) {
               ", " + formatBytes(static_cast<std::uint64_t>(std::max(0.0, worst_excess))) +
               " over its cap of " +
               formatBytes(static_cast<std::uint64_t>(model.capBytes(worst_stage))) +
-              "; raise the cap, use more stages, --recompute auto or a smaller microbatch");
+              (model.recomputes() ? "; raise the cap, use more stages or a smaller microbatch"
+                                  : "; raise the cap, use more stages, --recompute auto or a smaller microbatch"));
 }
 
 std::vector<int> solveExactSplit(const CostModel& model, ProbeChoice choice) {

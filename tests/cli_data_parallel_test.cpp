@@ -199,3 +199,11 @@ TEST_CASE("simulate takes each stage's recompute from the partition", "[cli][sim
   }
   CHECK(with["schedules"][0]["step_time"].get<double>() > without["schedules"][0]["step_time"].get<double>());
 }
+
+TEST_CASE("a cap that recomputation cannot meet does not suggest recomputation",
+          "[cli][partition][recompute]") {
+  checkInputError(runStagecut("partition '" + kProfile + "' --stages 4 --memory-cap 90MiB --recompute auto"),
+                  "--memory-cap: no split into 4 stages fits; the closest puts layers 9-10 on stage "
+                  "3, 94.3 MiB, 4.26 MiB over its cap of 90.0 MiB; raise the cap, use more stages or a "
+                  "smaller microbatch");
+}
