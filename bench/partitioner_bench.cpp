@@ -18,7 +18,8 @@ namespace {
 using stagecut::ChainCosts;
 using stagecut::CostModel;
 
-ChainCosts randomChain(int layers, int stages, bool comm, bool caps, unsigned seed) {
+ChainCosts randomChain(int layers, int stages, bool comm, bool caps, unsigned seed,
+                       bool recompute = false, bool allreduce = false) {
   std::mt19937 random(seed);
   std::uniform_real_distribution<double> compute(0.5, 1.5), bytes(0.9, 1.1), share(0.9, 1.1);
   ChainCosts costs;
@@ -27,8 +28,27 @@ ChainCosts randomChain(int layers, int stages, bool comm, bool caps, unsigned se
     // With caps, every 37th layer is heavy (an embedding-like table) and fits only some stages.
     const bool heavy = caps && k % 37 == 0;
     costs.state_bytes.push_back((heavy ? 5e7 : 1e6) * bytes(random));
-    costs.activation_bytes.push_back(1e5 * bytes(random));
-    costs.input_bytes.push_back(0.0);
+    // With per-stage recompute, activations large enough that early 1F1B stages must recompute.
+    costs.activation_bytes.push_back((recompute ? 1e6 : 1e5) * bytes(random));
+    costs.input_bytes.push_back(recompute ? 1e5 : 0.0);
+  }
+  if (recompute) {
+    stagecut::RecomputeOption none{"none", std::vector<char>(layers, 0), std::vector<double>(layers, 0.0)};
+    stagecut::RecomputeOption full{"full", std::vector<char>(layers, 1), {}};
+    // The extra forward: a third of forward + backward.
+    for (int k = 0; k < layers; ++k) full.extra_ms.push_back(costs.compute_ms[k] / 3);
+    costs.recompute_options = {none, full};
+  }
+  if (allreduce) {
+    // D = 8 over 10 GB/s: an embedding-like layer every 37 all-reduces 50 MB, the rest 1 MB.
+    for (int k = 0; k < layers; ++k) {
+      costs.gradient_bytes.push_back(k % 37 == 0 ? 5e7 : 1e6);
+      costs.backward_ms.push_back(costs.compute_ms[k] * 2 / 3);
+    }
+    costs.allreduce_ms_per_byte = 2.0 * 7 / 8 / 10e9 * 1e3;
+    costs.allreduce_fixed_ms = 14 * 0.01;
+    for (int s = 0; s < stages; ++s) costs.allreduce_overlap.push_back(s);
+    costs.allreduce_slots = 8 + stages - 1;
   }
   if (comm) {
     // Boundary transfers of 1-20% of a layer's time: enough to move the optimal cuts.
@@ -65,6 +85,8 @@ struct Row {
   bool comm;
   bool caps;
   double target_ms;
+  bool recompute = false;  // recompute none or full, chosen per stage
+  bool allreduce = false;  // data-parallel all-reduce term
 };
 
 }  // namespace
@@ -74,11 +96,13 @@ int main() {
       {"additive", 1048576, 256, false, false, 20.0},
       {"comm both sides", 4096, 64, true, false, 50.0},
       {"stage memory caps", 1024, 64, false, true, 100.0},
+      {"recompute auto+caps", 1024, 64, false, true, 100.0, true, false},
+      {"dp all-reduce", 1024, 64, true, false, 100.0, false, true},
   };
-  std::printf("%-18s %8s %4s %11s %9s %14s %9s  %s\n", "case", "L", "N", "exact ms", "target", "plain DP ms",
+  std::printf("%-20s %8s %4s %11s %9s %14s %9s  %s\n", "case", "L", "N", "exact ms", "target", "plain DP ms",
               "ratio", "probe");
   for (const Row& row : rows) {
-    const CostModel model(randomChain(row.layers, row.stages, row.comm, row.caps, 42));
+    const CostModel model(randomChain(row.layers, row.stages, row.comm, row.caps, 42, row.recompute, row.allreduce));
     std::vector<int> split;
     const double exact_ms = medianMs(row.layers > 100000 ? 11 : 21, [&] { split = stagecut::solveExactSplit(model); });
     const double exact_bottleneck = stagecut::scoreSplit(model, split).bottleneck_ms;
@@ -101,7 +125,7 @@ int main() {
       plain_ms = sample_ms * scale * scale;
       extrapolated = true;
     }
-    std::printf("%-18s %8d %4d %11.2f %9.0f %14.0f%s %8.0fx  %s\n", row.name, row.layers, row.stages, exact_ms,
+    std::printf("%-20s %8d %4d %11.2f %9.0f %14.0f%s %8.0fx  %s\n", row.name, row.layers, row.stages, exact_ms,
                 row.target_ms, plain_ms, extrapolated ? "*" : " ", plain_ms / exact_ms,
                 stagecut::greedyProbeIsExact(model) ? "greedy" : "reachable");
   }
