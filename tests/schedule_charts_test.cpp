@@ -4,7 +4,10 @@
 
 #include "schedule/ascii_gantt.h"
 #include "schedule/chrome_trace.h"
+#include "schedule/data_parallel.h"
 #include "schedule/generators.h"
+#include "schedule/simulator.h"
+#include "schedule/stage_costs.h"
 #include "schedule/svg_gantt.h"
 #include "schedule/time_axis.h"
 
@@ -117,4 +120,31 @@ TEST_CASE("the SVG Gantt draws every op, the idle hatch, a legend and the figure
   CHECK_THAT(svg, Contains("</svg>\n"));
   CHECK(stagecut::scheduleDisplayName("zb-h1") == "ZB-H1");
   CHECK(stagecut::scheduleDisplayName("custom") == "custom");
+}
+
+TEST_CASE("charts draw the all-reduce as its own op", "[schedule][charts][data-parallel]") {
+  const Schedule schedule = stagecut::withGradientAllReduce(generateSchedule("1f1b", 2, 2));
+  stagecut::PipelineCosts costs = stagecut::unitCosts(schedule);
+  costs.allreduce_ms = {4, 4};
+  const SimulationResult result = stagecut::simulate(schedule, costs);
+  // 1F1B on F = 1, B = 2: rank 0 ends its last B at 9, rank 1 at 7; A runs 9-13 and 7-11.
+  REQUIRE(result.step_ms == 13.0);
+  stagecut::AsciiGanttOptions ascii;
+  ascii.width_columns = 8 + 13 + 1;
+  ascii.time_unit = "units";
+  const std::string text = stagecut::renderAsciiGantt(schedule, result, ascii);
+  CHECK_THAT(text, Contains("rank 0  01..##.##AAAA\n"));
+  CHECK_THAT(text, Contains("rank 1  .0##1##AAAA..\n"));
+  CHECK_THAT(text, Contains("all-reduce: A"));
+  const std::string svg = stagecut::renderSvgGantt({{&schedule, &result}}, stagecut::SvgGanttOptions{});
+  CHECK_THAT(svg, Contains("All-reduce (A)"));
+  const auto trace = nlohmann::json::parse(stagecut::renderChromeTrace({{&schedule, &result}}));
+  int all_reduces = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event.value("cat", "") != "allreduce") continue;
+    ++all_reduces;
+    CHECK(event["name"] == "A0");
+    CHECK(event["dur"].get<double>() == Approx(4000.0));
+  }
+  CHECK(all_reduces == 2);
 }
