@@ -53,6 +53,15 @@ void checkRequest(const ValidateCommandOptions& options) {
   if (request.data_parallel < 1) {
     throw Error("--data-parallel " + std::to_string(request.data_parallel) + ": use 1 replica or more");
   }
+  // The local launcher starts every rank on this machine; more than this is a typo, not a plan.
+  constexpr int kMaxLocalRanks = 64;
+  const auto ranks = static_cast<long long>(partition.stages.size()) * request.data_parallel;
+  if (ranks > kMaxLocalRanks) {
+    throw Error("--data-parallel " + std::to_string(request.data_parallel) + ": " +
+                std::to_string(partition.stages.size()) + " stages x " + std::to_string(request.data_parallel) +
+                " replicas = " + std::to_string(ranks) + " processes on this machine, more than " +
+                std::to_string(kMaxLocalRanks) + "; use fewer replicas, or start the ranks with torchrun");
+  }
   const std::string& source = profile.model.source;
   if (source.rfind("zoo:", 0) != 0 && source.rfind("torchscript:", 0) != 0) {
     throw Error(request.profile_path + ": model source \"" + source +

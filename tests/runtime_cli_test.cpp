@@ -214,4 +214,9 @@ TEST_CASE("validate --data-parallel 2 runs 2 x 2 ranks whose averaged gradients 
                                         " --data-parallel 0");
   CHECK(bad.exit_code == 2);
   CHECK(bad.err == "stagecut: --data-parallel 0: use 1 replica or more\n");
+  const CommandResult many = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                         " --data-parallel 40");
+  CHECK(many.exit_code == 2);
+  CHECK(many.err == "stagecut: --data-parallel 40: 2 stages x 40 replicas = 80 processes on this machine, more "
+                    "than 64; use fewer replicas, or start the ranks with torchrun\n");
 }
