@@ -31,8 +31,9 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   // A bare --recompute means full, as it did when it was a flag.
   command->add_option("--recompute", flags.recompute_spec,
                       "Activation recomputation: none, full (a bare --recompute), "
-                      "selective:<layer kinds> (e.g. selective:TransformerBlock), or auto (per "
-                      "stage, only where the memory cap needs it)")
+                      "selective:<layer kinds> (e.g. selective:TransformerBlock), or auto / "
+                      "auto:<layer kinds> (per stage, the cheapest of none, selective and full "
+                      "that fits the memory cap)")
       ->expected(0, 1)
       ->default_str("full");
   command->add_option("--data-parallel,-d", flags.data_parallel,

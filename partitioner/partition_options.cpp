@@ -43,11 +43,12 @@ std::string RecomputePolicy::text() const {
   switch (mode) {
     case Mode::kNone: return "none";
     case Mode::kFull: return "full";
-    case Mode::kAuto: return "auto";
+    case Mode::kAuto:
     case Mode::kSelective: break;
   }
   std::string joined;
   for (const std::string& kind : kinds) joined += (joined.empty() ? "" : "+") + kind;
+  if (mode == Mode::kAuto) return kinds.empty() ? "auto" : "auto:" + joined;
   return "selective:" + joined;
 }
 
@@ -62,7 +63,8 @@ RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& pro
     policy.mode = RecomputePolicy::Mode::kAuto;
     return policy;
   }
-  const std::string prefix = "selective:";
+  const bool automatic = text.compare(0, 5, "auto:") == 0;
+  const std::string prefix = automatic ? "auto:" : "selective:";
   std::vector<std::string> known;
   for (const LayerCost& layer : profile.layers) {
     if (!layer.kind.empty() && std::find(known.begin(), known.end(), layer.kind) == known.end()) {
@@ -76,7 +78,7 @@ RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& pro
                 " (selective takes layer kinds: selective:" +
                 (known.empty() ? std::string("KIND") : known.back()) + ")");
   }
-  policy.mode = RecomputePolicy::Mode::kSelective;
+  policy.mode = automatic ? RecomputePolicy::Mode::kAuto : RecomputePolicy::Mode::kSelective;
   std::string rest = text.substr(prefix.size());
   std::replace(rest.begin(), rest.end(), '+', ',');
   std::vector<std::string> kinds = splitCommas(rest);
@@ -120,13 +122,17 @@ std::vector<RecomputeOption> recomputeOptions(const Profile& profile, const Reco
     case RecomputePolicy::Mode::kFull:
       return {option("full", all)};
     case RecomputePolicy::Mode::kAuto:
-      return {option("none", none), option("full", all)};
     case RecomputePolicy::Mode::kSelective:
       break;
   }
-  return {option(policy.text(), [&](const LayerCost& layer) {
+  std::string joined;
+  for (const std::string& kind : policy.kinds) joined += (joined.empty() ? "" : "+") + kind;
+  const RecomputeOption selective = option("selective:" + joined, [&](const LayerCost& layer) {
     return std::find(policy.kinds.begin(), policy.kinds.end(), layer.kind) != policy.kinds.end();
-  })};
+  });
+  if (policy.mode == RecomputePolicy::Mode::kSelective) return {selective};
+  if (policy.kinds.empty()) return {option("none", none), option("full", all)};
+  return {option("none", none), selective, option("full", all)};
 }
 
 const std::vector<std::string>& optimizerNames() {

@@ -18,16 +18,18 @@ struct RecomputePolicy {
     kNone,       ///< keep every layer's activations
     kFull,       ///< every stage keeps only its input and reruns its forward
     kSelective,  ///< layers of `kinds` keep only their inputs and rerun their forward
-    kAuto,       ///< per stage, none where it fits the memory cap, else full
+    kAuto,       ///< per stage, the cheapest of none, selective (with kinds) and full that fits
   };
   Mode mode = Mode::kNone;
-  std::vector<std::string> kinds;  ///< kSelective: LayerCost::kind values, as given
+  /// kSelective, and kAuto from "auto:<kinds>": LayerCost::kind values, as given.
+  std::vector<std::string> kinds;
 
-  /// "none", "full", "auto" or "selective:Attention+MLP".
+  /// "none", "full", "auto", "auto:Attention" or "selective:Attention+MLP".
   std::string text() const;
 };
 
-/// Parses `--recompute none|full|auto|selective:<kinds>` (kinds separated by ',' or '+'), checking
+/// Parses `--recompute none|full|auto|auto:<kinds>|selective:<kinds>` (kinds separated by ',' or
+/// '+'; auto:<kinds> lets each stage choose among none, selective:<kinds> and full), checking
 /// each kind against the profile's layers. Throws Error (input) naming the flag, the unknown mode
 /// or kind and the nearest name: "--recompute selective:Atention: the profile has no layer of kind
 /// 'Atention', did you mean 'Attention'?".
@@ -89,7 +91,8 @@ std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages);
 void checkStageCount(int stages, std::size_t layers);
 
 /// The recompute options a policy gives the cost model (ChainCosts::recompute_options): none,
-/// full, selective (the layers of its kinds) or, for auto, none then full. Extra forwards are
+/// full, selective (the layers of its kinds) or, for auto, none then full (none, selective, full
+/// for auto:<kinds>). Extra forwards are
 /// the layers' recomputeMedianMs().
 std::vector<RecomputeOption> recomputeOptions(const Profile& profile, const RecomputePolicy& policy);
 

@@ -144,6 +144,18 @@ TEST_CASE("--recompute specs: modes, selective kinds, and errors that name the f
   REQUIRE(both.size() == 2);
   CHECK(both[0].name == "none");
   CHECK(both[1].name == "full");
+  const RecomputePolicy choice = stagecut::parseRecomputePolicy("auto:Attention", profile);
+  CHECK(choice.mode == RecomputePolicy::Mode::kAuto);
+  CHECK(choice.text() == "auto:Attention");
+  const auto three = stagecut::recomputeOptions(profile, choice);
+  REQUIRE(three.size() == 3);
+  CHECK(three[0].name == "none");
+  CHECK(three[1].name == "selective:Attention");
+  CHECK(three[1].recomputed == std::vector<char>{0, 0, 1, 0});
+  CHECK(three[2].name == "full");
+  CHECK_THROWS_WITH(stagecut::parseRecomputePolicy("auto:Atention", profile),
+                    "--recompute auto:Atention: the profile has no layer of kind 'Atention', "
+                    "did you mean 'Attention'?");
 }
 
 TEST_CASE("data parallel: a stage pays the all-reduce its successors' cool-down cannot hide",
