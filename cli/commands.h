@@ -16,6 +16,8 @@ void addPartitionCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
 void addImportCommand(CLI::App& app);
 void addSimulateCommand(CLI::App& app);
+/// `stagecut plan`: microbatch size and count for a global batch.
+void addPlanCommand(CLI::App& app);
 /// `stagecut report`; `command_line` is recorded in the report's provenance.
 void addReportCommand(CLI::App& app, const std::string& command_line);
 /// `stagecut profile` (LibTorch builds only); `command_line` is recorded in the profile.

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   stagecut::addCompareCommand(app);
   stagecut::addImportCommand(app);
   stagecut::addSimulateCommand(app);
+  stagecut::addPlanCommand(app);
   stagecut::addReportCommand(app, commandLine(argc, argv));
 #ifdef STAGECUT_WITH_TORCH
   stagecut::addDemoCommand(app, commandLine(argc, argv));

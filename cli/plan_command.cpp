@@ -1,0 +1,160 @@
+// `stagecut plan`: choose the microbatch size and count for a fixed global batch.
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "cli/partition_flags.h"
+#include "cli/text_table.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/profile_json.h"
+#include "core/units.h"
+#include "planner/microbatch_plan.h"
+#include "planner/plan_json.h"
+
+namespace stagecut {
+
+namespace {
+
+struct PlanFlags {
+  PartitionFlags partition;
+  int global_batch = 0;
+  std::string schedule = "1f1b";
+  int chunks = 2;
+  double fit_tolerance = 0.1;
+};
+
+std::string joined(const std::vector<int>& values, const char* separator) {
+  std::string text;
+  for (int value : values) text += (text.empty() ? "" : separator) + std::to_string(value);
+  return text;
+}
+
+// Per stage when few enough to read, else the largest and its stage.
+std::string memoryCell(const PlanRow& row) {
+  if (row.peak_memory_bytes.size() <= 4) {
+    std::string text;
+    for (std::uint64_t bytes : row.peak_memory_bytes) text += (text.empty() ? "" : " ") + formatBytes(bytes);
+    return text;
+  }
+  std::size_t largest = 0;
+  for (std::size_t s = 1; s < row.peak_memory_bytes.size(); ++s) {
+    if (row.peak_memory_bytes[s] > row.peak_memory_bytes[largest]) largest = s;
+  }
+  return "max " + formatBytes(row.peak_memory_bytes[largest]) + " (stage " + std::to_string(largest) + ")";
+}
+
+void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
+  const PlanRequest& request = plan.request;
+  out << "plan for " << (profile.model.name.empty() ? "the profile" : profile.model.name) << ": "
+      << request.partition.stages << " stages, global batch " << request.global_batch << ", " << request.schedule;
+  if (request.schedule == "interleaved-1f1b") out << " (" << request.chunks << " chunks)";
+  if (request.partition.data_parallel > 1) out << ", " << request.partition.data_parallel << " replicas";
+  out << "; measured at microbatch " << joined(plan.measured_sizes, ",") << "\n\n";
+
+  TextTable table;
+  table.addColumn("", TextTable::Align::kLeft);
+  for (const char* header : {"b", "M"}) table.addColumn(header, TextTable::Align::kRight);
+  table.addColumn("split", TextTable::Align::kLeft);
+  for (const char* header : {"bottleneck ms", "step ms", "bubble"}) table.addColumn(header, TextTable::Align::kRight);
+  table.addColumn("peak memory per stage", TextTable::Align::kLeft);
+  table.addColumn("samples/s", TextTable::Align::kRight);
+  table.addColumn("", TextTable::Align::kLeft);
+  for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+    const PlanRow& row = plan.rows[i];
+    std::string note = row.measured ? "" : "fitted";
+    if (!row.feasible) {
+      note = "over the cap: stage " + std::to_string(std::max(row.overflow_stage, 0)) + " by " +
+             formatBytes(row.overflow_bytes);
+    }
+    const bool best = static_cast<int>(i) == plan.best;
+    if (best) note = note.empty() ? "best" : "best, " + note;
+    table.addRow({best ? "*" : "", std::to_string(row.microbatch_size), std::to_string(row.microbatches),
+                  joined(row.partition.layersPerStage(), ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
+                  formatPercent(row.bubble), memoryCell(row), formatMs(row.samples_per_s),
+                  note});
+  }
+  table.print(out, "  ");
+
+  std::map<std::string, std::vector<int>> skipped;
+  for (const SkippedSize& size : plan.skipped) skipped[size.reason].push_back(size.microbatch_size);
+  for (const auto& [reason, sizes] : skipped) {
+    out << "\n  not planned: microbatch " << joined(sizes, ", ") << " (" << reason << ")";
+  }
+  if (!skipped.empty()) out << "\n";
+  const auto flagged = plan.flaggedLayers();
+  if (!flagged.empty()) {
+    out << "\n  costs a line does not fit (interpolated between measured sizes, never extrapolated):";
+    std::size_t shown = 0;
+    for (const LayerFitReport* fit : flagged) {
+      if (shown++ == 6) {
+        out << " and " << flagged.size() - 6 << " more";
+        break;
+      }
+      out << (shown > 1 ? "," : "") << " " << fit->name << " (" << fit->worst << " "
+          << formatPercent(fit->worst_residual) << " off)";
+    }
+    out << "\n";
+  }
+  if (plan.measured_sizes.size() == 1) {
+    out << "\n  the profile has one microbatch size; profile with --microbatch 1,2,4,8 to plan over sizes\n";
+  }
+  if (plan.best >= 0) {
+    const PlanRow& best = plan.rows[static_cast<std::size_t>(plan.best)];
+    out << "\n  best: microbatch " << best.microbatch_size << " x " << best.microbatches << " microbatches, split "
+        << joined(best.partition.layersPerStage(), ",") << ", " << formatMs(best.step_ms) << " ms per step\n";
+  }
+}
+
+}  // namespace
+
+void addPlanCommand(CLI::App& app) {
+  auto* command = app.add_subcommand(
+      "plan", "Choose the microbatch size and count for a global batch: re-partition, simulate and check "
+              "memory at every size");
+  auto flags = std::make_shared<PlanFlags>();
+  addPartitionFlags(command, flags->partition);
+  // The planner sets M = G / b itself, and knows all four schedules.
+  command->remove_option(flags->partition.microbatches_option);
+  flags->partition.microbatches_option = nullptr;
+  command->get_option("--schedule")->description("gpipe, 1f1b, interleaved-1f1b or zb-h1");
+  command->get_option("profile")->description("A stagecut.profile, ideally measured at several sizes "
+                                              "(stagecut profile --microbatch 1,2,4,8)");
+  command->add_option("--global-batch,-g", flags->global_batch, "Samples per step G, over all --data-parallel replicas")
+      ->required();
+  command->add_option("--chunks", flags->chunks, "Model chunks per rank for interleaved-1f1b")->capture_default_str();
+  command->add_option("--fit-tolerance", flags->fit_tolerance,
+                      "Largest relative residual of a layer's fitted line before it is interpolated instead")
+      ->capture_default_str();
+
+  command->callback([flags] {
+    PartitionFlags partition_flags = flags->partition;
+    flags->schedule = partition_flags.schedule;
+    // The split's memory model knows GPipe's and 1F1B's in-flight counts; the others are
+    // simulated, and split as 1F1B.
+    partition_flags.schedule = flags->schedule == "gpipe" ? "gpipe" : "1f1b";
+    const Profile profile = readProfileFile(partition_flags.profile_path);
+    if (!(flags->fit_tolerance >= 0)) {
+      throw Error("--fit-tolerance " + formatMs(flags->fit_tolerance) + ": must be 0 or more, e.g. 0.1");
+    }
+    PlanRequest request;
+    request.global_batch = flags->global_batch;
+    request.schedule = flags->schedule;
+    request.chunks = flags->chunks;
+    request.fit_tolerance = flags->fit_tolerance;
+    request.partition = resolvePartitionFlags(partition_flags, profile);
+    const MicrobatchPlan plan = planMicrobatches(profile, request, partition_flags.profile_path);
+    requireFeasibleRow(plan);
+    const nlohmann::json document = planToJson(plan);
+    if (!partition_flags.output_path.empty()) writeFileAtomically(partition_flags.output_path, toJsonText(document));
+    if (partition_flags.json) {
+      std::cout << toJsonText(document);
+    } else {
+      printPlan(std::cout, plan, profile);
+      if (!partition_flags.output_path.empty()) std::cout << "\nwrote " << partition_flags.output_path << "\n";
+    }
+  });
+}
+
+}  // namespace stagecut

@@ -1,0 +1,184 @@
+#include "planner/microbatch_plan.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/suggest.h"
+#include "core/units.h"
+#include "partitioner/profile_partitioner.h"
+#include "schedule/data_parallel.h"
+#include "schedule/generators.h"
+#include "schedule/profile_costs.h"
+#include "schedule/simulator.h"
+
+namespace stagecut {
+
+namespace {
+
+std::string sizeList(const std::vector<int>& sizes) {
+  std::string text;
+  for (int size : sizes) text += (text.empty() ? "" : ", ") + std::to_string(size);
+  return text;
+}
+
+void checkRequest(const PlanRequest& request, const std::vector<int>& measured) {
+  if (request.global_batch < 1) {
+    throw Error("--global-batch " + std::to_string(request.global_batch) + ": must be 1 or more samples per step");
+  }
+  const auto& names = scheduleNames();
+  if (std::find(names.begin(), names.end(), request.schedule) == names.end()) {
+    throw Error("--schedule " + request.schedule + ": unknown schedule" + unknownNameHint(request.schedule, names));
+  }
+  if (request.schedule == "interleaved-1f1b" && request.chunks < 2) {
+    throw Error("--chunks " + std::to_string(request.chunks) + ": interleaved-1f1b needs 2 or more chunks per rank");
+  }
+  if (request.partition.recompute.mode != RecomputePolicy::Mode::kNone &&
+      (request.schedule == "interleaved-1f1b" || request.schedule == "zb-h1")) {
+    throw Error("--recompute " + request.partition.recompute.text() + ": the planner models recomputation " +
+                "with gpipe and 1f1b only; use --schedule 1f1b or --recompute none");
+  }
+  const int replicas = request.partition.data_parallel;
+  if (replicas < 1 || request.global_batch % replicas != 0) {
+    throw Error("--global-batch " + std::to_string(request.global_batch) + ": must split evenly over --data-parallel " +
+                std::to_string(replicas) + " replicas; use a multiple of " + std::to_string(std::max(replicas, 1)));
+  }
+  const int per_replica = request.global_batch / replicas;
+  const bool divides = std::any_of(measured.begin(), measured.end(), [&](int size) { return per_replica % size == 0; });
+  if (!divides) {
+    const std::string what = replicas > 1 ? "the " + std::to_string(per_replica) + " samples per replica" : "it";
+    throw Error("--global-batch " + std::to_string(request.global_batch) + ": no measured microbatch size (" +
+                sizeList(measured) + ") divides " + what + "; use a global batch that one of them divides, or " +
+                "profile a size that divides " + std::to_string(per_replica));
+  }
+}
+
+std::uint64_t stateBytes(const StageCost& stage, double bytes_per_param) {
+  return static_cast<std::uint64_t>(static_cast<double>(stage.params) * bytes_per_param);
+}
+
+PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request,
+                const std::string& source) {
+  PlanRow row;
+  row.microbatch_size = size;
+  row.microbatches = request.global_batch / request.partition.data_parallel / size;
+  row.measured = measured;
+  PartitionOptions options = request.partition;
+  options.microbatches = row.microbatches;
+  options.schedule = request.schedule == "gpipe" ? PipelineSchedule::kGpipe : PipelineSchedule::kOneFOneB;
+  const bool capped = !options.memory_cap_bytes.empty();
+  PartitionOptions uncapped = options;
+  uncapped.memory_cap_bytes.clear();
+  // The uncapped split first: its errors are the options' (the same for every row); a capped
+  // split that fails only means this row does not fit.
+  row.partition = partitionProfile(at_size, uncapped, source, SplitMethod::kCompute);
+  if (capped) {
+    try {
+      row.partition = partitionProfile(at_size, options, source, SplitMethod::kCompute);
+    } catch (const Error&) {
+      row.feasible = false;
+    }
+  }
+  row.bottleneck_ms = row.partition.bottleneck_ms;
+
+  const int chunks = request.schedule == "interleaved-1f1b" ? request.chunks : 1;
+  Schedule schedule = generateSchedule(request.schedule, options.stages, row.microbatches, chunks);
+  const BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
+  PartitionCosts costs = costsFromPartition(at_size, row.partition, chunks, link, source);
+  if (options.data_parallel > 1) {
+    // Each replica runs the same lists; the step ends when the last stage's all-reduce does.
+    schedule = withGradientAllReduce(schedule);
+    costs.costs.allreduce_ms = allReduceMsFromPartition(at_size, row.partition, chunks, options.data_parallel,
+                                                        BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms});
+  }
+  const SimulationResult simulated = simulate(schedule, costs.costs);
+  row.step_ms = simulated.step_ms;
+  row.bubble = simulated.bubble;
+  row.samples_per_s = row.step_ms > 0 ? request.global_batch / (row.step_ms / 1000.0) : 0.0;
+
+  // GPipe and 1F1B: the partitioner's memory model, which knows recomputation; the others: the
+  // simulated peak of live activations plus the weights' state.
+  const bool partitioner_memory = chunks == 1 && request.schedule != "zb-h1";
+  for (std::size_t s = 0; s < row.partition.stages.size(); ++s) {
+    const StageCost& stage = row.partition.stages[s];
+    row.peak_memory_bytes.push_back(partitioner_memory
+                                        ? stage.memory_bytes
+                                        : stateBytes(stage, options.bytes_per_param) +
+                                              simulated.ranks[s].peak_activation_bytes);
+  }
+  if (capped) {
+    for (std::size_t s = 0; s < row.peak_memory_bytes.size(); ++s) {
+      const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
+                                                                     : options.memory_cap_bytes[s];
+      if (row.peak_memory_bytes[s] > cap) {
+        row.feasible = false;
+        const std::uint64_t over = row.peak_memory_bytes[s] - cap;
+        if (over > row.overflow_bytes) {
+          row.overflow_bytes = over;
+          row.overflow_stage = static_cast<int>(s);
+        }
+      }
+    }
+  }
+  return row;
+}
+
+}  // namespace
+
+std::vector<const LayerFitReport*> MicrobatchPlan::flaggedLayers() const {
+  std::vector<const LayerFitReport*> flagged;
+  for (const auto& fit : fits) {
+    if (!fit.fits_line) flagged.push_back(&fit);
+  }
+  return flagged;
+}
+
+MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& request, const std::string& source) {
+  const SizedProfile sized(profile, request.fit_tolerance, source);
+  MicrobatchPlan plan;
+  plan.request = request;
+  plan.measured_sizes = sized.measuredSizes();
+  plan.fits = sized.fits();
+  checkRequest(request, plan.measured_sizes);
+  checkStageCount(request.partition.stages, profile.layerCount());
+  const int per_replica = request.global_batch / request.partition.data_parallel;
+  for (int size = 1; size <= per_replica; ++size) {
+    if (per_replica % size != 0) continue;
+    const std::string reason = sized.notCoveredReason(size);
+    if (!reason.empty()) {
+      plan.skipped.push_back({size, reason});
+      continue;
+    }
+    const bool measured = std::find(plan.measured_sizes.begin(), plan.measured_sizes.end(), size) !=
+                          plan.measured_sizes.end();
+    try {
+      plan.rows.push_back(planRow(sized.at(size), size, measured, request, source));
+    } catch (const Error& error) {
+      // A shape the schedule cannot run at this M (interleaved needs M a multiple of N).
+      if (request.schedule != "interleaved-1f1b") throw;
+      plan.skipped.push_back({size, error.what()});
+    }
+  }
+  for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+    const PlanRow& row = plan.rows[i];
+    if (!row.feasible) continue;
+    if (plan.best < 0 || row.step_ms < plan.rows[static_cast<std::size_t>(plan.best)].step_ms) {
+      plan.best = static_cast<int>(i);
+    }
+  }
+  return plan;
+}
+
+void requireFeasibleRow(const MicrobatchPlan& plan) {
+  if (plan.best >= 0 || plan.rows.empty()) return;
+  const auto fastest = std::min_element(plan.rows.begin(), plan.rows.end(),
+                                        [](const PlanRow& a, const PlanRow& b) { return a.step_ms < b.step_ms; });
+  const int stage = std::max(fastest->overflow_stage, 0);
+  const std::uint64_t needs = fastest->peak_memory_bytes[static_cast<std::size_t>(stage)];
+  throw Error("--memory-cap: no microbatch size fits; at the fastest row (microbatch " +
+              std::to_string(fastest->microbatch_size) + ", " + std::to_string(fastest->microbatches) +
+              " microbatches) stage " + std::to_string(stage) + " needs " + formatBytes(needs) + ", " +
+              formatBytes(fastest->overflow_bytes) + " over its cap; raise the cap, use more --stages or " +
+              "--recompute full");
+}
+
+}  // namespace stagecut

@@ -1,0 +1,58 @@
+#include "planner/plan_json.h"
+
+namespace stagecut {
+
+namespace {
+
+using nlohmann::json;
+
+json fitToJson(const LinearFit& fit) {
+  return {{"intercept", fit.intercept}, {"slope", fit.slope}, {"max_relative_residual", fit.max_relative_residual}};
+}
+
+}  // namespace
+
+json planToJson(const MicrobatchPlan& plan) {
+  json rows = json::array();
+  for (const PlanRow& row : plan.rows) {
+    json item = {{"microbatch_size", row.microbatch_size},
+                 {"microbatches", row.microbatches},
+                 {"measured", row.measured},
+                 {"layers_per_stage", row.partition.layersPerStage()},
+                 {"bottleneck_ms", row.bottleneck_ms},
+                 {"predicted_step_ms", row.step_ms},
+                 {"bubble", row.bubble},
+                 {"peak_memory_bytes", row.peak_memory_bytes},
+                 {"feasible", row.feasible},
+                 {"samples_per_s", row.samples_per_s}};
+    if (!row.feasible && row.overflow_stage >= 0) {
+      item["overflow"] = {{"stage", row.overflow_stage}, {"bytes", row.overflow_bytes}};
+    }
+    rows.push_back(std::move(item));
+  }
+  json skipped = json::array();
+  for (const SkippedSize& size : plan.skipped) {
+    skipped.push_back({{"microbatch_size", size.microbatch_size}, {"reason", size.reason}});
+  }
+  json fits = json::array();
+  for (const LayerFitReport& fit : plan.fits) {
+    fits.push_back({{"index", fit.index},
+                    {"name", fit.name},
+                    {"fits_line", fit.fits_line},
+                    {"forward_ms", fitToJson(fit.forward)},
+                    {"backward_ms", fitToJson(fit.backward)},
+                    {"activation_bytes", fitToJson(fit.activation)}});
+  }
+  return {{"format", kPlanFormat},
+          {"global_batch", plan.request.global_batch},
+          {"stages", plan.request.partition.stages},
+          {"schedule", plan.request.schedule},
+          {"measured_sizes", plan.measured_sizes},
+          {"fit_tolerance", plan.request.fit_tolerance},
+          {"rows", std::move(rows)},
+          {"best", plan.best >= 0 ? json(plan.best) : json(nullptr)},
+          {"skipped", std::move(skipped)},
+          {"fits", std::move(fits)}};
+}
+
+}  // namespace stagecut

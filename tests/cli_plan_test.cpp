@@ -1,0 +1,99 @@
+// `stagecut plan` as a user runs it: table, JSON, file, and one-line errors.
+#include <catch2/catch.hpp>
+
+#include "core/json_document.h"
+#include "core/profile_json.h"
+#include "tests/test_support.h"
+
+using stagecut::testing::CommandResult;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// Six layers measured at 2, 4 and 8 samples; costs a + c b with a fixed part per layer.
+stagecut::Profile sizedProfile() {
+  stagecut::Profile profile = stagecut::testing::makeProfile(6);
+  profile.run.microbatch_size = 8;
+  for (int size : {2, 4, 8}) {
+    stagecut::MicrobatchSizeCosts entry;
+    entry.microbatch_size = size;
+    entry.layers = profile.layers;
+    for (auto& layer : entry.layers) {
+      const double forward = 3.0 + layer.index + 0.5 * size;
+      layer.forward_ms = stagecut::TimeStatsMs::exactly(forward);
+      layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * forward);
+      layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
+    }
+    profile.microbatch_sizes.push_back(entry);
+  }
+  profile.layers = profile.microbatch_sizes.back().layers;
+  return profile;
+}
+
+void checkOneLineError(const CommandResult& result, const std::string& expected) {
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "stagecut: " + expected + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("stagecut plan prints a row per microbatch size and marks the best", "[cli][plan]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), sizedProfile());
+  const CommandResult result =
+      runStagecut("plan " + dir.file("p.json") + " --stages 3 --global-batch 24 -o " + dir.file("plan.json"));
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.empty());
+  CHECK_THAT(result.out, Contains("3 stages, global batch 24, 1f1b; measured at microbatch 2,4,8"));
+  CHECK_THAT(result.out, Contains("peak memory per stage"));
+  CHECK_THAT(result.out, Contains("fitted"));  // b = 1, 3, 6, 12: from the lines
+  CHECK_THAT(result.out, Contains("not planned: microbatch 24 (beyond twice the largest measured size (8))"));
+  CHECK_THAT(result.out, Contains("best: microbatch "));
+  const auto document = nlohmann::json::parse(stagecut::readTextFile(dir.file("plan.json")));
+  CHECK(document["format"] == "stagecut.plan/1");
+  REQUIRE(document["rows"].size() == 7u);  // 1, 2, 3, 4, 6, 8, 12
+  const int best = document["best"].get<int>();
+  for (const auto& row : document["rows"]) {
+    CHECK(row["predicted_step_ms"].get<double>() >= document["rows"][best]["predicted_step_ms"].get<double>());
+    CHECK(row["peak_memory_bytes"].size() == 3u);
+  }
+  CHECK(dir.list() == std::vector<std::string>{"p.json", "plan.json"});
+
+  const CommandResult json = runStagecut("plan " + dir.file("p.json") + " --stages 3 --global-batch 24 --json");
+  REQUIRE(json.exit_code == 0);
+  CHECK(nlohmann::json::parse(json.out) == document);
+}
+
+TEST_CASE("stagecut plan errors are one line with exit 2", "[cli][plan][errors]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), sizedProfile());
+  const std::string p = dir.file("p.json");
+  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 25"),
+                    "--global-batch 25: no measured microbatch size (2, 4, 8) divides it; use a global batch "
+                    "that one of them divides, or profile a size that divides 25");
+  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --memory-cap 1MiB"),
+                    "--memory-cap: no microbatch size fits; at the fastest row (microbatch 8, 2 microbatches) stage 1 "
+                    "needs 32.1 MiB, 31.1 MiB over its cap; raise the cap, use more --stages or --recompute full");
+  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --schedule zb-h2"),
+                    "--schedule zb-h2: unknown schedule, did you mean 'zb-h1'?");
+  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --fit-tolerance -1"),
+                    "--fit-tolerance -1.000: must be 0 or more, e.g. 0.1");
+  const CommandResult no_batch = runStagecut("plan " + p + " --stages 3");
+  CHECK(no_batch.exit_code == 2);
+  CHECK_THAT(no_batch.err, Contains("--global-batch"));
+  const CommandResult microbatches = runStagecut("plan " + p + " --stages 3 --global-batch 16 --microbatches 4");
+  CHECK(microbatches.exit_code == 2);
+  CHECK_THAT(microbatches.err, Contains("--microbatches"));
+}
+
+TEST_CASE("stagecut plan on a one-size profile plans that size and says how to plan more", "[cli][plan]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), stagecut::testing::makeProfile(4));  // size 4 only
+  const CommandResult result = runStagecut("plan " + dir.file("p.json") + " --stages 2 --global-batch 16");
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("the profile has one microbatch size; profile with --microbatch 1,2,4,8"));
+  CHECK_THAT(result.out, Contains("best: microbatch 4 x 4 microbatches"));
+}

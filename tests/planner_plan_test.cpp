@@ -1,0 +1,154 @@
+// The microbatch planner against closed forms: equal stages under 1F1B and GPipe.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "planner/microbatch_plan.h"
+#include "planner/plan_json.h"
+#include "tests/test_support.h"
+
+using stagecut::MicrobatchPlan;
+using stagecut::PlanRequest;
+using stagecut::Profile;
+using Catch::Matchers::WithinRel;
+
+namespace {
+
+// N identical layers, each costing forward a + c b and backward 2 (a + c b), activation 1 MiB per
+// sample, 1000 parameters; measured at `sizes`.
+Profile identicalLayers(int layers, double a, double c, const std::vector<int>& sizes) {
+  Profile profile = stagecut::testing::makeProfile(layers);
+  for (auto& layer : profile.layers) {
+    layer.params = 1000;
+    layer.param_bytes = 4000;
+    layer.backward_input_ms.reset();
+    layer.backward_weight_ms.reset();
+    layer.output_shape.reset();
+  }
+  profile.run.microbatch_size = sizes.back();
+  for (int size : sizes) {
+    stagecut::MicrobatchSizeCosts entry;
+    entry.microbatch_size = size;
+    entry.layers = profile.layers;
+    for (auto& layer : entry.layers) {
+      layer.forward_ms = stagecut::TimeStatsMs::exactly(a + c * size);
+      layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * (a + c * size));
+      layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
+      layer.output_bytes = 0;
+    }
+    profile.microbatch_sizes.push_back(entry);
+  }
+  profile.layers = profile.microbatch_sizes.back().layers;
+  return profile;
+}
+
+PlanRequest request(int stages, int global_batch, const std::string& schedule) {
+  PlanRequest plan;
+  plan.global_batch = global_batch;
+  plan.schedule = schedule;
+  plan.partition.stages = stages;
+  plan.partition.bytes_per_param = 16;
+  return plan;
+}
+
+std::string rejection(const Profile& profile, const PlanRequest& plan) {
+  try {
+    stagecut::requireFeasibleRow(stagecut::planMicrobatches(profile, plan, "p.json"));
+  } catch (const stagecut::Error& e) {
+    CHECK(e.exitCode() == 2);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("plan rows follow the closed form of balanced 1F1B and GPipe", "[planner][plan]") {
+  // N stages of one layer each: step = (M + N - 1) x 3 (a + c b), with M = G / b.
+  const int stages = 4, global = 64;
+  for (const double a : {0.0, 2.0, 20.0}) {
+    const Profile profile = identicalLayers(stages, a, 1.0, {1, 2, 4, 8, 16});
+    for (const char* schedule : {"1f1b", "gpipe"}) {
+      const MicrobatchPlan plan = stagecut::planMicrobatches(profile, request(stages, global, schedule), "p.json");
+      REQUIRE(plan.rows.size() == 6u);  // 1, 2, 4, 8, 16, 32 (a line, twice 16); 64 skipped
+      CHECK(plan.skipped.size() == 1u);
+      int oracle_best = -1;
+      double oracle_step = 0;
+      for (std::size_t i = 0; i < plan.rows.size(); ++i) {
+        const auto& row = plan.rows[i];
+        const int b = row.microbatch_size;
+        const int m = global / b;
+        const double step = (m + stages - 1) * 3 * (a + 1.0 * b);
+        CHECK(row.microbatches == m);
+        CHECK_THAT(row.step_ms, WithinRel(step, 1e-9));
+        CHECK_THAT(row.bubble, WithinRel(double(stages - 1) / (m + stages - 1), 1e-9));
+        CHECK_THAT(row.samples_per_s, WithinRel(global / (step / 1000), 1e-9));
+        // Stage 0 keeps GPipe M, 1F1B min(N, M) microbatches of 1 MiB x b; 1000 params x 16 B.
+        const int in_flight = std::string(schedule) == "gpipe" ? m : std::min(stages, m);
+        CHECK(row.peak_memory_bytes[0] == 16000u + static_cast<std::uint64_t>(in_flight) * b * (1u << 20));
+        if (oracle_best < 0 || step < oracle_step) {
+          oracle_best = static_cast<int>(i);
+          oracle_step = step;
+        }
+      }
+      CHECK(plan.best == oracle_best);
+    }
+  }
+}
+
+TEST_CASE("a fixed cost per microbatch moves the best size up", "[planner][plan]") {
+  // With no fixed cost, the smallest microbatch (most microbatches, least bubble) wins; with a
+  // large fixed cost per microbatch, fewer larger ones win.
+  const auto best_size = [](double a) {
+    const MicrobatchPlan plan =
+        stagecut::planMicrobatches(identicalLayers(4, a, 1.0, {1, 2, 4, 8}), request(4, 32, "1f1b"), "p.json");
+    return plan.rows[static_cast<std::size_t>(plan.best)].microbatch_size;
+  };
+  CHECK(best_size(0.0) == 1);
+  CHECK(best_size(50.0) > 1);
+}
+
+TEST_CASE("rows over the memory cap are marked with the overflowing stage", "[planner][plan]") {
+  const Profile profile = identicalLayers(4, 0.0, 1.0, {1, 2, 4, 8});
+  PlanRequest plan_request = request(4, 32, "1f1b");
+  // Stage 0 under 1F1B keeps min(4, M) x b MiB: b = 8 (M = 4) needs 32 MiB + state, b <= 4 at most 16 MiB.
+  plan_request.partition.memory_cap_bytes = {20u << 20};
+  const MicrobatchPlan plan = stagecut::planMicrobatches(profile, plan_request, "p.json");
+  for (const auto& row : plan.rows) {
+    CHECK(row.feasible == (row.microbatch_size <= 4));
+    if (!row.feasible) {
+      CHECK(row.overflow_stage == 0);
+      CHECK(row.overflow_bytes == row.peak_memory_bytes[0] - (20u << 20));
+    }
+  }
+  CHECK(plan.rows[static_cast<std::size_t>(plan.best)].feasible);
+  const auto document = stagecut::planToJson(plan);
+  CHECK(document["format"] == "stagecut.plan/1");
+  CHECK(document["rows"][3]["feasible"] == false);
+  CHECK(document["rows"][3]["overflow"]["stage"] == 0);
+  CHECK(document["best"] == plan.best);
+
+  plan_request.partition.memory_cap_bytes = {1u << 20};
+  CHECK(rejection(profile, plan_request) ==
+        "--memory-cap: no microbatch size fits; at the fastest row (microbatch 1, 32 microbatches) stage 0 needs "
+        "4.02 MiB, 3.02 MiB over its cap; raise the cap, use more --stages or --recompute full");
+}
+
+TEST_CASE("plan rejects a global batch it cannot split and unknown schedules", "[planner][plan][errors]") {
+  const Profile profile = identicalLayers(4, 1.0, 1.0, {4, 8});
+  CHECK(rejection(profile, request(2, 0, "1f1b")) == "--global-batch 0: must be 1 or more samples per step");
+  CHECK(rejection(profile, request(2, 30, "1f1b")) ==
+        "--global-batch 30: no measured microbatch size (4, 8) divides it; use a global batch that one of them "
+        "divides, or profile a size that divides 30");
+  CHECK(rejection(profile, request(2, 32, "1f1")) == "--schedule 1f1: unknown schedule, did you mean '1f1b'?");
+  CHECK(rejection(profile, request(9, 32, "1f1b")) == "--stages 9: the profile has 4 layers; use --stages 4 or fewer");
+  PlanRequest replicated = request(2, 30, "1f1b");
+  replicated.partition.data_parallel = 3;
+  CHECK(rejection(profile, replicated) ==
+        "--global-batch 30: no measured microbatch size (4, 8) divides the 10 samples per replica; use a global "
+        "batch that one of them divides, or profile a size that divides 10");
+  replicated.global_batch = 32;
+  CHECK(rejection(profile, replicated) ==
+        "--global-batch 32: must split evenly over --data-parallel 3 replicas; use a multiple of 3");
+}
