@@ -12,6 +12,7 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "partitioner/partition_options.h"
 #include "partitioner/data_parallel_plan.h"
 #include "partitioner/partition_options.h"
 #include "schedule/chrome_trace.h"
@@ -47,6 +48,8 @@ struct SimulateOptions {
   int global_batch = 0;  ///< with ranks: samples per step over all replicas
   bool microbatches_given = false;
   std::string optimizer = "adam";
+  std::string memory_cap;  ///< with ranks: one cap for every stage
+  std::string recompute;   ///< with ranks: the partitioner's --recompute policy
 };
 
 constexpr int kDefaultWidth = 80;
@@ -339,6 +342,18 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
   if (!options.latency.empty()) tradeoff.pipeline_link.latency_ms = parseDurationMs(options.latency, "--latency");
   tradeoff.dp_link = dataParallelLink(options);
   tradeoff.partition.bytes_per_param = optimizerBytesPerParam(options.optimizer);
+  if (!options.recompute.empty()) {
+    tradeoff.partition.recompute = parseRecomputePolicy(options.recompute, profile);
+  }
+  if (!options.memory_cap.empty()) {
+    if (options.memory_cap.find(',') != std::string::npos) {
+      throw Error("--memory-cap " + options.memory_cap + ": --ranks lays out different stage " +
+                  "counts; give one cap for every stage, e.g. --memory-cap 80GiB");
+    }
+    tradeoff.partition.memory_cap_bytes = {parseBytes(options.memory_cap, "--memory-cap")};
+  }
+  report.recompute = tradeoff.partition.recompute.mode != RecomputePolicy::Mode::kNone;
+  report.memory_cap = options.memory_cap;
   report.tradeoff = dataParallelTradeoff(profile, tradeoff, options.profile_path);
   report.ranks = options.ranks;
   report.global_batch = options.global_batch;
@@ -417,6 +432,14 @@ void addSimulateCommand(CLI::App& app) {
   command->add_option("--optimizer", options->optimizer,
                       "With --ranks: sgd, sgd-momentum, adam or adam-mixed (memory the split reports)")
       ->capture_default_str();
+  command->add_option("--memory-cap", options->memory_cap,
+                      "With --ranks: memory per device, e.g. 80GiB; layouts no split fits are "
+                      "left out");
+  command->add_option("--recompute", options->recompute,
+                      "With --ranks: the partitioner's recompute policy (none, full, auto, "
+                      "auto:<kinds>, selective:<kinds>); a partition file carries its own")
+      ->expected(0, 1)
+      ->default_str("full");
   command->add_flag("--json", options->json, "Print a stagecut.simulation/1 document instead");
   command->callback([options, command] {
     options->stages_given = command->count("--stages") > 0;
@@ -439,6 +462,15 @@ void addSimulateCommand(CLI::App& app) {
       throw Error("--global-batch " + std::to_string(options->global_batch) +
                   ": sets the microbatches of the --ranks trade-off; add --ranks R, or give "
                   "--microbatches");
+    }
+    if (command->count("--recompute") > 0) {
+      throw Error("--recompute " + options->recompute + ": a partition file says which stages " +
+                  "recompute; write it with 'stagecut partition ... --recompute " +
+                  options->recompute + " -o part.json' (or use --ranks)");
+    }
+    if (!options->memory_cap.empty()) {
+      throw Error("--memory-cap " + options->memory_cap + ": simulate runs the given split; cap " +
+                  "memory when partitioning ('stagecut partition ... --memory-cap') or with --ranks");
     }
     const SimulationReport report = runSimulations(*options);
     if (options->json) {

@@ -245,6 +245,8 @@ void printTradeoffText(std::ostream& out, const TradeoffReport& report) {
   table.addColumn("all-reduce ms", TextTable::Align::kRight);
   table.addColumn("exposed ms", TextTable::Align::kRight);
   table.addColumn("samples/s", TextTable::Align::kRight);
+  table.addColumn("memory", TextTable::Align::kRight);
+  if (report.recompute) table.addColumn("recompute", TextTable::Align::kLeft);
   for (const TradeoffRow& row : tradeoff.rows) {
     std::vector<std::string> cells;
     if (several) cells.push_back(row.schedule);
@@ -256,14 +258,18 @@ void printTradeoffText(std::ostream& out, const TradeoffReport& report) {
                                std::to_string(row.microbatches), joined(counts, ","),
                                formatMs(row.step_ms), formatPercent(row.bubble),
                                formatMs(row.allreduce_ms), formatMs(row.exposed_allreduce_ms),
-                               std::string(rate)});
+                               std::string(rate), formatBytes(row.peak_memory_bytes)});
+    if (report.recompute) cells.push_back(joined(row.recompute, ","));
     table.addRow(cells);
   }
   out << "\n";
   table.print(out, "  ");
   out << "\n  M: microbatches per replica. bubble: idle fraction of all N x D devices' compute "
       << "(all-reduce counts as idle).\n  all-reduce: the slowest stage's; exposed: how much "
-      << "longer the step is than without it.\n";
+      << "longer the step is than without it.\n  memory: the fullest stage's weights, "
+      << "gradients, optimizer state and activations in flight"
+      << (report.memory_cap.empty() ? std::string() : ", within --memory-cap " + report.memory_cap)
+      << ".\n";
 }
 
 nlohmann::json tradeoffToJson(const TradeoffReport& report) {
@@ -278,7 +284,9 @@ nlohmann::json tradeoffToJson(const TradeoffReport& report) {
                     {"bubble", row.bubble},
                     {"allreduce_time", row.allreduce_ms},
                     {"exposed_allreduce", row.exposed_allreduce_ms},
-                    {"samples_per_s", row.samples_per_s}});
+                    {"samples_per_s", row.samples_per_s},
+                    {"peak_memory_bytes", row.peak_memory_bytes},
+                    {"recompute", row.recompute}});
   }
   nlohmann::json document = {{"format", kSimulationFormat},
                              {"costs", "profile"},

@@ -56,16 +56,19 @@ struct TradeoffReport {
   int global_batch = 0;       ///< 0: M per replica was given
   std::string pipeline_text;  ///< the link between stages
   std::string dp_text;        ///< the all-reduce link
+  bool recompute = false;     ///< a recompute policy other than none
+  std::string memory_cap;     ///< as given; empty: none
   Tradeoff tradeoff;
 };
 
 /// The trade-off table: per layout N, D, M per replica, split, step, bubble, all-reduce,
-/// exposed all-reduce and samples/s; notes on layouts left out.
+/// exposed all-reduce, samples/s, the fullest stage's memory (and each stage's recompute mode
+/// with a recompute policy); notes on layouts left out.
 void printTradeoffText(std::ostream& out, const TradeoffReport& report);
 
 /// The `stagecut.simulation/1` document of a trade-off: "ranks", "global_batch" and "tradeoff"
 /// rows (schedule, stages, replicas, microbatches, layers_per_stage, step_time, bubble,
-/// allreduce_time, exposed_allreduce, samples_per_s).
+/// allreduce_time, exposed_allreduce, samples_per_s, peak_memory_bytes, recompute[]).
 nlohmann::json tradeoffToJson(const TradeoffReport& report);
 
 /// The human report: a heading, a Gantt chart per run scaled to `width_columns`, and the tables.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
 #include "schedule/data_parallel.h"
 #include "schedule/generators.h"
@@ -32,6 +33,7 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
                 ": a step needs at least 1 microbatch");
   }
   const int layers = static_cast<int>(profile.layerCount());
+  int left_out_by_memory = 0;
   for (int stages = 1; stages <= options.ranks; ++stages) {
     if (options.ranks % stages != 0) continue;
     const int replicas = options.ranks / stages;
@@ -71,12 +73,29 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       partition_options.dp_latency_ms = options.dp_link.latency_ms;
       partition_options.bandwidth_bytes_per_s = options.pipeline_link.bandwidth_bytes_per_s;
       partition_options.latency_ms = options.pipeline_link.latency_ms;
-      const Partition partition = partitionProfile(profile, partition_options, source, SplitMethod::kCompute);
+      Partition partition;
+      try {
+        partition = partitionProfile(profile, partition_options, source, SplitMethod::kCompute);
+      } catch (const Error& error) {
+        // A cap no split of this layout meets leaves the layout out; other errors are the input's.
+        if (std::string(error.what()).rfind("--memory-cap", 0) != 0) throw;
+        result.notes.push_back(layout + " " + name + " left out: " + error.what());
+        ++left_out_by_memory;
+        continue;
+      }
+      const std::vector<StageRecompute> stage_recompute =
+          describeRecompute(buildCostModel(profile, partition_options, source), partition.layersPerStage());
 
       const int chunks = interleaved ? options.chunks : 1;
       const Schedule plain = generateSchedule(name, stages, microbatches, chunks);
       PipelineCosts costs =
           costsFromPartition(profile, partition, chunks, options.pipeline_link, source).costs;
+      // Recomputation reruns a stage's forward before each backward; chunks share it evenly.
+      for (std::size_t m = 0; m < costs.stages.size(); ++m) {
+        const double extra_ms = stage_recompute[m % stage_recompute.size()].extra_ms / chunks;
+        costs.stages[m].backward_ms += extra_ms;
+        costs.stages[m].backward_input_ms += extra_ms;
+      }
       const double plain_step_ms = simulate(plain, costs).step_ms;
       costs.allreduce_ms = allReduceMsFromPartition(profile, partition, chunks, replicas, options.dp_link);
       const SimulationResult simulated = simulate(withGradientAllReduce(plain), costs);
@@ -96,8 +115,18 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       const double samples = static_cast<double>(microbatches) * replicas *
                               std::max(1, result.microbatch_size);
       row.samples_per_s = simulated.step_ms > 0 ? samples / simulated.step_ms * 1e3 : 0.0;
+      for (std::size_t s = 0; s < partition.stages.size(); ++s) {
+        row.peak_memory_bytes = std::max(row.peak_memory_bytes, partition.stages[s].memory_bytes);
+        row.recompute.push_back(stage_recompute[s].mode);
+      }
       result.rows.push_back(row);
     }
+  }
+  if (result.rows.empty() && left_out_by_memory > 0) {
+    const bool recomputes = options.partition.recompute.mode != RecomputePolicy::Mode::kNone;
+    throw Error("--memory-cap: no layout of " + std::to_string(options.ranks) + " ranks fits; " +
+                "raise the cap, use more ranks" + (recomputes ? "" : ", --recompute auto") +
+                " or a smaller microbatch");
   }
   if (result.rows.empty()) {
     // Only a global batch can rule out every layout: N = 1 always fits the layers.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -38,10 +39,12 @@ struct TradeoffRow {
   double allreduce_ms = 0.0;          ///< the slowest stage's all-reduce
   double exposed_allreduce_ms = 0.0;  ///< step minus the same step without all-reduce
   double samples_per_s = 0.0;         ///< M x D x microbatch size / step
+  std::uint64_t peak_memory_bytes = 0;  ///< the fullest stage's memory (partition model)
+  std::vector<std::string> recompute;   ///< per stage, its recompute mode
 };
 
 /// The rows, and notes on layouts left out (N above the layer count, a global batch that does
-/// not divide, interleaved-1f1b with M not a multiple of N).
+/// not divide, interleaved-1f1b with M not a multiple of N, no split within the memory caps).
 struct Tradeoff {
   int microbatch_size = 0;  ///< samples per microbatch: the profile's run.microbatch_size
   std::vector<TradeoffRow> rows;
@@ -50,9 +53,10 @@ struct Tradeoff {
 
 /// Every N x D = ranks with N <= the profile's layers, per schedule: M per replica is
 /// global_batch / (D x microbatch size) (or `microbatches`), the split the exact optimum for
-/// that N and D, the step simulated. Throws Error (input) naming the flag for ranks < 1,
-/// a global batch < 1 or one that no layout divides, a profile without its microbatch size
-/// (with a global batch), and as partitionProfile() and simulate() do.
+/// that N and D (under `partition`'s memory caps and recompute policy), the step simulated.
+/// Throws Error (input) naming the flag for ranks < 1, a global batch < 1 or one that no layout
+/// divides, no layout within the memory caps, a profile without its microbatch size (with a
+/// global batch), and as partitionProfile() and simulate() do.
 Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& options,
                               const std::string& source);
 

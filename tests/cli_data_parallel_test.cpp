@@ -207,3 +207,28 @@ TEST_CASE("a cap that recomputation cannot meet does not suggest recomputation",
                   "3, 94.3 MiB, 4.26 MiB over its cap of 90.0 MiB; raise the cap, use more stages or a "
                   "smaller microbatch");
 }
+
+TEST_CASE("simulate --ranks with a memory cap leaves out the layouts no split fits",
+          "[cli][simulate][data-parallel][recompute]") {
+  const CommandResult result = runStagecut("simulate '" + kProfile +
+                                           "' --ranks 8 --global-batch 256 --schedule 1f1b "
+                                           "--memory-cap 100MiB --recompute auto --json");
+  REQUIRE(result.exit_code == 0);
+  const auto document = nlohmann::json::parse(result.out);
+  // One stage holds 14.5M parameters' adam state (232 MB) and two hold 130 MiB on one stage:
+  // only 4 x 2 and 8 x 1 fit, each with a recomputing stage.
+  REQUIRE(document["tradeoff"].size() == 2);
+  CHECK(document["notes"].size() == 2);
+  for (const auto& row : document["tradeoff"]) {
+    CHECK(row["peak_memory_bytes"].get<double>() <= 100.0 * 1024 * 1024);
+    int full = 0;
+    for (const auto& mode : row["recompute"]) full += mode == "full" ? 1 : 0;
+    CHECK(full >= 1);
+  }
+  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 8 --memory-cap 10MiB"),
+                  "--memory-cap: no layout of 8 ranks fits; raise the cap, use more ranks, "
+                  "--recompute auto or a smaller microbatch");
+  checkInputError(runStagecut("simulate --stages 2 --recompute"),
+                  "--recompute full: a partition file says which stages recompute; write it with "
+                  "'stagecut partition ... --recompute full -o part.json' (or use --ranks)");
+}
