@@ -320,10 +320,10 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
                 std::to_string(options.global_batch) + " sets the microbatches per replica; give " +
                 "one of the two");
   }
-  for (const char* path : {"--trace", "--svg"}) {
-    const std::string& value = std::string(path) == "--trace" ? options.trace_path : options.svg_path;
-    if (!value.empty()) {
-      throw Error(std::string(path) + " " + value + ": --ranks prints a table of layouts; chart " +
+  for (const auto& [flag, value] : {std::pair{"--trace", &options.trace_path},
+                                    std::pair{"--svg", &options.svg_path}}) {
+    if (!value->empty()) {
+      throw Error(std::string(flag) + " " + *value + ": --ranks prints a table of layouts; chart " +
                   "one of them with --partition and --data-parallel");
     }
   }

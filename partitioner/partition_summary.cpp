@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "partitioner/split_score.h"
 
@@ -27,6 +28,11 @@ double predictedBubble(const std::vector<double>& stage_cost_ms, int microbatche
 
 std::vector<StageRecompute> describeRecompute(const CostModel& model,
                                               const std::vector<int>& layers_per_stage) {
+  // The same stages without recomputation: what each mode saves and what it adds.
+  ChainCosts plain = model.costs();
+  plain.recompute_options.clear();
+  plain.gradient_bytes.clear();
+  const CostModel plain_model(std::move(plain));
   std::vector<StageRecompute> result;
   int first = 0;
   for (int s = 0; s < static_cast<int>(layers_per_stage.size()); ++s) {
@@ -35,11 +41,6 @@ std::vector<StageRecompute> describeRecompute(const CostModel& model,
     StageRecompute stage;
     stage.mode = model.recomputeName(choice);
     stage.extra_ms = model.recomputeExtraMs(choice, first, last);
-    // The same stage without recomputation: what the mode saves and what it adds.
-    ChainCosts plain = model.costs();
-    plain.recompute_options.clear();
-    plain.gradient_bytes.clear();
-    const CostModel plain_model(plain);
     stage.memory_bytes_without = plain_model.memoryBytes(s, first, last);
     stage.memory_bytes_with = model.optionMemoryBytes(choice, s, first, last);
     stage.allreduce_ms = model.allReduceMs(first, last);
