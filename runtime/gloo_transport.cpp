@@ -39,7 +39,9 @@ class GlooReplicaGroup : public ReplicaGroup {
   }
   int size() const override { return info_.replicas; }
   int rank() const override { return info_.replica(); }
-  void barrier() { waitWork(group_->barrier(), info_, "waiting in a barrier for the other replicas"); }
+  void barrier(const std::string& what) override {
+    waitWork(group_->barrier(), info_, what + ": waiting for the other replicas of stage " + std::to_string(info_.stage()));
+  }
 
  private:
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
@@ -174,7 +176,7 @@ void GlooTransport::barrier() {
 
 void GlooTransport::worldBarrier() {
   barrier();
-  if (impl_->replicas) impl_->replicas->barrier();
+  if (impl_->replicas) impl_->replicas->barrier("the step's barrier");
 }
 
 int GlooTransport::rank() const { return impl_->info.stage(); }

@@ -79,6 +79,7 @@ class InProcessReplicaGroup : public ReplicaGroup {
   void allReduceSum(torch::Tensor& tensor, const std::string& what) override {
     tensor.copy_(hub_->allReduce(tensor, what));
   }
+  void barrier(const std::string& what) override { hub_->allReduce(torch::zeros({1}), what); }
   int size() const override { return hub_->replicas(); }
   int rank() const override { return replica_; }
 

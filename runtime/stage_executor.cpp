@@ -158,6 +158,9 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
                     " but this stage has no data-parallel replicas",
                 ErrorKind::kInput);
   }
+  // As a receive is not part of its op, waiting for replicas that are behind is not part of A:
+  // its clock starts once every replica is there, so it measures what the ring all-reduce costs.
+  replicas_->barrier(describeOp(op, 1));
   compute_start_ns_ = nowNs();
   // One flat buffer for all of the stage's gradients: one collective instead of one per tensor
   // (Gloo's allreduce also wants tensors of one size).

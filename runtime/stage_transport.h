@@ -40,6 +40,8 @@ class ReplicaGroup {
   /// Replaces `tensor` (a float tensor, the same shape on every replica) by its sum over the
   /// group. `what` names the op for the error that a timeout or a lost peer raises (Error, kRuntime).
   virtual void allReduceSum(torch::Tensor& tensor, const std::string& what) = 0;
+  /// Waits until every replica reaches this call (errors as allReduceSum).
+  virtual void barrier(const std::string& what) = 0;
   /// D: the number of replicas.
   virtual int size() const = 0;
   /// This rank's replica, 0..D-1.
