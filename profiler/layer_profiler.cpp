@@ -70,7 +70,10 @@ std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch&
     const torch::Tensor output = layer.forward(activation, batch.target);
     bench.upstream_grad = output.numel() == 1
                               ? torch::ones_like(output)
-                              : torch::randn(output.sizes(), generator, output.options());
+                              // Drawn on the CPU generator, then moved: the same upstream
+                              // gradient on every device, and no CUDA generator needed.
+                              : torch::randn(output.sizes(), generator, output.options().device(torch::kCPU))
+                                    .to(output.device());
     benches.push_back(bench);
     activation = output;
   }

@@ -37,7 +37,7 @@ struct GptEmbedImpl : torch::nn::Module {
       : token(register_module("token", torch::nn::Embedding(vocab, hidden))),
         position(register_module("position", torch::nn::Embedding(seq, hidden))) {}
   torch::Tensor forward(const torch::Tensor& tokens) {
-    const auto positions = torch::arange(tokens.size(1), torch::kLong);
+    const auto positions = torch::arange(tokens.size(1), torch::TensorOptions(torch::kLong).device(tokens.device()));
     return token(tokens) + position(positions).unsqueeze(0);
   }
   torch::nn::Embedding token, position;
@@ -60,7 +60,7 @@ struct GptBlockImpl : torch::nn::Module {
     auto split = qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
     const auto q = split[0], k = split[1], v = split[2];
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
-    const auto future = torch::ones({seq, seq}, torch::kBool).triu(1);
+    const auto future = torch::ones({seq, seq}, torch::TensorOptions(torch::kBool).device(x.device())).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
     const auto mixed = torch::matmul(torch::softmax(scores, -1), v);
     return proj(mixed.transpose(1, 2).reshape({batch, seq, hidden}));
