@@ -59,3 +59,21 @@ TEST_CASE("a rank killed by a signal is reported as such", "[runtime][launcher][
   CHECK_THROWS_WITH(stagecut::launchRanks(shellRanks(2, "if [ $RANK = 0 ]; then kill -9 $$; fi; exec sleep 60")),
                     "rank 0 was killed by signal Killed; stopped the other 1 running rank(s)");
 }
+
+TEST_CASE("a failed rank's own stagecut message ends up in the launcher's one line", "[runtime][launcher][errors]") {
+  // Rank 1 says why it failed, as the CLI prints errors; the others would run for a minute.
+  const std::string script =
+      "if [ $RANK = 1 ]; then echo 'stagecut: rank 1: waiting for F(0) from rank 0 timed out' >&2; exit 1; fi; "
+      "exec sleep 60";
+  CHECK_THROWS_WITH(stagecut::launchRanks(shellRanks(3, script)),
+                    "rank 1 exited with code 1: waiting for F(0) from rank 0 timed out; stopped the other 2 running "
+                    "rank(s)");
+}
+
+TEST_CASE("the launcher's skip_rank hook never starts that rank", "[runtime][launcher]") {
+  const TempDir dir;
+  auto options = shellRanks(3, "touch " + dir.path() + "/$RANK.ran");
+  options.skip_rank = 1;
+  stagecut::launchRanks(options);
+  CHECK(dir.list() == std::vector<std::string>{"0.ran", "2.ran"});
+}
