@@ -67,7 +67,7 @@ void addCompareCommand(CLI::App& app) {
   addPartitionFlags(command, *flags);
   command->callback([flags] {
     const std::string& path = flags->profile_path;
-    const Profile profile = readProfileFile(path);
+    const Profile profile = readProfileFile(path, flags->microbatch_size);
     const PartitionOptions options = resolvePartitionFlags(*flags, profile);
     std::vector<Partition> splits;
     for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {

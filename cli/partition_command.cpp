@@ -41,7 +41,7 @@ void printFormat(std::ostream& out, const std::string& format, const std::string
 void runPartition(const PartitionCommandFlags& flags) {
   checkFrameworkFormatName(flags.format);
   const std::string& path = flags.shared.profile_path;
-  const Profile profile = readProfileFile(path);
+  const Profile profile = readProfileFile(path, flags.shared.microbatch_size);
   const PartitionOptions options = resolvePartitionFlags(flags.shared, profile);
   const bool megatron = flags.format == "megatron" || flags.megatron_first_last;
 

@@ -9,7 +9,11 @@
 namespace stagecut {
 
 void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
-  command->add_option("profile", flags.profile_path, "A stagecut.profile/1 file")->required();
+  command->add_option("profile", flags.profile_path, "A stagecut.profile file")->required();
+  flags.microbatch_size_option = command->add_option(
+      "--microbatch-size", flags.microbatch_size,
+      "Use the costs at this measured microbatch size (a profile measured at several; default: the size "
+      "its layers hold)");
   command->add_option("--stages,-n", flags.stages, "Pipeline stages N")->required();
   flags.microbatches_option = command->add_option("--microbatches,-m", flags.microbatches,
                       "Microbatches per step M (default: 4 x stages)");

@@ -13,6 +13,8 @@ namespace stagecut {
 /// The flags `partition` and `compare` share, as typed; resolved once the profile is read.
 struct PartitionFlags {
   std::string profile_path;
+  int microbatch_size = 0;  ///< --microbatch-size: one of a profile's measured sizes; 0: its layers' size
+  CLI::Option* microbatch_size_option = nullptr;
   int stages = 0;
   int microbatches = 0;
   CLI::Option* microbatches_option = nullptr;  ///< unset: 4 x stages

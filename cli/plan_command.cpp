@@ -118,6 +118,8 @@ void addPlanCommand(CLI::App& app) {
   // The planner sets M = G / b itself, and knows all four schedules.
   command->remove_option(flags->partition.microbatches_option);
   flags->partition.microbatches_option = nullptr;
+  command->remove_option(flags->partition.microbatch_size_option);  // it plans them all
+  flags->partition.microbatch_size_option = nullptr;
   command->get_option("--schedule")->description("gpipe, 1f1b, interleaved-1f1b or zb-h1");
   command->get_option("profile")->description("A stagecut.profile, ideally measured at several sizes "
                                               "(stagecut profile --microbatch 1,2,4,8)");

@@ -29,6 +29,7 @@ namespace {
 
 struct SimulateOptions {
   std::string profile_path;
+  int microbatch_size = 0;  ///< --microbatch-size: one of the profile's measured sizes
   std::string partition_path;
   int stages = 4;
   bool stages_given = false;
@@ -166,7 +167,7 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
                 "FILE (written by 'stagecut partition ... --format json')");
   }
   ProfileInputs inputs;
-  inputs.profile = readProfileFile(options.profile_path);
+  inputs.profile = readProfileFile(options.profile_path, options.microbatch_size);
   inputs.partition = readPartitionFile(options.partition_path);
   readStageRecompute(options.partition_path, &inputs);
   const int stages = static_cast<int>(inputs.partition.stages.size());
@@ -329,7 +330,7 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
   }
   TradeoffReport report;
   report.profile_path = options.profile_path;
-  const Profile profile = readProfileFile(options.profile_path);
+  const Profile profile = readProfileFile(options.profile_path, options.microbatch_size);
   TradeoffOptions tradeoff;
   tradeoff.ranks = options.ranks;
   tradeoff.global_batch = options.global_batch;
@@ -393,6 +394,8 @@ void addSimulateCommand(CLI::App& app) {
                       "without it every op costs one unit");
   command->add_option("--partition,-p", options->partition_path,
                       "The stagecut.partition/1 split of the profile's layers into stages");
+  command->add_option("--microbatch-size", options->microbatch_size,
+                      "Use the profile's costs at this measured microbatch size (default: the size its layers hold)");
   command->add_option("--stages,-n", options->stages, "Pipeline stages N (unit costs)")
       ->capture_default_str();
   command->add_option("--microbatches,-m", options->microbatches, "Microbatches per step M")

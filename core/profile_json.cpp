@@ -281,6 +281,15 @@ Profile readProfileFile(const std::string& path) {
   return profileFromJson(parseJsonDocument(readTextFile(path), path), path);
 }
 
+Profile readProfileFile(const std::string& path, int microbatch_size) {
+  Profile profile = readProfileFile(path);
+  if (microbatch_size == 0) return profile;
+  if (microbatch_size < 0) {
+    throw Error("--microbatch-size " + std::to_string(microbatch_size) + ": must be a measured size, 1 or more");
+  }
+  return profileAtMicrobatchSize(profile, microbatch_size, path);
+}
+
 void writeProfileFile(const std::string& path, const Profile& profile) {
   writeFileAtomically(path, toJsonText(profileToJson(profile)));
 }

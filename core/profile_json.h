@@ -19,6 +19,11 @@ Profile profileFromJson(const nlohmann::json& document, const std::string& sourc
 /// Reads and validates a profile file.
 Profile readProfileFile(const std::string& path);
 
+/// Reads a profile file at one of its measured microbatch sizes (`--microbatch-size`): 0 keeps
+/// the size its layers hold; another size must be in its `microbatch_sizes` table (or be its
+/// only size). Throws Error (input) naming the file and the measured sizes otherwise.
+Profile readProfileFile(const std::string& path, int microbatch_size);
+
 /// Writes a profile file atomically (a temporary file, then rename). Throws Error on failure.
 void writeProfileFile(const std::string& path, const Profile& profile);
 

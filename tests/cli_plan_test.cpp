@@ -97,3 +97,24 @@ TEST_CASE("stagecut plan on a one-size profile plans that size and says how to p
   CHECK_THAT(result.out, Contains("the profile has one microbatch size; profile with --microbatch 1,2,4,8"));
   CHECK_THAT(result.out, Contains("best: microbatch 4 x 4 microbatches"));
 }
+
+TEST_CASE("partition, compare and simulate take one size of a multi-size profile", "[cli][plan]") {
+  const TempDir dir;
+  const stagecut::Profile profile = sizedProfile();
+  stagecut::writeProfileFile(dir.file("p.json"), profile);
+  const std::string p = dir.file("p.json");
+  // At size 2 every layer costs 3 + i + 1 ms forward; the JSON's stage sums say which size was used.
+  const CommandResult at2 = runStagecut("partition " + p + " --stages 2 --microbatch-size 2 --format json");
+  REQUIRE(at2.exit_code == 0);
+  const auto split = nlohmann::json::parse(at2.out);
+  double forward = 0;
+  for (const auto& stage : split["stages"]) forward += stage["forward_ms"].get<double>();
+  CHECK(forward == Approx(6 * 4.0 + 15));  // sum over i of (3 + i + 0.5 x 2)
+  CHECK(runStagecut("compare " + p + " --stages 2 --microbatch-size 4").exit_code == 0);
+  checkOneLineError(runStagecut("partition " + p + " --stages 2 --microbatch-size 3"),
+                    p + ": microbatch size 3 was not measured; the profile has sizes 2,4,8 (add it with profile "
+                        "--microbatch)");
+  checkOneLineError(runStagecut("simulate " + p + " --partition " + p + " --microbatch-size 16"),
+                    p + ": microbatch size 16 was not measured; the profile has sizes 2,4,8 (add it with profile "
+                        "--microbatch)");
+}
