@@ -40,7 +40,7 @@ ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_sta
 
 $(ASAN_DIR)/build.ninja: | deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTAGECUT_TORCH=OFF \
-	  -DSTAGECUT_SANITIZE=ON
+	  -DSTAGECUT_SANITIZE=ON -DSTAGECUT_BENCH=OFF
 
 .PHONY: test-asan fuzz
 test-asan: deps $(ASAN_DIR)/build.ninja
