@@ -212,7 +212,7 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("profile", request.profile_path, "The stagecut.profile/1 the partition was made from")->required();
   command->add_option("--partition", request.partition_path, "The stagecut.partition/1 to run")->required();
   command->add_option("--schedule", request.schedule, "gpipe, 1f1b or zb-h1")->capture_default_str();
-  command->add_option("--microbatches,-m", request.microbatches, "Microbatches per step")->capture_default_str();
+  command->add_option("--microbatches,-m", request.microbatches, "Microbatches per step (per replica with --data-parallel)")->capture_default_str();
   command->add_option("--steps", request.steps, "Measured steps")->capture_default_str();
   command->add_option("--warmup-steps", request.warmup_steps, "Untimed steps first")->capture_default_str();
   command->add_option("--threads", request.threads, "LibTorch and BLAS threads per rank")->capture_default_str();
