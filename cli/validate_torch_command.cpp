@@ -37,7 +37,7 @@ std::string scientific(double value) {
 // Everything that can be wrong with the request is found here, once, before any rank starts.
 void checkRequest(const ValidateCommandOptions& options) {
   const ValidateRequest& request = options.request;
-  const Profile profile = readProfileFile(request.profile_path);
+  const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
   generateSchedule(request.schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1);
@@ -184,7 +184,7 @@ void runWorker(const ValidateCommandOptions& options) {
     throw Error("rank " + std::to_string(rendezvous.rank) + ": " + message, e.kind());
   }
   if (rendezvous.rank != 0) return;
-  const Profile profile = readProfileFile(options.request.profile_path);
+  const Profile profile = readProfileFile(options.request.profile_path, options.request.microbatch_size);
   const Partition partition = readPartitionFile(options.request.partition_path);
   const ValidationReport report = buildValidationReport(options.request, profile, partition, outcomes);
   if (!options.trace_path.empty()) writeFileAtomically(options.trace_path, validationTrace(report));
@@ -209,7 +209,9 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
       "validate", "Run a partition for real as a multi-process pipeline and compare it with the prediction");
   auto options = std::make_shared<ValidateCommandOptions>();
   ValidateRequest& request = options->request;
-  command->add_option("profile", request.profile_path, "The stagecut.profile/1 the partition was made from")->required();
+  command->add_option("profile", request.profile_path, "The stagecut.profile the partition was made from")->required();
+  command->add_option("--microbatch-size", request.microbatch_size,
+                      "Run at this measured microbatch size of a multi-size profile (default: the size its layers hold)");
   command->add_option("--partition", request.partition_path, "The stagecut.partition/1 to run")->required();
   command->add_option("--schedule", request.schedule, "gpipe, 1f1b or zb-h1")->capture_default_str();
   command->add_option("--microbatches,-m", request.microbatches, "Microbatches per step (per replica with --data-parallel)")->capture_default_str();

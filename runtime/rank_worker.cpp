@@ -145,7 +145,7 @@ void probeReplicaLink(ReplicaGroup& group, RankOutcome& outcome) {
 
 std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const RendezvousInfo& rendezvous) {
   pinThreads(request.threads);
-  const Profile profile = readProfileFile(request.profile_path);
+  const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
   const int stages = static_cast<int>(partition.stages.size());

@@ -102,6 +102,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   report.schedule = request.schedule;
   report.stages = static_cast<int>(partition.stages.size());
   report.microbatches = request.microbatches;
+  report.microbatch_size = profile.run.microbatch_size;
   report.replicas = request.data_parallel;
   report.ops = generateSchedule(request.schedule, report.stages, request.microbatches, 1);
   if (report.replicas > 1) report.ops = withGradientAllReduce(report.ops);
@@ -270,6 +271,7 @@ nlohmann::json validationToJson(const ValidationReport& report) {
           {"schedule", report.schedule},
           {"stages", report.stages},
           {"microbatches", report.microbatches},
+          {"microbatch_size", report.microbatch_size},
           {"measured_step_ms", report.measured_step_median_ms},
           {"measured_steps_ms", report.measured_step_ms},
           {"predicted_step_ms", report.predicted_step_ms},

@@ -60,6 +60,7 @@ struct ValidationReport {
   std::string schedule;
   int stages = 0;
   int microbatches = 0;
+  int microbatch_size = 0;  ///< samples per microbatch (the profile's size that was run)
   std::vector<double> measured_step_ms;  ///< every measured step
   double measured_step_median_ms = 0.0;
   double predicted_step_ms = 0.0;

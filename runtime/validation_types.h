@@ -22,6 +22,9 @@ struct FaultInjection {
 struct ValidateRequest {
   std::string profile_path;
   std::string partition_path;
+  /// One of the profile's measured microbatch sizes to run (`--microbatch-size`); 0: the size its
+  /// layers hold.
+  int microbatch_size = 0;
   std::string schedule = "1f1b";
   int microbatches = 8;
   int steps = 5;

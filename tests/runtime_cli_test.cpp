@@ -223,3 +223,25 @@ TEST_CASE("validate --data-parallel 2 runs 2 x 2 ranks whose averaged gradients 
   CHECK(many.err == "stagecut: --data-parallel 40: 2 stages x 40 replicas = 80 processes on this machine, more "
                     "than 64; use fewer replicas, or start the ranks with torchrun\n");
 }
+
+TEST_CASE("validate --microbatch-size runs one size of a multi-size profile", "[runtime][cli][sizes]") {
+  const TempDir dir;
+  const CommandResult profile = runStagecut(
+      "profile --model gpt --preset gpt-tiny --layers 2 --seq 16 --vocab 256 --microbatch 1,2 --warmup 0 "
+      "--min-repeats 1 --max-repeats 1 -o " + dir.file("p.json"));
+  REQUIRE(profile.exit_code == 0);
+  REQUIRE(runStagecut("partition " + dir.file("p.json") + " --stages 2 --microbatches 2 --microbatch-size 1 -o " +
+                      dir.file("s.json"))
+              .exit_code == 0);
+  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                           " --microbatch-size 1 --microbatches 2 --steps 1 --json");
+  REQUIRE(result.exit_code == 0);
+  const auto report = nlohmann::json::parse(result.out);
+  CHECK(report["microbatch_size"] == 1);
+  CHECK(report["grad_check"] == "pass");
+  const CommandResult unmeasured = runStagecut("validate " + dir.file("p.json") + " --partition " +
+                                               dir.file("s.json") + " --microbatch-size 3 --microbatches 2");
+  CHECK(unmeasured.exit_code == 2);
+  CHECK(unmeasured.err == "stagecut: " + dir.file("p.json") + ": microbatch size 3 was not measured; the profile has "
+                                                             "sizes 1,2 (add it with profile --microbatch)\n");
+}
