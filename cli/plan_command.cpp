@@ -65,8 +65,9 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
     const PlanRow& row = plan.rows[i];
     std::string note = row.measured ? "" : "fitted";
     if (!row.feasible) {
-      note = "over the cap: stage " + std::to_string(std::max(row.overflow_stage, 0)) + " by " +
-             formatBytes(row.overflow_bytes);
+      note = row.overflow_stage >= 0 ? "over the cap: stage " + std::to_string(row.overflow_stage) + " by " +
+                                           formatBytes(row.overflow_bytes)
+                                     : "no split meets the caps";
     }
     const bool best = static_cast<int>(i) == plan.best;
     if (best) note = note.empty() ? "best" : "best, " + note;

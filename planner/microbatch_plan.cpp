@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
 #include "schedule/data_parallel.h"
 #include "schedule/generators.h"
@@ -14,6 +15,9 @@
 namespace stagecut {
 
 namespace {
+
+// generateSchedule's own limit (schedule/generators.h): N x M x v forward ops per step.
+constexpr std::int64_t kMaxForwardOps = std::int64_t{1} << 22;
 
 std::string sizeList(const std::vector<int>& sizes) {
   std::string text;
@@ -56,6 +60,32 @@ std::uint64_t stateBytes(const StageCost& stage, double bytes_per_param) {
   return static_cast<std::uint64_t>(static_cast<double>(stage.params) * bytes_per_param);
 }
 
+// What the partitioner charges a stage beyond its layers' medians, so that the simulated step
+// agrees with the split's own model: recomputation's extra forward (run before the backward) and
+// the stage device's relative speed.
+void applyStageOptions(const Profile& at_size, const PartitionOptions& options, const Partition& partition,
+                       const std::string& source, PipelineCosts* costs) {
+  const std::size_t ranks = partition.stages.size();
+  std::vector<double> extra_ms(ranks, 0.0);
+  if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
+    const CostModel model = buildCostModel(at_size, options, source);
+    const std::vector<StageRecompute> recompute = describeRecompute(model, partition.layersPerStage());
+    for (std::size_t s = 0; s < ranks; ++s) extra_ms[s] = recompute[s].extra_ms;
+  }
+  const std::size_t chunks = costs->stages.size() / ranks;
+  for (std::size_t m = 0; m < costs->stages.size(); ++m) {
+    StageOpCosts& stage = costs->stages[m];
+    const std::size_t rank = m % ranks;
+    stage.backward_ms += extra_ms[rank] / static_cast<double>(chunks);
+    stage.backward_input_ms += extra_ms[rank] / static_cast<double>(chunks);
+    const double speed = options.stage_speed.empty() ? 1.0 : options.stage_speed[rank];
+    stage.forward_ms /= speed;
+    stage.backward_ms /= speed;
+    stage.backward_input_ms /= speed;
+    stage.backward_weight_ms /= speed;
+  }
+}
+
 PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request,
                 const std::string& source) {
   PlanRow row;
@@ -65,13 +95,18 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   PartitionOptions options = request.partition;
   options.microbatches = row.microbatches;
   options.schedule = request.schedule == "gpipe" ? PipelineSchedule::kGpipe : PipelineSchedule::kOneFOneB;
+  const int chunks = request.schedule == "interleaved-1f1b" ? request.chunks : 1;
+  // GPipe and 1F1B: the partitioner's memory model, which knows recomputation, chooses the split
+  // under the caps; the others: the split is chosen as for 1F1B without caps, and judged by the
+  // simulated peak of live activations plus the weights' state.
+  const bool partitioner_memory = chunks == 1 && request.schedule != "zb-h1";
   const bool capped = !options.memory_cap_bytes.empty();
   PartitionOptions uncapped = options;
   uncapped.memory_cap_bytes.clear();
   // The uncapped split first: its errors are the options' (the same for every row); a capped
   // split that fails only means this row does not fit.
   row.partition = partitionProfile(at_size, uncapped, source, SplitMethod::kCompute);
-  if (capped) {
+  if (capped && partitioner_memory) {
     try {
       row.partition = partitionProfile(at_size, options, source, SplitMethod::kCompute);
     } catch (const Error&) {
@@ -80,10 +115,10 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   }
   row.bottleneck_ms = row.partition.bottleneck_ms;
 
-  const int chunks = request.schedule == "interleaved-1f1b" ? request.chunks : 1;
   Schedule schedule = generateSchedule(request.schedule, options.stages, row.microbatches, chunks);
   const BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
   PartitionCosts costs = costsFromPartition(at_size, row.partition, chunks, link, source);
+  applyStageOptions(at_size, options, row.partition, source, &costs.costs);
   if (options.data_parallel > 1) {
     // Each replica runs the same lists; the step ends when the last stage's all-reduce does.
     schedule = withGradientAllReduce(schedule);
@@ -95,9 +130,6 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   row.bubble = simulated.bubble;
   row.samples_per_s = row.step_ms > 0 ? request.global_batch / (row.step_ms / 1000.0) : 0.0;
 
-  // GPipe and 1F1B: the partitioner's memory model, which knows recomputation; the others: the
-  // simulated peak of live activations plus the weights' state.
-  const bool partitioner_memory = chunks == 1 && request.schedule != "zb-h1";
   for (std::size_t s = 0; s < row.partition.stages.size(); ++s) {
     const StageCost& stage = row.partition.stages[s];
     row.peak_memory_bytes.push_back(partitioner_memory
@@ -150,13 +182,25 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
     }
     const bool measured = std::find(plan.measured_sizes.begin(), plan.measured_sizes.end(), size) !=
                           plan.measured_sizes.end();
-    try {
-      plan.rows.push_back(planRow(sized.at(size), size, measured, request, source));
-    } catch (const Error& error) {
-      // A shape the schedule cannot run at this M (interleaved needs M a multiple of N).
-      if (request.schedule != "interleaved-1f1b") throw;
-      plan.skipped.push_back({size, error.what()});
+    const int microbatches = per_replica / size;
+    const int stages = request.partition.stages;
+    if (request.schedule == "interleaved-1f1b" && microbatches % stages != 0) {
+      plan.skipped.push_back({size, "interleaved-1f1b needs the microbatches (" + std::to_string(microbatches) +
+                                        ") a multiple of the " + std::to_string(stages) + " stages"});
+      continue;
     }
+    const int chunks = request.schedule == "interleaved-1f1b" ? request.chunks : 1;
+    if (static_cast<std::int64_t>(stages) * microbatches * chunks > kMaxForwardOps) {
+      plan.skipped.push_back({size, "more than " + formatCount(kMaxForwardOps) + " forward ops per step"});
+      continue;
+    }
+    plan.rows.push_back(planRow(sized.at(size), size, measured, request, source));
+  }
+  if (plan.rows.empty()) {
+    throw Error("--global-batch " + std::to_string(request.global_batch) + ": no microbatch size can be planned (" +
+                plan.skipped.front().reason + " at microbatch " + std::to_string(plan.skipped.front().microbatch_size) +
+                "); pick a global batch that a measured size divides into a whole number of microbatches the " +
+                "schedule can run");
   }
   for (std::size_t i = 0; i < plan.rows.size(); ++i) {
     const PlanRow& row = plan.rows[i];
@@ -172,7 +216,12 @@ void requireFeasibleRow(const MicrobatchPlan& plan) {
   if (plan.best >= 0 || plan.rows.empty()) return;
   const auto fastest = std::min_element(plan.rows.begin(), plan.rows.end(),
                                         [](const PlanRow& a, const PlanRow& b) { return a.step_ms < b.step_ms; });
-  const int stage = std::max(fastest->overflow_stage, 0);
+  if (fastest->overflow_stage < 0) {
+    throw Error("--memory-cap: no microbatch size fits; even at the fastest row (microbatch " +
+                std::to_string(fastest->microbatch_size) + ") no split meets the caps; raise the cap, use more " +
+                "--stages or --recompute full");
+  }
+  const int stage = fastest->overflow_stage;
   const std::uint64_t needs = fastest->peak_memory_bytes[static_cast<std::size_t>(stage)];
   throw Error("--memory-cap: no microbatch size fits; at the fastest row (microbatch " +
               std::to_string(fastest->microbatch_size) + ", " + std::to_string(fastest->microbatches) +

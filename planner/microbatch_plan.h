@@ -60,7 +60,7 @@ struct MicrobatchPlan {
 
 /// Sweeps every microbatch size b dividing the G / D samples of a replica that the profile covers
 /// (measured, or estimated from fitted lines up to twice the largest measured size): for each,
-/// re-partitions for equal compute with M = G / b, simulates the schedule, and checks each
+/// re-partitions for equal compute with M = G / (D b), simulates the schedule, and checks each
 /// stage's memory against the caps. Throws Error (input) for G < 1, a G that D does not divide or
 /// whose G / D no measured size divides, a schedule the planner does not know, or options the
 /// partitioner rejects.

@@ -72,7 +72,11 @@ SizedProfile::SizedProfile(const Profile& profile, double tolerance, std::string
         report.worst_residual = fit.max_relative_residual;
       }
     }
-    report.fits_line = curves.forward.fitsLine() && curves.backward.fitsLine() && curves.activation.fitsLine();
+    // Every curve the planner uses decides: a layer is a line only if all of them are.
+    report.fits_line = curves.forward.fitsLine() && curves.backward.fitsLine() && curves.activation.fitsLine() &&
+                       curves.output.fitsLine() && (!has_split || (curves.backward_input.fitsLine() &&
+                                                                   curves.backward_weight.fitsLine())) &&
+                       (!has_recompute || curves.recompute.fitsLine());
     // One flag per layer: a layer is interpolated as a whole when any of its times or bytes is.
     if (!report.fits_line) {
       curves = LayerCurves{CostCurve(x, forward, -1),    CostCurve(x, backward, -1), CostCurve(x, input, -1),
@@ -92,6 +96,7 @@ std::string SizedProfile::notCoveredReason(int size) const {
     return "the profile was measured at microbatch size " + std::to_string(sizes_.front()) + " only";
   }
   if (size > 2 * sizes_.back()) return "beyond twice the largest measured size (" + std::to_string(sizes_.back()) + ")";
+  if (2 * size < sizes_.front()) return "below half the smallest measured size (" + std::to_string(sizes_.front()) + ")";
   for (std::size_t i = 0; i < curves_.size(); ++i) {
     if (!curves_[i].forward.covers(size)) {
       return "outside " + range + ", and layer " + reports_[i].name + "'s costs do not follow a line";

@@ -32,7 +32,7 @@ class SizedProfile {
   const std::vector<int>& measuredSizes() const { return sizes_; }
   const std::vector<LayerFitReport>& fits() const { return reports_; }
   /// Whether costs at `size` are measured or safely estimated: inside the measured sizes, or
-  /// up to twice the largest measured size when every layer's line fits.
+  /// from half the smallest to twice the largest measured size when every layer's line fits.
   bool covers(int size) const;
   /// Why `size` is not covered, as a phrase for a message ("" when it is covered).
   std::string notCoveredReason(int size) const;

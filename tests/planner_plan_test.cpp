@@ -152,3 +152,39 @@ TEST_CASE("plan rejects a global batch it cannot split and unknown schedules", "
   CHECK(rejection(profile, replicated) ==
         "--global-batch 32: must split evenly over --data-parallel 3 replicas; use a multiple of 3");
 }
+
+TEST_CASE("the planned step charges recomputation's extra forward and the stage speed", "[planner][plan]") {
+  const int stages = 4, global = 32;
+  const Profile profile = identicalLayers(stages, 1.0, 1.0, {1, 2, 4, 8});
+  const MicrobatchPlan plain = stagecut::planMicrobatches(profile, request(stages, global, "1f1b"), "p.json");
+  PlanRequest recompute = request(stages, global, "1f1b");
+  recompute.partition.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
+  PlanRequest slow = request(stages, global, "1f1b");
+  slow.partition.stage_speed = std::vector<double>(stages, 0.5);
+  const MicrobatchPlan recomputed = stagecut::planMicrobatches(profile, recompute, "p.json");
+  const MicrobatchPlan halved = stagecut::planMicrobatches(profile, slow, "p.json");
+  REQUIRE(recomputed.rows.size() == plain.rows.size());
+  for (std::size_t i = 0; i < plain.rows.size(); ++i) {
+    const int b = plain.rows[i].microbatch_size;
+    const int m = global / b;
+    // F + (F + B) per microbatch and stage: (M + N - 1) x 4 (a + c b).
+    CHECK_THAT(recomputed.rows[i].step_ms, WithinRel((m + stages - 1) * 4 * (1.0 + b), 1e-9));
+    CHECK_THAT(halved.rows[i].step_ms, WithinRel(2 * plain.rows[i].step_ms, 1e-9));
+    CHECK(recomputed.rows[i].peak_memory_bytes[0] < plain.rows[i].peak_memory_bytes[0]);
+  }
+}
+
+TEST_CASE("interleaved rows need M a multiple of N, and a plan with no row is an error", "[planner][plan][errors]") {
+  const Profile profile = identicalLayers(8, 1.0, 1.0, {1, 2, 4, 8});
+  const MicrobatchPlan plan = stagecut::planMicrobatches(profile, request(4, 16, "interleaved-1f1b"), "p.json");
+  std::vector<int> planned;
+  for (const auto& row : plan.rows) planned.push_back(row.microbatch_size);
+  CHECK(planned == std::vector<int>{1, 2, 4});  // M = 16, 8, 4; b = 8 gives M = 2
+  REQUIRE(plan.skipped.size() == 2u);
+  CHECK(plan.skipped[0].microbatch_size == 8);
+  CHECK(plan.skipped[0].reason == "interleaved-1f1b needs the microbatches (2) a multiple of the 4 stages");
+  CHECK(rejection(profile, request(4, 2, "interleaved-1f1b")) ==
+        "--global-batch 2: no microbatch size can be planned (interleaved-1f1b needs the microbatches (2) a "
+        "multiple of the 4 stages at microbatch 1); pick a global batch that a measured size divides into a whole "
+        "number of microbatches the schedule can run");
+}
