@@ -44,6 +44,8 @@ class StopSignals {
     struct sigaction action {};
     action.sa_handler = noteStopSignal;
     sigemptyset(&action.sa_mask);
+    // A second Ctrl-C, while the current timing finishes, kills at once as the user expects.
+    action.sa_flags = SA_RESETHAND | SA_RESTART;
     sigaction(SIGINT, &action, &previous_int_);
     sigaction(SIGTERM, &action, &previous_term_);
   }
@@ -67,23 +69,24 @@ const char* signalName(int signal_number) {
 nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>& sizes) {
   const ZooOptions& zoo = request.zoo;
   const MeasureOptions& measure = request.measure;
+  // Keyed by the flags' own spellings, so that a mismatch names the flag to look at.
   return {{"model", zoo.family}, {"preset", zoo.preset}, {"layers", zoo.layers}, {"hidden", zoo.hidden},
           {"heads", zoo.heads}, {"ffn", zoo.ffn}, {"seq", zoo.seq}, {"vocab", zoo.vocab},
-          {"image_size", zoo.image_size}, {"classes", zoo.classes}, {"seed", zoo.seed},
+          {"image-size", zoo.image_size}, {"classes", zoo.classes}, {"seed", zoo.seed},
           {"torchscript", request.torchscript_path}, {"input", request.input_spec},
           {"device", request.device}, {"timer", request.timer}, {"threads", request.threads},
-          {"warmup", measure.warmup_rounds}, {"min_repeats", measure.min_repeats},
-          {"max_repeats", measure.max_repeats}, {"cv_target", measure.cv_target},
+          {"warmup", measure.warmup_rounds}, {"min-repeats", measure.min_repeats},
+          {"max-repeats", measure.max_repeats}, {"cv-target", measure.cv_target},
           {"budget", measure.budget_s_per_layer}, {"recompute", measure.recompute},
           {"microbatch", sizes}};
 }
 
-// The first field of the request that differs, for the message.
+// The first flag of the request that differs, for the message.
 std::string firstDifference(const nlohmann::json& saved, const nlohmann::json& now) {
   for (const auto& [key, value] : now.items()) {
-    if (!saved.contains(key) || saved.at(key) != value) return key;
+    if (saved.contains(key) && saved.at(key) != value) return "another --" + key;
   }
-  return "format";
+  return "another stagecut version";
 }
 
 // The side file of an interrupted run: read with --resume, checked against this request.
@@ -94,7 +97,7 @@ std::optional<MeasureCheckpoint> loadProgress(const std::string& path, const nlo
   }
   MeasureCheckpoint checkpoint = measureCheckpointFromJson(parseJsonDocument(readTextFile(path), path), path);
   if (checkpoint.request != key) {
-    throw Error(path + ": was written by a profile run with another --" + firstDifference(checkpoint.request, key) +
+    throw Error(path + ": was written by a profile run with " + firstDifference(checkpoint.request, key) +
                 "; rerun that command with --resume, or delete the file to start over");
   }
   std::size_t samples = 0;
@@ -109,7 +112,14 @@ class ProgressFile {
  public:
   ProgressFile(std::string path, nlohmann::json key) : path_(std::move(path)), key_(std::move(key)) {}
 
+  /// Starts from a resumed run's samples: stopped before its first new sample, the side file
+  /// still holds them, and the message says so.
+  void seed(const MeasureCheckpoint& checkpoint) {
+    latest_ = checkpoint;
+    written_ = true;
+  }
   void update(const MeasureCheckpoint& checkpoint) {
+    if (path_.empty()) return;
     latest_ = checkpoint;
     latest_.request = key_;
     has_latest_ = true;
@@ -120,7 +130,9 @@ class ProgressFile {
     if (!has_latest_ || path_.empty()) return;
     writeFileAtomically(path_, toJsonText(measureCheckpointToJson(latest_)));
     last_write_ = std::chrono::steady_clock::now();
+    written_ = true;
   }
+  bool written() const { return written_; }
   std::size_t samples() const {
     std::size_t count = 0;
     for (const auto& size : latest_.sizes) count += size.sampleCount();
@@ -136,6 +148,7 @@ class ProgressFile {
   nlohmann::json key_;
   MeasureCheckpoint latest_;
   bool has_latest_ = false;
+  bool written_ = false;
   std::chrono::steady_clock::time_point last_write_{};
 };
 
@@ -222,6 +235,7 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
     const std::string progress_path = options->output_path.empty() ? "" : options->output_path + ".resume.json";
     if (options->resume) run_request.resume = loadProgress(progress_path, key);
     ProgressFile progress(progress_path, key);
+    if (run_request.resume) progress.seed(*run_request.resume);
     const TestInterrupt interrupt = testInterrupt();
     run_request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) {
       progress.update(checkpoint);
@@ -242,10 +256,11 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
         bar.finish();
         progress.flush();
         const int signal_number = error.exitCode() - 128;
-        const std::string kept = progress.path().empty()
-                                     ? "nothing was kept (without -o there is no progress file)"
-                                     : std::to_string(progress.samples()) + " timed samples kept in " +
-                                           progress.path() + "; rerun the same command with --resume to continue";
+        const std::string kept =
+            progress.path().empty() ? "nothing was kept (without -o there is no progress file)"
+            : !progress.written()   ? "nothing was measured yet to keep"
+                                    : std::to_string(progress.samples()) + " timed samples kept in " + progress.path() +
+                                        "; rerun the same command with --resume to continue";
         throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " +
                                      error.what() + "; nothing written to " +
                                      (options->output_path.empty() ? "stdout" : options->output_path) + "; " + kept,

@@ -216,7 +216,14 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   SizeCheckpoint samples;
   samples.microbatch_size = options.microbatch_size;
   samples.layers.resize(layer_count);
-  if (options.resume != nullptr && options.resume->layers.size() == samples.layers.size()) samples = *options.resume;
+  if (options.resume != nullptr && !options.resume->layers.empty()) {
+    if (options.resume->layers.size() != samples.layers.size()) {
+      throw Error("--resume: the kept samples at microbatch size " + std::to_string(options.microbatch_size) +
+                  " are for " + std::to_string(options.resume->layers.size()) + " layers but the model has " +
+                  std::to_string(layer_count) + "; delete the .resume.json file and profile again");
+    }
+    samples = *options.resume;
+  }
   std::vector<UnitSampleLog>& layer_samples = samples.layers;
   UnitSampleLog& whole_samples = samples.whole;
   const auto note_progress = [&] {
@@ -298,7 +305,9 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
                        {"seed", options.seed},
                        {"whole_model_repeats", static_cast<int>(whole_samples.forward.size())},
                        {"elapsed_s", secondsSince(started)}};
-  if (options.resume != nullptr) profile.run.extra["resumed_samples"] = options.resume->sampleCount();
+  if (options.resume != nullptr && options.resume->sampleCount() > 0) {
+    profile.run.extra["resumed_samples"] = options.resume->sampleCount();
+  }
   if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
   if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();
   return profile;

@@ -49,7 +49,11 @@ UnitSampleLog unitFromJson(const json& unit, const std::string& source) {
   log.backward_input = samplesOf(unit, "backward_input", source);
   log.backward_weight = samplesOf(unit, "backward_weight", source);
   log.recompute = samplesOf(unit, "recompute", source);
-  if (log.backward.size() != log.forward.size()) damaged(source, "forward and backward counts differ");
+  const std::size_t repeats = log.forward.size();
+  for (const auto* samples : {&log.backward, &log.backward_input, &log.backward_weight, &log.recompute}) {
+    if (samples != &log.backward && samples->empty()) continue;
+    if (samples->size() != repeats) damaged(source, "a unit's sample lists differ in length");
+  }
   if (unit.contains("spent_s") && unit.at("spent_s").is_number()) log.spent_s = unit.at("spent_s").get<double>();
   return log;
 }
@@ -83,7 +87,9 @@ json measureCheckpointToJson(const MeasureCheckpoint& checkpoint) {
 }
 
 MeasureCheckpoint measureCheckpointFromJson(const json& document, const std::string& source) {
-  if (!document.is_object() || document.value("format", "") != kMeasureCheckpointFormat) {
+  const auto format = document.is_object() ? document.find("format") : document.end();
+  if (!document.is_object() || format == document.end() || !format->is_string() ||
+      format->get<std::string>() != kMeasureCheckpointFormat) {
     damaged(source, std::string("no \"format\": \"") + kMeasureCheckpointFormat + "\"");
   }
   MeasureCheckpoint checkpoint;
@@ -96,7 +102,7 @@ MeasureCheckpoint measureCheckpointFromJson(const json& document, const std::str
     }
     SizeCheckpoint size;
     size.microbatch_size = item.at("microbatch_size").get<int>();
-    size.complete = item.value("complete", false);
+    size.complete = item.contains("complete") && item.at("complete").is_boolean() && item.at("complete").get<bool>();
     size.whole = unitFromJson(item.at("whole_model"), source);
     for (const json& layer : item.at("layers")) size.layers.push_back(unitFromJson(layer, source));
     checkpoint.sizes.push_back(std::move(size));

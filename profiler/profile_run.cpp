@@ -192,6 +192,14 @@ Profile measureSizes(const ProfileRequest& request, const MeasureOptions& base, 
   if (sizes.empty()) sizes.push_back(base.microbatch_size);
   MeasureCheckpoint checkpoint;
   if (request.resume) checkpoint.request = request.resume->request;
+  // Every size starts from what the side file kept, so that a size finished before an earlier
+  // interruption stays in the side file when this run is interrupted again.
+  checkpoint.sizes.resize(sizes.size());
+  for (std::size_t position = 0; position < sizes.size(); ++position) {
+    const SizeCheckpoint* earlier = request.resume ? request.resume->find(sizes[position]) : nullptr;
+    if (earlier != nullptr) checkpoint.sizes[position] = *earlier;
+    checkpoint.sizes[position].microbatch_size = sizes[position];
+  }
   std::vector<Profile> measured;
   for (std::size_t position = 0; position < sizes.size(); ++position) {
     MeasureOptions options = base;
@@ -208,7 +216,6 @@ Profile measureSizes(const ProfileRequest& request, const MeasureOptions& base, 
     }
     if (request.on_checkpoint) {
       options.on_checkpoint = [&request, &checkpoint, position](const SizeCheckpoint& samples) {
-        checkpoint.sizes.resize(position + 1);
         checkpoint.sizes[position] = samples;
         request.on_checkpoint(checkpoint);
       };

@@ -77,11 +77,26 @@ TEST_CASE("an interrupted profile writes no output, keeps its samples, and --res
   CHECK(progress["sizes"][0]["complete"] == true);
   CHECK(progress["sizes"][1]["complete"] == false);
 
+  // Interrupted again after 3 more samples: the finished size 1 stays in the side file.
+  const CommandResult again = runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out, "STAGECUT_TEST_INTERRUPT_AFTER=18");
+  CHECK(again.exit_code == 130);
+  CHECK(again.err == "stagecut: resuming from " + side + " (15 timed samples kept)\nstagecut: profile stopped by "
+                     "SIGINT at microbatch size 2; nothing written to " + out + "; 18 timed samples kept in " + side +
+                     "; rerun the same command with --resume to continue\n");
+  const auto progress_again = nlohmann::json::parse(stagecut::readTextFile(side));
+  CHECK(progress_again["sizes"][0]["complete"] == true);
+  CHECK(progress_again["sizes"][0]["layers"][0]["forward"] == progress["sizes"][0]["layers"][0]["forward"]);
+  // Size 2's first samples are the first run's, continued.
+  const auto& first_samples = progress["sizes"][1]["layers"][0]["forward"];
+  const auto& continued = progress_again["sizes"][1]["layers"][0]["forward"];
+  REQUIRE(continued.size() > first_samples.size());
+  for (std::size_t i = 0; i < first_samples.size(); ++i) CHECK(continued[i] == first_samples[i]);
+
   const CommandResult resumed = runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out);
   REQUIRE(resumed.exit_code == 0);
-  CHECK(resumed.err == "stagecut: resuming from " + side + " (15 timed samples kept)\n");
+  CHECK(resumed.err == "stagecut: resuming from " + side + " (18 timed samples kept)\n");
   const stagecut::Profile profile = stagecut::readProfileFile(out);
-  CHECK(profile.run.extra["resumed_samples"] == 15);
+  CHECK(profile.run.extra["resumed_samples"] == 18);
   // Size 1 was not timed again: its repeats stay at 3, and its samples are the side file's.
   CHECK(profile.microbatch_sizes[0].layers[0].forward_ms.repeats == 3);
   double side_min = 1e300;
@@ -100,7 +115,14 @@ TEST_CASE("--resume refuses a side file of another request or a damaged one", "[
   CHECK(other.exit_code == 2);
   CHECK(other.err == "stagecut: " + side + ": was written by a profile run with another --threads; rerun that "
                                            "command with --resume, or delete the file to start over\n");
+  const CommandResult cv = runStagecut(kMlp + " --microbatch 2 --budget 9 --resume -o " + out);
+  CHECK(cv.err == "stagecut: " + side + ": was written by a profile run with another --budget; rerun that "
+                                        "command with --resume, or delete the file to start over\n");
 
+  dir.write("p.json.resume.json", "{\"format\": 7, \"sizes\": []}");
+  const CommandResult wrong_type = runStagecut(kMlp + " --microbatch 2 --resume -o " + out);
+  CHECK(wrong_type.exit_code == 2);
+  CHECK_THAT(wrong_type.err, Contains("not a stagecut profile progress file (no \"format\""));
   dir.write("p.json.resume.json", "{\"format\": \"stagecut.profile-progress/1\", \"sizes\": 3}");
   const CommandResult damaged = runStagecut(kMlp + " --microbatch 2 --resume -o " + out);
   CHECK(damaged.exit_code == 2);
