@@ -1,7 +1,9 @@
 // Compares two profiles of the same model layer by layer: how far apart their medians are.
 // Used by bench/profiler_repeatability.sh to check that two runs of one command agree.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "core/error.h"
 #include "core/profile_json.h"
@@ -36,6 +38,27 @@ int main(int argc, char** argv) {
       if (a.backward_ms.median > 1.0) worst = std::max(worst, backward_diff), ++compared;
     }
     std::printf("largest difference over %d figures longer than 1 ms: %.1f%%\n", compared, 100 * worst);
+    // The split depends only on each layer's share of the chain: a drift of the whole machine
+    // between the runs moves every time alike and no boundary. Shares of fwd + bwd, per layer.
+    double total_first = 0, total_second = 0;
+    for (std::size_t i = 0; i < first.layers.size(); ++i) {
+      total_first += first.layers[i].forward_ms.median + first.layers[i].backward_ms.median;
+      total_second += second.layers[i].forward_ms.median + second.layers[i].backward_ms.median;
+    }
+    double worst_share = 0;
+    std::string worst_layer;
+    for (std::size_t i = 0; i < first.layers.size(); ++i) {
+      const double share_first = (first.layers[i].forward_ms.median + first.layers[i].backward_ms.median) / total_first;
+      const double share_second =
+          (second.layers[i].forward_ms.median + second.layers[i].backward_ms.median) / total_second;
+      if (share_first * total_first <= 1.0) continue;
+      const double diff = std::abs(share_second - share_first) / share_first;
+      if (diff > worst_share) worst_share = diff, worst_layer = first.layers[i].name;
+    }
+    std::printf("whole chain (sum of fwd + bwd): %.1f ms and %.1f ms (%+.1f%%)\n", total_first, total_second,
+                100 * (total_second / total_first - 1));
+    std::printf("largest difference of a layer's share of the chain: %.1f%% (%s)\n", 100 * worst_share,
+                worst_layer.c_str());
     if (first.whole_model && second.whole_model) {
       std::printf("layers' sum vs whole model: %+.1f%% and %+.1f%%\n", 100 * first.whole_model->sum_of_layers_vs_whole,
                   100 * second.whole_model->sum_of_layers_vs_whole);
