@@ -110,7 +110,7 @@ TEST_CASE("recompute auto recomputes only the stages whose cap needs it",
   CHECK(stages[1].extra_ms == 0.0);
 }
 
-TEST_CASE("--recompute specs: modes, selective kinds, and errors that name the fix",
+TEST_CASE("parsing --recompute specs: modes, selective kinds, and errors that name the fix",
           "[partitioner][recompute]") {
   stagecut::Profile profile = stagecut::testing::makeProfile(4);
   profile.layers[0].kind = "Embedding";

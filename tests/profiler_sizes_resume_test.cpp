@@ -106,7 +106,7 @@ TEST_CASE("an interrupted profile writes no output, keeps its samples, and --res
   CHECK(dir.list() == std::vector<std::string>{"p.json"});  // the side file is gone
 }
 
-TEST_CASE("--resume refuses a side file of another request or a damaged one", "[profiler][cli][resume][errors]") {
+TEST_CASE("profile --resume refuses a side file of another request or a damaged one", "[profiler][cli][resume][errors]") {
   const TempDir dir;
   const std::string out = dir.file("p.json");
   const std::string side = out + ".resume.json";
