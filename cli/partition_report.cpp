@@ -68,10 +68,15 @@ void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& s
       row.push_back(stage.mode);
       row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(stage.memory_bytes_without))));
       row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(stage.memory_bytes_with))));
-      row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(std::max(0.0, stage.savedBytes())))));
+      // A stage of one big layer can need more with recomputation (its input kept, plus the
+      // layer's activations while it reruns): say so rather than show 0.
+      const double stage_saved = stage.savedBytes();
+      row.push_back(stage_saved >= 0
+                        ? formatBytes(static_cast<std::uint64_t>(std::llround(stage_saved)))
+                        : "-" + formatBytes(static_cast<std::uint64_t>(std::llround(-stage_saved))));
       row.push_back(formatMs(stage.extra_ms));
       row.push_back(formatMs(stage.extra_ms * options.microbatches));
-      saved += std::max(0.0, stage.savedBytes());
+      saved += stage_saved;
       added += stage.extra_ms * options.microbatches;
     }
     if (data_parallel) {
@@ -82,8 +87,8 @@ void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& s
   }
   table.print(out, "  ");
   if (recompute) {
-    out << "\n  recomputation saves " << formatBytes(static_cast<std::uint64_t>(std::llround(saved)))
-        << " over all stages for " << formatMs(added) << " ms more forward per step ("
+    out << "\n  recomputation " << (saved >= 0 ? "saves " : "costs ")
+        << formatBytes(static_cast<std::uint64_t>(std::llround(std::abs(saved)))) << " over all stages for " << formatMs(added) << " ms more forward per step ("
         << options.microbatches << " microbatches; each stage's share of the step grows by its "
         << "+ms/step)\n";
   }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/profile_json.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
@@ -187,4 +188,15 @@ TEST_CASE("partition --simulate reports the simulated step of the optimal-bottle
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("  simulated 1f1b step 195.7 ms (the solver's first choice: 195.7 ms), "
                                   "best of 1 splits with the optimal bottleneck\n"));
+}
+
+TEST_CASE("a stage that recomputation makes bigger shows a negative saving", "[cli][partition][recompute]") {
+  const stagecut::testing::TempDir dir;
+  // One layer per stage: the last stage keeps one microbatch under 1F1B, and recomputing it adds
+  // its 256-byte input to the activations it still holds while it reruns.
+  stagecut::writeProfileFile(dir.file("p.json"), stagecut::testing::makeProfile(4));
+  const auto result = stagecut::testing::runStagecut("partition " + dir.file("p.json") +
+                                                     " --stages 4 --microbatches 4 --recompute full");
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Catch::Matchers::Contains("-256 B"));
 }
