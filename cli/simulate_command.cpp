@@ -169,6 +169,8 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   ProfileInputs inputs;
   inputs.profile = readProfileFile(options.profile_path, options.microbatch_size);
   inputs.partition = readPartitionFile(options.partition_path);
+  // Before anything indexes the profile's layers by the partition's ranges.
+  checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
   readStageRecompute(options.partition_path, &inputs);
   const int stages = static_cast<int>(inputs.partition.stages.size());
   if (options.stages_given && options.stages != stages) {
