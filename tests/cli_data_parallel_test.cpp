@@ -7,29 +7,18 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/json_document.h"
 #include "tests/test_support.h"
 
 using Catch::Matchers::Contains;
 using stagecut::testing::CommandResult;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
 namespace {
 
 const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
-
-void checkInputError(const CommandResult& result, const std::string& message) {
-  CHECK(result.exit_code == 2);
-  CHECK(result.out.empty());
-  CHECK(result.err == "stagecut: " + message + "\n");
-}
-
-std::string readBack(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
@@ -129,7 +118,7 @@ TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last b
   CHECK(run["exposed_allreduce"].get<double>() ==
         Approx(run["step_time"].get<double>() - before["step_time"].get<double>()));
   CHECK(run["allreduce_time"][0].get<double>() > 0);
-  CHECK_THAT(readBack(dir.file("t.json")), Contains("\"cat\":\"allreduce\""));
+  CHECK_THAT(stagecut::readTextFile(dir.file("t.json")), Contains("\"cat\":\"allreduce\""));
   const CommandResult text = runStagecut("simulate '" + kProfile + "' --partition '" + part +
                                          "' --schedule 1f1b --data-parallel 2 --width 80");
   REQUIRE(text.exit_code == 0);

@@ -12,19 +12,13 @@
 using stagecut::testing::CommandResult;
 using stagecut::testing::makePartition;
 using stagecut::testing::makeProfile;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-// The contract for bad input: exit 2, nothing on stdout, exactly one line on stderr.
-void checkOneLineError(const CommandResult& result, const std::string& expected) {
-  CHECK(result.exit_code == 2);
-  CHECK(result.out.empty());
-  CHECK(result.err == "stagecut: " + expected + "\n");
-}
 
 std::string brokenProfile(const std::function<void(nlohmann::json&)>& breakIt) {
   nlohmann::json document = stagecut::profileToJson(makeProfile(4));
@@ -92,10 +86,10 @@ TEST_CASE("inspect gives one error line and exit 2 for each broken file", "[cli]
   for (const auto& broken : cases) {
     INFO(broken.name);
     dir.write(broken.name, broken.content);
-    checkOneLineError(runStagecut("inspect " + dir.file(broken.name)),
+    checkInputError(runStagecut("inspect " + dir.file(broken.name)),
                       dir.file(broken.name) + broken.message_after_path);
   }
-  checkOneLineError(runStagecut("inspect " + dir.file("absent.json")),
+  checkInputError(runStagecut("inspect " + dir.file("absent.json")),
                     dir.file("absent.json") + ": cannot open (No such file or directory); check the path");
 }
 
@@ -104,9 +98,9 @@ TEST_CASE("bad usage exits 2 with one line pointing at the help", "[cli][errors]
   CHECK(unknown.exit_code == 2);
   CHECK_THAT(unknown.err, StartsWith("stagecut: unknown command 'frobnicate'; use one of: bubble, inspect"));
   CHECK(std::count(unknown.err.begin(), unknown.err.end(), '\n') == 1);
-  checkOneLineError(runStagecut("inspekt p.json"),
+  checkInputError(runStagecut("inspekt p.json"),
                     "unknown command 'inspekt', did you mean 'inspect'?");
-  checkOneLineError(runStagecut("inspect"),
+  checkInputError(runStagecut("inspect"),
                     "file is required; run 'stagecut inspect --help' for usage");
 }
 

@@ -5,9 +5,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/profile_json.h"
+#include "core/json_document.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
@@ -18,19 +20,6 @@ const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/e
 const std::string kGraph = std::string(STAGECUT_SOURCE_DIR) + "/data/pipedream/residual-block.graph.txt";
 
 CommandResult partition(const std::string& args) { return runStagecut("partition '" + kProfile + "' " + args); }
-
-void checkInputError(const CommandResult& result, const std::string& message) {
-  CHECK(result.exit_code == 2);
-  CHECK(result.out.empty());
-  CHECK(result.err == "stagecut: " + message + "\n");
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
@@ -82,7 +71,7 @@ TEST_CASE("partition accepts the documented unit forms", "[cli][partition]") {
 
 TEST_CASE("partition rejects a profile whose layers all take 0 ms", "[cli][partition][errors]") {
   const TempDir dir;
-  nlohmann::json document = nlohmann::json::parse(slurp(kProfile));
+  nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(kProfile));
   for (auto& layer : document["layers"]) {
     layer["forward_ms"] = 0.0;
     layer["backward_ms"] = 0.0;
@@ -133,7 +122,7 @@ TEST_CASE("partition --json prints a stagecut.partition/1 document and -o writes
   CHECK(document["stages"].size() == 4);
   CHECK(document["outputs"]["list"] == "3,3,3,2");
   CHECK(document["predicted_step_ms"].get<double>() == Approx(195.9));
-  CHECK(nlohmann::json::parse(slurp(dir.file("p.json"))) == document);
+  CHECK(nlohmann::json::parse(stagecut::readTextFile(dir.file("p.json"))) == document);
   CHECK(dir.list() == std::vector<std::string>{"p.json"});
   // The file reads back through inspect.
   CHECK(runStagecut("inspect '" + dir.file("p.json") + "'").exit_code == 0);
@@ -166,7 +155,7 @@ TEST_CASE("import pipedream writes a profile and says which Input nodes it dropp
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("7 layers in topological order; dropped 1 Input node (data loading, "
                                   "not compute, as PipeDream's optimizer does): node1 (Input0, 0.750 ms)"));
-  const nlohmann::json profile = nlohmann::json::parse(slurp(dir.file("r.json")));
+  const nlohmann::json profile = nlohmann::json::parse(stagecut::readTextFile(dir.file("r.json")));
   CHECK(profile["format"] == "stagecut.profile/1");
   CHECK(profile["layers"].size() == 7);
   CHECK(runStagecut("partition '" + dir.file("r.json") + "' --stages 3").exit_code == 0);

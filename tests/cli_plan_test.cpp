@@ -6,6 +6,7 @@
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
@@ -14,28 +15,12 @@ namespace {
 
 // Six layers measured at 2, 4 and 8 samples; costs a + c b with a fixed part per layer.
 stagecut::Profile sizedProfile() {
-  stagecut::Profile profile = stagecut::testing::makeProfile(6);
-  profile.run.microbatch_size = 8;
-  for (int size : {2, 4, 8}) {
-    stagecut::MicrobatchSizeCosts entry;
-    entry.microbatch_size = size;
-    entry.layers = profile.layers;
-    for (auto& layer : entry.layers) {
-      const double forward = 3.0 + layer.index + 0.5 * size;
-      layer.forward_ms = stagecut::TimeStatsMs::exactly(forward);
-      layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * forward);
-      layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
-    }
-    profile.microbatch_sizes.push_back(entry);
-  }
-  profile.layers = profile.microbatch_sizes.back().layers;
-  return profile;
-}
-
-void checkOneLineError(const CommandResult& result, const std::string& expected) {
-  CHECK(result.exit_code == 2);
-  CHECK(result.out.empty());
-  CHECK(result.err == "stagecut: " + expected + "\n");
+  return stagecut::testing::makeSizedProfile(6, {2, 4, 8}, [](stagecut::LayerCost& layer, int size) {
+    const double forward = 3.0 + layer.index + 0.5 * size;
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(forward);
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * forward);
+    layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
+  });
 }
 
 }  // namespace
@@ -71,15 +56,15 @@ TEST_CASE("stagecut plan errors are one line with exit 2", "[cli][plan][errors]"
   const TempDir dir;
   stagecut::writeProfileFile(dir.file("p.json"), sizedProfile());
   const std::string p = dir.file("p.json");
-  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 25"),
+  checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 25"),
                     "--global-batch 25: no measured microbatch size (2, 4, 8) divides it; use a global batch "
                     "that one of them divides, or profile a size that divides 25");
-  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --memory-cap 1MiB"),
+  checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --memory-cap 1MiB"),
                     "--memory-cap: no microbatch size fits; at the fastest row (microbatch 8, 2 microbatches) stage 1 "
                     "needs 32.1 MiB, 31.1 MiB over its cap; raise the cap, use more --stages or --recompute full");
-  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --schedule zb-h2"),
+  checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --schedule zb-h2"),
                     "--schedule zb-h2: unknown schedule, did you mean 'zb-h1'?");
-  checkOneLineError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --fit-tolerance -1"),
+  checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --fit-tolerance -1"),
                     "--fit-tolerance -1.000: must be 0 or more, e.g. 0.1");
   const CommandResult no_batch = runStagecut("plan " + p + " --stages 3");
   CHECK(no_batch.exit_code == 2);
@@ -111,10 +96,10 @@ TEST_CASE("partition, compare and simulate take one size of a multi-size profile
   for (const auto& stage : split["stages"]) forward += stage["forward_ms"].get<double>();
   CHECK(forward == Approx(6 * 4.0 + 15));  // sum over i of (3 + i + 0.5 x 2)
   CHECK(runStagecut("compare " + p + " --stages 2 --microbatch-size 4").exit_code == 0);
-  checkOneLineError(runStagecut("partition " + p + " --stages 2 --microbatch-size 3"),
+  checkInputError(runStagecut("partition " + p + " --stages 2 --microbatch-size 3"),
                     p + ": microbatch size 3 was not measured; the profile has sizes 2,4,8 (add it with profile "
                         "--microbatch)");
-  checkOneLineError(runStagecut("simulate " + p + " --partition " + p + " --microbatch-size 16"),
+  checkInputError(runStagecut("simulate " + p + " --partition " + p + " --microbatch-size 16"),
                     p + ": microbatch size 16 was not measured; the profile has sizes 2,4,8 (add it with profile "
                         "--microbatch)");
 }

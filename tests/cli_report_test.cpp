@@ -6,10 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/report_fixtures.h"
+#include "core/json_document.h"
 #include "tests/test_support.h"
 
 using Catch::Matchers::Contains;
 using stagecut::testing::CommandResult;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
@@ -18,19 +20,6 @@ namespace {
 const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 CommandResult report(const std::string& args) { return runStagecut("report '" + kProfile + "' " + args); }
-
-void checkInputError(const CommandResult& result, const std::string& message) {
-  CHECK(result.exit_code == 2);
-  CHECK(result.out.empty());
-  CHECK(result.err == "stagecut: " + message + "\n");
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 }  // namespace
 
@@ -41,7 +30,7 @@ TEST_CASE("report splits the profile itself and writes one HTML file", "[cli][re
   CHECK(result.err.empty());
   CHECK(result.out == "wrote " + dir.file("r.html") + " (3 splits, 4 schedules, 0 validation runs)\n");
   CHECK(dir.list() == std::vector<std::string>{"r.html"});
-  const std::string html = slurp(dir.file("r.html"));
+  const std::string html = stagecut::readTextFile(dir.file("r.html"));
   CHECK_THAT(html, Contains("compute split: 3,3,3,2"));
   CHECK_THAT(html, Contains("params split: 1,4,4,2"));
   CHECK_THAT(html, Contains(">cap 140 MiB</text>"));
@@ -59,7 +48,7 @@ TEST_CASE("report takes splits from compare -o and runs from validate --json", "
                                       "' -o '" + dir.file("r.html") + "'");
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("(3 splits, 4 schedules, 2 validation runs)"));
-  const std::string html = slurp(dir.file("r.html"));
+  const std::string html = stagecut::readTextFile(dir.file("r.html"));
   CHECK_THAT(html, Contains("4 microbatches per step"));  // implied by the saved splits
   CHECK_THAT(html, Contains(">Measured 1F1B</tspan>"));
   CHECK_THAT(html, Contains("Measured speed-up"));

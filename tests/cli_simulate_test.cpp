@@ -7,6 +7,7 @@
 
 #include "core/partition_json.h"
 #include "core/profile_json.h"
+#include "core/json_document.h"
 #include "tests/test_support.h"
 
 using Catch::Matchers::Contains;
@@ -16,13 +17,6 @@ using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
 namespace {
-
-std::string readBack(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A 6-layer profile split 2 + 3 + 1: three stages, half of the layers without their own B / W.
 struct ProfileFiles {
@@ -80,11 +74,11 @@ TEST_CASE("stagecut simulate writes a Chrome trace and an SVG", "[cli][simulate]
                                            "'");
   REQUIRE(result.exit_code == 0);
   CHECK(dir.list() == std::vector<std::string>{"g.svg", "t.json"});
-  const auto trace = nlohmann::json::parse(readBack(dir.file("t.json")));
+  const auto trace = nlohmann::json::parse(stagecut::readTextFile(dir.file("t.json")));
   int ops = 0;
   for (const auto& event : trace.at("traceEvents")) ops += event.at("ph") == "X" ? 1 : 0;
   CHECK(ops == 2 * (2 * 3 * 3));  // gpipe and 1f1b: F and B of 3 microbatches on 3 ranks
-  CHECK_THAT(readBack(dir.file("g.svg")), Contains("3 stages, 3 microbatches, unit costs"));
+  CHECK_THAT(stagecut::readTextFile(dir.file("g.svg")), Contains("3 stages, 3 microbatches, unit costs"));
 }
 
 TEST_CASE("stagecut simulate compares schedules on a profile and a partition", "[cli][simulate]") {

@@ -71,25 +71,15 @@ namespace {
 // Every layer costs exactly a + c b: forward (0.5 + i) + 0.25 b, backward twice that; activation
 // 1000 b bytes; measured at `sizes`.
 Profile linearProfile(const std::vector<int>& sizes, int layers) {
-  Profile profile = stagecut::testing::makeProfile(layers);
-  profile.run.microbatch_size = sizes.back();
-  for (int size : sizes) {
-    stagecut::MicrobatchSizeCosts entry;
-    entry.microbatch_size = size;
-    entry.layers = profile.layers;
-    for (auto& layer : entry.layers) {
-      const double forward = 0.5 + layer.index + 0.25 * size;
-      layer.forward_ms = stagecut::TimeStatsMs::exactly(forward);
-      layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * forward);
-      layer.backward_input_ms.reset();
-      layer.backward_weight_ms.reset();
-      layer.activation_bytes = 1000u * static_cast<unsigned>(size);
-      layer.output_bytes = 100u * static_cast<unsigned>(size);
-    }
-    profile.microbatch_sizes.push_back(entry);
-  }
-  profile.layers = profile.microbatch_sizes.back().layers;
-  return profile;
+  return stagecut::testing::makeSizedProfile(layers, sizes, [](stagecut::LayerCost& layer, int size) {
+    const double forward = 0.5 + layer.index + 0.25 * size;
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(forward);
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * forward);
+    layer.backward_input_ms.reset();
+    layer.backward_weight_ms.reset();
+    layer.activation_bytes = 1000u * static_cast<unsigned>(size);
+    layer.output_bytes = 100u * static_cast<unsigned>(size);
+  });
 }
 
 }  // namespace

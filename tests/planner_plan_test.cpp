@@ -18,29 +18,17 @@ namespace {
 // N identical layers, each costing forward a + c b and backward 2 (a + c b), activation 1 MiB per
 // sample, 1000 parameters; measured at `sizes`.
 Profile identicalLayers(int layers, double a, double c, const std::vector<int>& sizes) {
-  Profile profile = stagecut::testing::makeProfile(layers);
-  for (auto& layer : profile.layers) {
+  return stagecut::testing::makeSizedProfile(layers, sizes, [a, c](stagecut::LayerCost& layer, int size) {
     layer.params = 1000;
     layer.param_bytes = 4000;
     layer.backward_input_ms.reset();
     layer.backward_weight_ms.reset();
     layer.output_shape.reset();
-  }
-  profile.run.microbatch_size = sizes.back();
-  for (int size : sizes) {
-    stagecut::MicrobatchSizeCosts entry;
-    entry.microbatch_size = size;
-    entry.layers = profile.layers;
-    for (auto& layer : entry.layers) {
-      layer.forward_ms = stagecut::TimeStatsMs::exactly(a + c * size);
-      layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * (a + c * size));
-      layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
-      layer.output_bytes = 0;
-    }
-    profile.microbatch_sizes.push_back(entry);
-  }
-  profile.layers = profile.microbatch_sizes.back().layers;
-  return profile;
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(a + c * size);
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * (a + c * size));
+    layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
+    layer.output_bytes = 0;
+  });
 }
 
 PlanRequest request(int stages, int global_batch, const std::string& schedule) {

@@ -4,6 +4,7 @@
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
@@ -11,12 +12,6 @@ using Catch::Matchers::Contains;
 namespace {
 
 const char* const kQuick = " --warmup 0 --min-repeats 1 --max-repeats 1";
-
-void checkOneLineError(const CommandResult& result, const std::string& expected) {
-  CHECK(result.exit_code == 2);
-  CHECK(result.out.empty());
-  CHECK(result.err == "stagecut: " + expected + "\n");
-}
 
 }  // namespace
 
@@ -46,16 +41,16 @@ TEST_CASE("stagecut profile --json prints the profile document", "[profiler][cli
 }
 
 TEST_CASE("stagecut profile rejects bad requests with one line and exit 2", "[profiler][cli][errors]") {
-  checkOneLineError(runStagecut("profile --torchscript model.pt"),
+  checkInputError(runStagecut("profile --torchscript model.pt"),
                     "--torchscript model.pt: needs --input, e.g. --input 8x3x224x224:float32");
-  checkOneLineError(runStagecut("profile --torchscript model.pt --input 8x3:float16"),
+  checkInputError(runStagecut("profile --torchscript model.pt --input 8x3:float16"),
                     "--input \"8x3:float16\": unknown dtype \"float16\", did you mean 'float32'?");
-  checkOneLineError(runStagecut("profile --model resnet"),
+  checkInputError(runStagecut("profile --model resnet"),
                     "--model resnet: not a built-in model; use one of: mlp, gpt, vgg16");
-  checkOneLineError(runStagecut("profile --model gpt --preset gpt-tiny --heads 5"),
+  checkInputError(runStagecut("profile --model gpt --preset gpt-tiny --heads 5"),
                     "--hidden 128 is not divisible by --heads 5; pick a head count that divides the width");
-  checkOneLineError(runStagecut("profile --device tpu"), "--device tpu: unknown device; use cpu, cuda or cuda:K");
-  checkOneLineError(runStagecut("profile --threads 0"), "--threads 0: use 1 or more threads");
+  checkInputError(runStagecut("profile --device tpu"), "--device tpu: unknown device; use cpu, cuda or cuda:K");
+  checkInputError(runStagecut("profile --threads 0"), "--threads 0: use 1 or more threads");
   const CommandResult cuda = runStagecut("profile --device cuda");
   CHECK(cuda.exit_code == 2);
   CHECK_THAT(cuda.err, Contains("--device cuda: this stagecut is linked against a CPU-only LibTorch"));

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <catch2/catch.hpp>
+
 namespace stagecut::testing {
 
 Profile makeProfile(int layers) {
@@ -117,6 +119,27 @@ CommandResult runStagecut(const std::string& args, const std::string& environmen
   result.out = slurp(capture.file("out"));
   result.err = slurp(capture.file("err"));
   return result;
+}
+
+Profile makeSizedProfile(int layers, const std::vector<int>& sizes,
+                         const std::function<void(LayerCost& layer, int size)>& cost_at) {
+  Profile profile = makeProfile(layers);
+  profile.run.microbatch_size = sizes.back();
+  for (int size : sizes) {
+    MicrobatchSizeCosts entry;
+    entry.microbatch_size = size;
+    entry.layers = profile.layers;
+    for (auto& layer : entry.layers) cost_at(layer, size);
+    profile.microbatch_sizes.push_back(entry);
+  }
+  profile.layers = profile.microbatch_sizes.back().layers;
+  return profile;
+}
+
+void checkInputError(const CommandResult& result, const std::string& message) {
+  CHECK(result.exit_code == 2);
+  CHECK(result.out.empty());
+  CHECK(result.err == "stagecut: " + message + "\n");
 }
 
 }  // namespace stagecut::testing

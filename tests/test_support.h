@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,11 @@ namespace stagecut::testing {
 
 /// A valid profile of `layers` layers with distinct, made-up costs (tests only).
 Profile makeProfile(int layers);
+
+/// makeProfile(layers) measured at `sizes` (ascending): `cost_at(layer, size)` sets each layer's
+/// costs at each size; `layers` holds the largest size (format 2, tests only).
+Profile makeSizedProfile(int layers, const std::vector<int>& sizes,
+                         const std::function<void(LayerCost& layer, int size)>& cost_at);
 
 /// A valid partition of `layers` layers into stages of the given sizes (tests only).
 Partition makePartition(const std::vector<int>& layers_per_stage);
@@ -41,5 +47,9 @@ struct CommandResult {
 /// Runs the built stagecut binary with `args` (already shell-quoted where needed), with
 /// `environment` ("NAME=value ...") added to its environment.
 CommandResult runStagecut(const std::string& args, const std::string& environment = "");
+
+/// The contract for bad input: exit code 2, nothing on stdout, and exactly the one line
+/// "stagecut: <message>" on stderr.
+void checkInputError(const CommandResult& result, const std::string& message);
 
 }  // namespace stagecut::testing
