@@ -34,7 +34,7 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
                       "Weights + gradients + optimizer state per parameter, bytes (overrides --optimizer)");
   // A bare --recompute means full, as it did when it was a flag.
   command->add_option("--recompute", flags.recompute_spec,
-                      "Activation recomputation: none, full (a bare --recompute), "
+                      "Activation recomputation: none (when not given), full (a bare --recompute), "
                       "selective:<layer kinds> (e.g. selective:TransformerBlock), or auto / "
                       "auto:<layer kinds> (per stage, the cheapest of none, selective and full "
                       "that fits the memory cap)")
