@@ -375,8 +375,9 @@ void writeCharts(const SimulateOptions& options, const SimulationReport& report)
   if (!options.svg_path.empty()) {
     SvgGanttOptions svg;
     svg.time_unit = report.timeUnit();
-    svg.title = std::to_string(report.stages) + " stages, " + std::to_string(report.microbatches) +
-                " microbatches, " +
+    svg.title = std::to_string(report.stages) + " stages" +
+                (report.data_parallel > 1 ? " x " + std::to_string(report.data_parallel) + " replicas" : "") +
+                ", " + std::to_string(report.microbatches) + " microbatches, " +
                 (report.unit_costs ? std::string("unit costs")
                                    : baseName(report.profile_path) + " split by " +
                                          baseName(report.partition_path));

@@ -124,6 +124,10 @@ TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last b
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("all-reduce: A"));
   CHECK_THAT(text.out, Contains("exposed"));
+  REQUIRE(runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --schedule 1f1b --data-parallel 2 --svg " +
+                      dir.file("g.svg"))
+              .exit_code == 0);
+  CHECK_THAT(stagecut::readTextFile(dir.file("g.svg")), Contains("stages x 2 replicas, "));
 
   checkInputError(runStagecut("simulate --stages 4 --data-parallel 2"),
                   "--data-parallel 2: unit costs have no gradient bytes to all-reduce; give a "
