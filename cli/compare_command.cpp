@@ -18,12 +18,6 @@ namespace {
 /// Format tag of `stagecut compare --json` documents (DESIGN.md, "Partition").
 constexpr const char* kComparisonFormat = "stagecut.comparison/1";
 
-std::string joinedCounts(const Partition& partition) {
-  std::string text;
-  for (int count : partition.layersPerStage()) text += (text.empty() ? "" : ",") + std::to_string(count);
-  return text;
-}
-
 void printComparison(std::ostream& out, const std::vector<Partition>& splits,
                      const PartitionOptions& options) {
   const Partition& optimum = splits.back();
@@ -35,7 +29,7 @@ void printComparison(std::ostream& out, const std::vector<Partition>& splits,
     for (const Partition& split : splits) cells.push_back(cell(split));
     table.addRow(cells);
   };
-  row("layers per stage", [](const Partition& p) { return joinedCounts(p); });
+  row("layers per stage", [](const Partition& p) { return joinNumbers(p.layersPerStage()); });
   for (int s = 0; s < options.stages; ++s) {
     row("stage " + std::to_string(s) + " ms", [s](const Partition& p) { return formatMs(p.stages[s].cost_ms); });
   }

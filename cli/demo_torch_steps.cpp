@@ -23,11 +23,7 @@ namespace stagecut {
 
 namespace {
 
-std::string layersText(const Partition& partition) {
-  std::string text;
-  for (int count : partition.layersPerStage()) text += (text.empty() ? "" : ",") + std::to_string(count);
-  return text;
-}
+std::string layersText(const Partition& partition) { return joinNumbers(partition.layersPerStage()); }
 
 std::string signedPercent(double fraction) { return (fraction >= 0 ? "+" : "") + formatPercent(fraction); }
 

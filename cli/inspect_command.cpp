@@ -36,9 +36,7 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   if (run.repeats > 0) out << ", " << run.warmup << " warm-up + " << run.repeats << " timed runs";
   if (!run.timer.empty()) out << " (" << run.timer << ")";
   if (sized) {
-    std::string sizes;
-    for (int size : measuredMicrobatchSizes(profile)) sizes += (sizes.empty() ? "" : ",") + std::to_string(size);
-    out << "\n  sizes   measured at microbatch " << sizes << " (the table shows " << run.microbatch_size
+    out << "\n  sizes   measured at microbatch " << joinNumbers(measuredMicrobatchSizes(profile)) << " (the table shows " << run.microbatch_size
         << "; `stagecut plan` uses them all)";
   }
   out << "\n\n";
@@ -101,8 +99,7 @@ void printPartition(std::ostream& out, const Partition& partition, const std::st
                   formatCount(stage.params), formatBytes(stage.memory_bytes)});
   }
   table.print(out, "  ");
-  std::string counts;
-  for (int count : partition.layersPerStage()) counts += (counts.empty() ? "" : ",") + std::to_string(count);
+  const std::string counts = joinNumbers(partition.layersPerStage());
   out << "\n  bottleneck " << formatMs(partition.bottleneck_ms) << " ms (lower bound "
       << formatMs(partition.lower_bound_ms) << " ms), predicted step "
       << formatMs(partition.predicted_step_ms) << " ms, bubble "

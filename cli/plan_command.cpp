@@ -1,6 +1,6 @@
 // `stagecut plan`: choose the microbatch size and count for a fixed global batch.
+#include <algorithm>
 #include <iostream>
-#include <map>
 
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
@@ -25,12 +25,6 @@ struct PlanFlags {
   double fit_tolerance = 0.1;
 };
 
-std::string joined(const std::vector<int>& values, const char* separator) {
-  std::string text;
-  for (int value : values) text += (text.empty() ? "" : separator) + std::to_string(value);
-  return text;
-}
-
 // Per stage when few enough to read, else the largest and its stage.
 std::string memoryCell(const PlanRow& row) {
   if (row.peak_memory_bytes.size() <= 4) {
@@ -51,7 +45,7 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
       << request.partition.stages << " stages, global batch " << request.global_batch << ", " << request.schedule;
   if (request.schedule == "interleaved-1f1b") out << " (" << request.chunks << " chunks)";
   if (request.partition.data_parallel > 1) out << ", " << request.partition.data_parallel << " replicas";
-  out << "; measured at microbatch " << joined(plan.measured_sizes, ",") << "\n\n";
+  out << "; measured at microbatch " << joinNumbers(plan.measured_sizes, ",") << "\n\n";
 
   TextTable table;
   table.addColumn("", TextTable::Align::kLeft);
@@ -72,16 +66,21 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
     const bool best = static_cast<int>(i) == plan.best;
     if (best) note = note.empty() ? "best" : "best, " + note;
     table.addRow({best ? "*" : "", std::to_string(row.microbatch_size), std::to_string(row.microbatches),
-                  joined(row.partition.layersPerStage(), ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
+                  joinNumbers(row.partition.layersPerStage(), ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
                   formatPercent(row.bubble), memoryCell(row), formatMs(row.samples_per_s),
                   note});
   }
   table.print(out, "  ");
 
-  std::map<std::string, std::vector<int>> skipped;
-  for (const SkippedSize& size : plan.skipped) skipped[size.reason].push_back(size.microbatch_size);
+  // One line per reason, in the order of its smallest size.
+  std::vector<std::pair<std::string, std::vector<int>>> skipped;
+  for (const SkippedSize& size : plan.skipped) {
+    auto group = std::find_if(skipped.begin(), skipped.end(), [&](const auto& item) { return item.first == size.reason; });
+    if (group == skipped.end()) group = skipped.insert(skipped.end(), {size.reason, {}});
+    group->second.push_back(size.microbatch_size);
+  }
   for (const auto& [reason, sizes] : skipped) {
-    out << "\n  not planned: microbatch " << joined(sizes, ", ") << " (" << reason << ")";
+    out << "\n  not planned: microbatch " << joinNumbers(sizes, ", ") << " (" << reason << ")";
   }
   if (!skipped.empty()) out << "\n";
   const auto flagged = plan.flaggedLayers();
@@ -104,7 +103,7 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
   if (plan.best >= 0) {
     const PlanRow& best = plan.rows[static_cast<std::size_t>(plan.best)];
     out << "\n  best: microbatch " << best.microbatch_size << " x " << best.microbatches << " microbatches, split "
-        << joined(best.partition.layersPerStage(), ",") << ", " << formatMs(best.step_ms) << " ms per step\n";
+        << joinNumbers(best.partition.layersPerStage(), ",") << ", " << formatMs(best.step_ms) << " ms per step\n";
   }
 }
 

@@ -250,12 +250,10 @@ void printTradeoffText(std::ostream& out, const TradeoffReport& report) {
   for (const TradeoffRow& row : tradeoff.rows) {
     std::vector<std::string> cells;
     if (several) cells.push_back(row.schedule);
-    std::vector<std::string> counts;
-    for (int count : row.layers_per_stage) counts.push_back(std::to_string(count));
     char rate[32];
     std::snprintf(rate, sizeof rate, "%.1f", row.samples_per_s);
     cells.insert(cells.end(), {std::to_string(row.stages), std::to_string(row.replicas),
-                               std::to_string(row.microbatches), joined(counts, ","),
+                               std::to_string(row.microbatches), joinNumbers(row.layers_per_stage),
                                formatMs(row.step_ms), formatPercent(row.bubble),
                                formatMs(row.allreduce_ms), formatMs(row.exposed_allreduce_ms),
                                std::string(rate), formatBytes(row.peak_memory_bytes)});

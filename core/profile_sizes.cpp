@@ -2,18 +2,9 @@
 
 #include "core/error.h"
 #include "core/profile.h"
+#include "core/units.h"
 
 namespace stagecut {
-
-namespace {
-
-std::string sizeList(const std::vector<int>& sizes) {
-  std::string text;
-  for (int size : sizes) text += (text.empty() ? "" : ",") + std::to_string(size);
-  return text;
-}
-
-}  // namespace
 
 std::vector<int> measuredMicrobatchSizes(const Profile& profile) {
   std::vector<int> sizes;
@@ -38,7 +29,7 @@ Profile profileAtMicrobatchSize(const Profile& profile, int microbatch_size, con
                                   [&](const MicrobatchSizeCosts& costs) { return costs.microbatch_size == microbatch_size; });
   if (entry == profile.microbatch_sizes.end()) {
     throw Error(source + ": microbatch size " + std::to_string(microbatch_size) +
-                " was not measured; the profile has sizes " + sizeList(measuredMicrobatchSizes(profile)) +
+                " was not measured; the profile has sizes " + joinNumbers(measuredMicrobatchSizes(profile)) +
                 " (add it with profile --microbatch)");
   }
   single.run.microbatch_size = microbatch_size;

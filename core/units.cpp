@@ -150,6 +150,12 @@ std::string formatMs(double ms) {
 
 namespace stagecut {
 
+std::string joinNumbers(const std::vector<int>& values, const std::string& separator) {
+  std::string text;
+  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? separator : "") + std::to_string(values[i]);
+  return text;
+}
+
 std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what) {
   std::vector<int> sizes;
   std::size_t begin = 0;

@@ -25,6 +25,9 @@ double parseDurationMs(const std::string& text, const std::string& what);
 /// "1.50 GiB", "512 B", "37.0 MiB": binary units, three significant digits.
 std::string formatBytes(std::uint64_t bytes);
 
+/// Whole numbers joined by `separator`: "4,5,5,3" (layers per stage, sizes) for tables and messages.
+std::string joinNumbers(const std::vector<int>& values, const std::string& separator = ",");
+
 /// Parses `--microbatch 4` or `--microbatch 1,2,4,8`: whole numbers >= 1, each once. Returns them
 /// ascending. Throws Error (input) naming `what` for an empty item, a zero, a non-number or a
 /// duplicate.

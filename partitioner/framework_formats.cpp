@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/suggest.h"
+#include "core/units.h"
 #include "partitioner/baselines.h"
 #include "partitioner/megatron_layout.h"
 #include "partitioner/split_score.h"
@@ -13,12 +14,6 @@
 namespace stagecut {
 
 namespace {
-
-std::string joined(const std::vector<int>& values, const char* separator) {
-  std::string text;
-  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? separator : "") + std::to_string(values[i]);
-  return text;
-}
 
 std::string quoted(const std::string& name) {
   std::string text = "\"";
@@ -38,7 +33,7 @@ std::string quoted(const std::string& name) {
 void checkCounts(const std::string& format, const std::vector<int>& parsed,
                  const std::vector<int>& expected) {
   if (parsed != expected) {
-    coverageBug(format, "it describes " + joined(parsed, ",") + " instead of " + joined(expected, ","));
+    coverageBug(format, "it describes " + joinNumbers(parsed, ",") + " instead of " + joinNumbers(expected, ","));
   }
 }
 
@@ -67,13 +62,13 @@ void requireUniqueNames(const std::string& format, const Profile& profile) {
 }
 
 std::string listFormat(const std::vector<int>& counts) {
-  const std::string text = joined(counts, ",");
+  const std::string text = joinNumbers(counts, ",");
   checkCounts("list", parseIntegers(text), counts);
   return text;
 }
 
 std::string balanceFormat(const std::string& format, const std::vector<int>& counts) {
-  const std::string text = "balance=[" + joined(counts, ", ") + "]";
+  const std::string text = "balance=[" + joinNumbers(counts, ", ") + "]";
   checkCounts(format, parseIntegers(text), counts);
   return text;
 }
@@ -99,7 +94,7 @@ std::string megatronFormat(const Profile& profile, const std::vector<int>& count
 std::string deepspeedFormat(const Profile& profile, const std::vector<int>& counts) {
   const std::vector<int> parts = boundaryList(counts);
   std::ostringstream text;
-  text << "parts=[" << joined(parts, ", ") << "]";
+  text << "parts=[" << joinNumbers(parts, ", ") << "]";
   std::vector<int> listed;
   for (std::size_t s = 0; s + 1 < parts.size(); ++s) {
     // DeepSpeed's PipelineModule._partition_layers prints these lines on rank 0.

@@ -19,12 +19,6 @@ namespace {
 // generateSchedule's own limit (schedule/generators.h): N x M x v forward ops per step.
 constexpr std::int64_t kMaxForwardOps = std::int64_t{1} << 22;
 
-std::string sizeList(const std::vector<int>& sizes) {
-  std::string text;
-  for (int size : sizes) text += (text.empty() ? "" : ", ") + std::to_string(size);
-  return text;
-}
-
 void checkRequest(const PlanRequest& request, const std::vector<int>& measured) {
   if (request.global_batch < 1) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": must be 1 or more samples per step");
@@ -51,7 +45,7 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   if (!divides) {
     const std::string what = replicas > 1 ? "the " + std::to_string(per_replica) + " samples per replica" : "it";
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": no measured microbatch size (" +
-                sizeList(measured) + ") divides " + what + "; use a global batch that one of them divides, or " +
+                joinNumbers(measured, ", ") + ") divides " + what + "; use a global batch that one of them divides, or " +
                 "profile a size that divides " + std::to_string(per_replica));
   }
 }

@@ -93,3 +93,10 @@ TEST_CASE("parseMicrobatchSizes reads one size or a list, ascending", "[core][un
   CHECK(rejection("99999999999") == "--microbatch 99999999999: \"99999999999\" is not a microbatch size; "
                                     "give whole numbers from 1, e.g. 4 or 1,2,4,8");
 }
+
+TEST_CASE("joinNumbers joins whole numbers with a separator", "[core][units]") {
+  CHECK(stagecut::joinNumbers({4, 5, 5, 3}) == "4,5,5,3");
+  CHECK(stagecut::joinNumbers({1, 2}, ", ") == "1, 2");
+  CHECK(stagecut::joinNumbers({7}) == "7");
+  CHECK(stagecut::joinNumbers({}).empty());
+}
