@@ -68,6 +68,17 @@ double runPipeline(const LayerChain& chain, const std::string& schedule_name, co
   return losses.back();
 }
 
+void checkGradientsEqual(const LayerChain& ours, const LayerChain& reference) {
+  const auto mine = ours.parameters();
+  const auto theirs = reference.parameters();
+  REQUIRE(mine.size() == theirs.size());
+  for (std::size_t p = 0; p < mine.size(); ++p) {
+    INFO("parameter " << p);
+    REQUIRE(mine[p].grad().defined());
+    CHECK(torch::allclose(mine[p].grad(), theirs[p].grad(), 1e-5, 1e-7));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a pipelined step's gradients equal the full batch's under every schedule", "[runtime][executor]") {
@@ -81,14 +92,7 @@ TEST_CASE("a pipelined step's gradients equal the full batch's under every sched
     const torch::Tensor reference_loss = reference.forward(full);
     reference_loss.backward();
     CHECK(pipelined_loss == Approx(reference_loss.item<double>()).epsilon(1e-5));
-    const auto ours = pipelined.parameters();
-    const auto theirs = reference.parameters();
-    REQUIRE(ours.size() == theirs.size());
-    for (std::size_t p = 0; p < ours.size(); ++p) {
-      INFO("parameter " << p);
-      REQUIRE(ours[p].grad().defined());
-      CHECK(torch::allclose(ours[p].grad(), theirs[p].grad(), 1e-5, 1e-7));
-    }
+    checkGradientsEqual(pipelined, reference);
   }
 }
 
@@ -158,17 +162,6 @@ std::vector<std::vector<stagecut::OpRecord>> runReplicated(const std::vector<con
   for (auto& thread : threads) thread.join();
   for (const auto& failure : failures) REQUIRE(failure.empty());
   return records;
-}
-
-void checkGradientsEqual(const LayerChain& ours, const LayerChain& reference) {
-  const auto mine = ours.parameters();
-  const auto theirs = reference.parameters();
-  REQUIRE(mine.size() == theirs.size());
-  for (std::size_t p = 0; p < mine.size(); ++p) {
-    INFO("parameter " << p);
-    REQUIRE(mine[p].grad().defined());
-    CHECK(torch::allclose(mine[p].grad(), theirs[p].grad(), 1e-5, 1e-7));
-  }
 }
 
 }  // namespace
