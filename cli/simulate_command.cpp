@@ -131,19 +131,14 @@ void readStageRecompute(const std::string& path, ProfileInputs* inputs) {
   }
 }
 
-// Recomputation reruns a stage's forward before its backward (B, whichever way W is split) and
-// leaves a microbatch holding only what the stage keeps; chunks share a rank's stage evenly.
-void applyStageRecompute(const ProfileInputs& inputs, int chunks, PipelineCosts* costs) {
+// Recomputation reruns a stage's forward before its backward and leaves a microbatch holding
+// only what the stage keeps.
+void applyStageRecompute(const ProfileInputs& inputs, PipelineCosts* costs) {
   if (inputs.recompute_modes.empty()) return;
-  const std::size_t ranks = inputs.recompute_modes.size();
-  for (std::size_t m = 0; m < costs->stages.size(); ++m) {
-    StageOpCosts& stage = costs->stages[m];
-    const std::size_t rank = m % ranks;
-    const double extra_ms = inputs.recompute_extra_ms[rank] / chunks;
-    stage.backward_ms += extra_ms;
-    stage.backward_input_ms += extra_ms;
-    stage.activation_bytes = inputs.recompute_kept_bytes[rank] / static_cast<std::uint64_t>(chunks);
-  }
+  RankAdjustments adjustments;
+  adjustments.extra_backward_ms = inputs.recompute_extra_ms;
+  adjustments.kept_activation_bytes = inputs.recompute_kept_bytes;
+  applyRankAdjustments(adjustments, static_cast<int>(inputs.recompute_modes.size()), costs);
 }
 
 BoundaryLink dataParallelLink(const SimulateOptions& options) {
@@ -207,7 +202,7 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
 
   PartitionCosts one_chunk =
       costsFromPartition(inputs.profile, inputs.partition, 1, inputs.link, options.partition_path);
-  applyStageRecompute(inputs, 1, &one_chunk.costs);
+  applyStageRecompute(inputs, &one_chunk.costs);
   report->stage_costs = one_chunk.costs.stages;
   report->stage_recompute = inputs.recompute_modes;
   if (!inputs.recompute_modes.empty()) {
@@ -283,7 +278,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     if (inputs) {
       run.costs = costsFromPartition(inputs->profile, inputs->partition, chunks, inputs->link,
                                      options.partition_path).costs;
-      applyStageRecompute(*inputs, chunks, &run.costs);
+      applyStageRecompute(*inputs, &run.costs);
       if (interleaved && chunks > 1) {
         report.notes.push_back("interleaved-1f1b divides each stage's costs evenly into its " +
                                std::to_string(chunks) + " chunks: the partition fixes each " +

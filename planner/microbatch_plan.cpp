@@ -55,29 +55,18 @@ std::uint64_t stateBytes(const StageCost& stage, double bytes_per_param) {
 }
 
 // What the partitioner charges a stage beyond its layers' medians, so that the simulated step
-// agrees with the split's own model: recomputation's extra forward (run before the backward) and
-// the stage device's relative speed.
-void applyStageOptions(const Profile& at_size, const PartitionOptions& options, const Partition& partition,
-                       const std::string& source, PipelineCosts* costs) {
-  const std::size_t ranks = partition.stages.size();
-  std::vector<double> extra_ms(ranks, 0.0);
+// agrees with the split's own model: recomputation's extra forward and the stage device's speed.
+RankAdjustments splitAdjustments(const Profile& at_size, const PartitionOptions& options, const Partition& partition,
+                                 const std::string& source) {
+  RankAdjustments adjustments;
+  adjustments.speed = options.stage_speed;
   if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
     const CostModel model = buildCostModel(at_size, options, source);
-    const std::vector<StageRecompute> recompute = describeRecompute(model, partition.layersPerStage());
-    for (std::size_t s = 0; s < ranks; ++s) extra_ms[s] = recompute[s].extra_ms;
+    for (const StageRecompute& stage : describeRecompute(model, partition.layersPerStage())) {
+      adjustments.extra_backward_ms.push_back(stage.extra_ms);
+    }
   }
-  const std::size_t chunks = costs->stages.size() / ranks;
-  for (std::size_t m = 0; m < costs->stages.size(); ++m) {
-    StageOpCosts& stage = costs->stages[m];
-    const std::size_t rank = m % ranks;
-    stage.backward_ms += extra_ms[rank] / static_cast<double>(chunks);
-    stage.backward_input_ms += extra_ms[rank] / static_cast<double>(chunks);
-    const double speed = options.stage_speed.empty() ? 1.0 : options.stage_speed[rank];
-    stage.forward_ms /= speed;
-    stage.backward_ms /= speed;
-    stage.backward_input_ms /= speed;
-    stage.backward_weight_ms /= speed;
-  }
+  return adjustments;
 }
 
 PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request,
@@ -112,7 +101,7 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   Schedule schedule = generateSchedule(request.schedule, options.stages, row.microbatches, chunks);
   const BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
   PartitionCosts costs = costsFromPartition(at_size, row.partition, chunks, link, source);
-  applyStageOptions(at_size, options, row.partition, source, &costs.costs);
+  applyRankAdjustments(splitAdjustments(at_size, options, row.partition, source), options.stages, &costs.costs);
   if (options.data_parallel > 1) {
     // Each replica runs the same lists; the step ends when the last stage's all-reduce does.
     schedule = withGradientAllReduce(schedule);

@@ -89,4 +89,36 @@ void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs) {
   }
 }
 
+void applyRankAdjustments(const RankAdjustments& adjustments, int ranks, PipelineCosts* costs) {
+  const auto check = [ranks](std::size_t size, const char* what) {
+    if (size != 0 && size != static_cast<std::size_t>(ranks)) {
+      throw Error(std::string(what) + ": " + std::to_string(size) + " values for " + std::to_string(ranks) +
+                  " ranks; give one per rank");
+    }
+  };
+  check(adjustments.extra_backward_ms.size(), "recomputation per rank");
+  check(adjustments.kept_activation_bytes.size(), "kept activation bytes per rank");
+  check(adjustments.speed.size(), "--stage-speed");
+  const double chunks = static_cast<double>(costs->stages.size()) / ranks;
+  for (std::size_t m = 0; m < costs->stages.size(); ++m) {
+    StageOpCosts& stage = costs->stages[m];
+    const std::size_t rank = m % static_cast<std::size_t>(ranks);
+    if (!adjustments.extra_backward_ms.empty()) {
+      // The recomputed forward runs before B, whichever way W is split off.
+      stage.backward_ms += adjustments.extra_backward_ms[rank] / chunks;
+      stage.backward_input_ms += adjustments.extra_backward_ms[rank] / chunks;
+    }
+    if (!adjustments.kept_activation_bytes.empty()) {
+      stage.activation_bytes = static_cast<std::uint64_t>(adjustments.kept_activation_bytes[rank] / chunks);
+    }
+    if (!adjustments.speed.empty()) {
+      const double speed = adjustments.speed[rank];
+      stage.forward_ms /= speed;
+      stage.backward_ms /= speed;
+      stage.backward_input_ms /= speed;
+      stage.backward_weight_ms /= speed;
+    }
+  }
+}
+
 }  // namespace stagecut

@@ -43,6 +43,21 @@ PipelineCosts unitCosts(const Schedule& schedule);
 PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
                                   const std::vector<double>& backward_ms, double comm_ms);
 
+/// What a split's own model charges each rank beyond its layers' medians. Empty vectors leave
+/// the costs as they are.
+struct RankAdjustments {
+  /// Activation recomputation: the extra forward a rank runs before each backward, ms per
+  /// microbatch, and the activation bytes a microbatch then keeps on it.
+  std::vector<double> extra_backward_ms;
+  std::vector<std::uint64_t> kept_activation_bytes;
+  std::vector<double> speed;  ///< the rank's device speed relative to the profiled one
+};
+
+/// Applies per-rank adjustments to costs of N * v model stages (model stage m on rank m % N;
+/// a rank's extra time and kept bytes are shared evenly by its v chunks, and its speed divides
+/// all its op times). Throws Error (input) when a non-empty vector does not have N entries.
+void applyRankAdjustments(const RankAdjustments& adjustments, int ranks, PipelineCosts* costs);
+
 /// Checks that `costs` fit `schedule` (one entry per model stage, N * v - 1 boundaries or none,
 /// N * v all-reduce times or none) and hold finite times >= 0. Throws Error (input) naming the stage and the field otherwise.
 void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs);

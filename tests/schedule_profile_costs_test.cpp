@@ -61,3 +61,24 @@ TEST_CASE("a partition that does not cover the profile is rejected", "[schedule]
   CHECK_THROWS_AS(costsFromPartition(makeProfile(5), makePartition({2, 2}), 1, {}, "part.json"),
                   stagecut::Error);
 }
+
+TEST_CASE("rank adjustments share a rank's extra time among its chunks and divide by its speed",
+          "[schedule][costs]") {
+  stagecut::PipelineCosts costs;
+  costs.stages.assign(4, stagecut::StageOpCosts{1.0, 2.0, 1.0, 1.0, 100});  // 2 ranks x 2 chunks
+  stagecut::RankAdjustments adjustments;
+  adjustments.extra_backward_ms = {4.0, 0.0};
+  adjustments.kept_activation_bytes = {10, 20};
+  adjustments.speed = {1.0, 0.5};
+  stagecut::applyRankAdjustments(adjustments, 2, &costs);
+  // Rank 0 holds model stages 0 and 2: 4 ms shared by 2 chunks; rank 1 (1 and 3) runs at half speed.
+  CHECK(costs.stages[0].backward_ms == 4.0);
+  CHECK(costs.stages[2].backward_input_ms == 3.0);
+  CHECK(costs.stages[0].activation_bytes == 5u);
+  CHECK(costs.stages[1].forward_ms == 2.0);
+  CHECK(costs.stages[3].backward_weight_ms == 2.0);
+  CHECK(costs.stages[3].activation_bytes == 10u);
+  adjustments.speed = {1.0};
+  CHECK_THROWS_WITH(stagecut::applyRankAdjustments(adjustments, 2, &costs),
+                    "--stage-speed: 1 values for 2 ranks; give one per rank");
+}
