@@ -201,7 +201,7 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--device", request.device, "cpu, cuda or cuda:K")->capture_default_str();
   command->add_option("--timer", request.timer, "steady_clock (CPU), cuda-events or cupti (CUDA)")
       ->capture_default_str();
-  command->add_option("--warmup", measure.warmup_rounds, "Untimed rounds first")->capture_default_str();
+  command->add_option("--warmup", measure.warmup_rounds, "Untimed forward and backward passes of the whole model first")->capture_default_str();
   command->add_option("--min-repeats", measure.min_repeats, "Timed rounds at least")->capture_default_str();
   command->add_option("--max-repeats", measure.max_repeats, "Timed rounds at most")->capture_default_str();
   command->add_option("--cv-target", measure.cv_target, "Stop a layer once its coefficient of variation is below this")

@@ -93,14 +93,19 @@ std::string seconds(double s) {
 std::function<void(const MeasureProgress&)> profileProgressReporter(ProgressBar& bar) {
   return [&bar](const MeasureProgress& progress) {
     const double fraction =
-        (progress.round + static_cast<double>(progress.layer) / progress.layers) / progress.rounds_at_least;
+        progress.warmup ? 0.0
+                        : (progress.round + static_cast<double>(progress.layer) / progress.layers) / progress.rounds_at_least;
     const std::string size = progress.sizes > 1 ? "microbatch " + std::to_string(progress.microbatch_size) + " (" +
                                                       std::to_string(progress.size_position + 1) + "/" +
                                                       std::to_string(progress.sizes) + "), "
                                                 : "";
-    bar.update(fraction, size + std::string(progress.warmup ? "warm-up" : "round " + std::to_string(progress.round)) +
-                             ", layer " + std::to_string(progress.layer + 1) + "/" + std::to_string(progress.layers) +
-                             " " + progress.layer_name + ", " + seconds(progress.elapsed_s) + " elapsed, ~" +
+    if (progress.warmup) {
+      bar.update(fraction, size + "warm-up pass of the whole model, " + seconds(progress.elapsed_s) + " elapsed");
+      return;
+    }
+    bar.update(fraction, size + "round " + std::to_string(progress.round + 1) + ", layer " +
+                             std::to_string(progress.layer + 1) + "/" + std::to_string(progress.layers) + " " +
+                             progress.layer_name + ", " + seconds(progress.elapsed_s) + " elapsed, ~" +
                              seconds(progress.estimated_left_s) + " left");
   };
 }

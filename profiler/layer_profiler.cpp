@@ -22,6 +22,8 @@ struct LayerBench {
   torch::Tensor input;
   torch::Tensor upstream_grad;
   bool input_has_grad = false;
+  std::vector<std::int64_t> output_shape;
+  std::uint64_t output_bytes = 0;
 };
 
 // Whether a timed unit (a layer or the whole model) needs more samples.
@@ -68,6 +70,8 @@ std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch&
     bench.input = activation.detach();
     bench.input_has_grad = activation.is_floating_point();
     const torch::Tensor output = layer.forward(activation, batch.target);
+    bench.output_shape = output.sizes().vec();
+    bench.output_bytes = tensorBytes(output);
     bench.upstream_grad = output.numel() == 1
                               ? torch::ones_like(output)
                               // Drawn on the CPU generator, then moved: the same upstream
@@ -202,13 +206,8 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.kind = layer.kind;
     cost.params = parameterCount(layer);
     cost.param_bytes = parameterBytes(layer);
-    torch::Tensor output;
-    {
-      torch::NoGradGuard no_grad;
-      output = layer.forward(benches[i].input, batch.target);
-    }
-    cost.output_bytes = tensorBytes(output);
-    cost.output_shape = output.sizes().vec();
+    cost.output_bytes = benches[i].output_bytes;
+    cost.output_shape = benches[i].output_shape;
     cost.activation_bytes = measureActivationBytes(layer, benches[i].input, batch.target);
     profile.layers.push_back(cost);
   }
@@ -230,45 +229,51 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     if (options.on_checkpoint) options.on_checkpoint(samples);
   };
   const torch::Tensor whole_upstream = benches.back().upstream_grad;
-  const int rounds_at_least = options.warmup_rounds + options.min_repeats;
+  const auto report_progress = [&](int round, bool warmup, int layer, const std::string& name, double round_seconds) {
+    if (!options.on_progress) return;
+    MeasureProgress progress;
+    progress.round = round;
+    progress.warmup = warmup;
+    progress.rounds_at_least = options.min_repeats;
+    progress.layer = layer;
+    progress.layers = layer_count;
+    progress.layer_name = name;
+    progress.elapsed_s = secondsSince(started);
+    const double done = round + static_cast<double>(layer) / layer_count;
+    const double per_round = round_seconds > 0 ? round_seconds : progress.elapsed_s / std::max(done, 1e-9);
+    progress.estimated_left_s = warmup ? 0.0 : std::max(0.0, (options.min_repeats - done) * per_round);
+    progress.microbatch_size = options.microbatch_size;
+    options.on_progress(progress);
+  };
+  // A warm-up is one untimed pass of the whole model: it runs every layer's kernels and grows the
+  // heap to the model's peak, so that a layer's first timed sample is no colder than its later
+  // ones, at a third of the cost of warming each layer's F, B, W and backward apart.
+  for (int pass = 0; pass < options.warmup_rounds && !samples.complete; ++pass) {
+    checkStop(options, samples);
+    report_progress(0, true, 0, "whole model", 0.0);
+    UnitSampleLog scratch;
+    timeWholeModel(chain, batch, whole_upstream, timer, scratch);
+  }
   double round_seconds = 0.0;
   for (int round = 0; !samples.complete; ++round) {
-    const bool warmup = round < options.warmup_rounds;
     const auto round_started = Clock::now();
     bool any_active = false;
-    if (warmup || isActive(whole_samples, options)) {
+    if (isActive(whole_samples, options)) {
       checkStop(options, samples);
-      UnitSampleLog scratch;
-      timeWholeModel(chain, batch, whole_upstream, timer, warmup ? scratch : whole_samples);
-      if (!warmup) note_progress();
+      timeWholeModel(chain, batch, whole_upstream, timer, whole_samples);
+      note_progress();
       any_active = true;
     }
     for (int i = 0; i < layer_count; ++i) {
-      if (!warmup && !isActive(layer_samples[i], options)) continue;
+      if (!isActive(layer_samples[i], options)) continue;
       any_active = true;
       checkStop(options, samples);
-      if (options.on_progress) {
-        MeasureProgress progress;
-        progress.round = round;
-        progress.warmup = warmup;
-        progress.rounds_at_least = rounds_at_least;
-        progress.layer = i;
-        progress.layers = layer_count;
-        progress.layer_name = chain.layers[i].name;
-        progress.elapsed_s = secondsSince(started);
-        const double done = round + static_cast<double>(i) / layer_count;
-        const double per_round = round_seconds > 0 ? round_seconds : progress.elapsed_s / std::max(done, 1e-9);
-        progress.estimated_left_s = std::max(0.0, (rounds_at_least - done) * per_round);
-        progress.microbatch_size = options.microbatch_size;
-        options.on_progress(progress);
-      }
-      UnitSampleLog scratch;
-      timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer,
-                warmup ? scratch : layer_samples[i]);
-      if (!warmup) note_progress();
+      report_progress(round, false, i, chain.layers[i].name, round_seconds);
+      timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i]);
+      note_progress();
     }
     if (round == 0) round_seconds = secondsSince(round_started);
-    if (!warmup && !any_active) {
+    if (!any_active) {
       samples.complete = true;
       note_progress();
     }

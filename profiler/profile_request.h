@@ -16,9 +16,9 @@ namespace stagecut {
 
 /// Where the profiler is in its rounds, for a progress bar.
 struct MeasureProgress {
-  int round = 0;        ///< 0-based, warm-up rounds included
-  bool warmup = false;
-  int rounds_at_least = 0;
+  int round = 0;        ///< 0-based timed round; 0 during the warm-up
+  bool warmup = false;  ///< an untimed whole-model pass (layer 0, named "whole model")
+  int rounds_at_least = 0;  ///< timed rounds
   int layer = 0;        ///< 0-based index of the layer being timed
   int layers = 0;
   std::string layer_name;

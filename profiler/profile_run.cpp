@@ -250,6 +250,7 @@ Profile runProfile(const ProfileRequest& request) {
     if (size < 1) throw Error("--microbatch " + std::to_string(size) + ": must be 1 or more");
   }
   pinThreads(request.threads);
+  retainFreedMemory();
 
   LayerChain chain;
   if (!request.torchscript_path.empty()) {
@@ -295,7 +296,8 @@ Profile runProfile(const ProfileRequest& request) {
   profile.device.torch = runtime.torch_version;
   profile.device.extra = {{"interop_threads", runtime.interop_threads},
                           {"blas", runtime.blas},
-                          {"blas_threads", runtime.blas_threads}};
+                          {"blas_threads", runtime.blas_threads},
+                          {"heap", runtime.heap}};
   return profile;
 }
 

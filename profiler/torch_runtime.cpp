@@ -1,6 +1,9 @@
 #include "profiler/torch_runtime.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
+
+#include <cstdint>
 
 #include <ATen/Parallel.h>
 #include <torch/version.h>
@@ -16,6 +19,8 @@ namespace {
 using SetThreadsFn = void (*)(int);
 using GetThreadsFn = int (*)();
 using GetConfigFn = char* (*)();
+
+bool freed_memory_retained = false;
 
 template <typename Fn>
 Fn openblasSymbol(const char* name) {
@@ -36,6 +41,8 @@ TorchRuntimeInfo torchRuntimeInfo() {
   } else {
     info.blas = "unknown";
   }
+  info.heap = freed_memory_retained ? "glibc heap only, no unmapping or trimming of freed memory"
+                                    : "glibc default (large blocks mapped and unmapped per use)";
   return info;
 }
 
@@ -54,6 +61,15 @@ void pinThreads(int threads) {
   if (const auto set_threads = openblasSymbol<SetThreadsFn>("openblas_set_num_threads")) {
     set_threads(threads);
   }
+}
+
+void retainFreedMemory() {
+  if (freed_memory_retained) return;
+  // M_MMAP_THRESHOLD cannot go above 32 MiB, so mapping is turned off as a whole; without a trim
+  // threshold the heap would still hand its free top back to the kernel after each large free.
+  const bool heap_only = ::mallopt(M_MMAP_MAX, 0) == 1;
+  const bool no_trim = ::mallopt(M_TRIM_THRESHOLD, INT32_MAX) == 1;
+  freed_memory_retained = heap_only && no_trim;
 }
 
 }  // namespace stagecut

@@ -12,6 +12,7 @@ struct TorchRuntimeInfo {
   int interop_threads = 0;    ///< LibTorch's inter-op pool
   int blas_threads = -1;      ///< OpenBLAS's own pool; -1 when the BLAS is not OpenBLAS
   std::string blas;           ///< "OpenBLAS <config>" or "unknown"
+  std::string heap;           ///< how freed CPU memory is kept, see retainFreedMemory()
 };
 
 /// Reads the settings above from the running process.
@@ -21,5 +22,14 @@ TorchRuntimeInfo torchRuntimeInfo();
 /// pool to 1), so that the two pools do not oversubscribe the cores and timings are repeatable.
 /// Call before the first LibTorch operation. Throws Error (input) when threads < 1.
 void pinThreads(int threads);
+
+/// Makes glibc keep freed memory in the process and serve every allocation from its heap, the
+/// way a device's caching allocator keeps its blocks. Left alone, glibc maps each block over
+/// 32 MiB (an embedding's weight gradient, the LM head's logits) fresh from the kernel and
+/// returns it on free, so every use pays a page fault per 4 KiB: that doubles the embedding's
+/// backward and triples the loss's on gpt2-small, and the kernel's share of it varies from run to
+/// run. The process's resident memory then stays at its peak. Call before the first LibTorch
+/// operation; later calls do nothing.
+void retainFreedMemory();
 
 }  // namespace stagecut

@@ -145,6 +145,8 @@ void probeReplicaLink(ReplicaGroup& group, RankOutcome& outcome) {
 
 std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const RendezvousInfo& rendezvous) {
   pinThreads(request.threads);
+  // The same heap as the profile's, so that predicted and measured steps pay the same for memory.
+  retainFreedMemory();
   const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);

@@ -57,12 +57,23 @@ TEST_CASE("a measured profile has every layer with consistent figures", "[profil
   zoo.hidden = 64;
   const LayerChain chain = stagecut::buildZooModel(zoo);
   stagecut::SteadyClockTimer timer;
-  int progress_calls = 0;
+  std::vector<stagecut::MeasureProgress> progress;
   MeasureOptions options = quickOptions();
-  options.on_progress = [&](const stagecut::MeasureProgress&) { ++progress_calls; };
+  options.on_progress = [&](const stagecut::MeasureProgress& step) { progress.push_back(step); };
   const Profile profile = stagecut::measureLayerChain(chain, options, timer);
   REQUIRE(profile.layers.size() == 4u);
-  CHECK(progress_calls >= 4 * 4);  // warm-up and three timed rounds over four layers
+  // One untimed whole-model pass, then three timed rounds over the four layers, in order.
+  REQUIRE(progress.size() == 1u + 3u * 4u);
+  CHECK(progress[0].warmup);
+  CHECK(progress[0].layer_name == "whole model");
+  for (std::size_t call = 1; call < progress.size(); ++call) {
+    INFO("progress call " << call);
+    CHECK_FALSE(progress[call].warmup);
+    CHECK(progress[call].round == static_cast<int>((call - 1) / 4));
+    CHECK(progress[call].layer == static_cast<int>((call - 1) % 4));
+    CHECK(progress[call].rounds_at_least == 3);
+  }
+  CHECK(progress.back().estimated_left_s < progress[1].estimated_left_s);
   for (const auto& layer : profile.layers) {
     INFO(layer.name);
     CHECK(layer.forward_ms.repeats == 3);

@@ -1,0 +1,72 @@
+// How far this machine alone moves a timing. The same GEMM as a gpt2-small block's MLP
+// up-projection at microbatch 4, seq 256 (1024x768 by 768x3072) is timed back to back for a few
+// seconds with the profiler's thread and heap settings. bench/profiler_repeatability.sh runs it
+// in a process before the first profile and in another after the second: when the two medians
+// of one unchanged kernel differ by X%, two profiles cannot be expected to agree better than X%.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "profiler/torch_runtime.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t middle = values.size() / 2;
+  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
+  if (argc > 2 || !(seconds >= 1.0)) {
+    std::fprintf(stderr, "usage: noise_floor [SECONDS >= 1, default 10]\n");
+    return 2;
+  }
+  stagecut::pinThreads(1);
+  stagecut::retainFreedMemory();
+  const at::Tensor activations = at::randn({1024, 768});
+  const at::Tensor weight = at::randn({768, 3072});
+  for (int i = 0; i < 3; ++i) at::matmul(activations, weight);
+
+  std::vector<double> times_ms;
+  std::vector<double> window_medians_ms;  // per second: the machine's slow drift
+  std::vector<double> window;
+  const auto started = Clock::now();
+  auto window_started = started;
+  while (std::chrono::duration<double>(Clock::now() - started).count() < seconds) {
+    const auto before = Clock::now();
+    at::matmul(activations, weight);
+    const auto after = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(after - before).count();
+    times_ms.push_back(ms);
+    window.push_back(ms);
+    if (std::chrono::duration<double>(after - window_started).count() >= 1.0) {
+      window_medians_ms.push_back(median(window));
+      window.clear();
+      window_started = after;
+    }
+  }
+  double mean = 0;
+  for (double t : times_ms) mean += t;
+  mean /= static_cast<double>(times_ms.size());
+  double variance = 0;
+  for (double t : times_ms) variance += (t - mean) * (t - mean);
+  const double cv = std::sqrt(variance / static_cast<double>(times_ms.size())) / mean;
+  if (window_medians_ms.empty()) window_medians_ms.push_back(median(window));
+  const auto [lowest, highest] = std::minmax_element(window_medians_ms.begin(), window_medians_ms.end());
+  std::printf("one GEMM, %zu runs in %.0f s: median %.3f ms, cv %.1f%%; medians of 1-s windows %.2f to %.2f ms (%.1f%% apart)\n",
+              times_ms.size(), seconds, median(times_ms), 100 * cv, *lowest, *highest,
+              100 * (*highest / *lowest - 1));
+  return 0;
+}
