@@ -213,11 +213,20 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   for (const StageCost& stage : inputs.partition.stages) {
     report->stage_layers.push_back(std::to_string(stage.first) + "-" + std::to_string(stage.last));
   }
-  if (one_chunk.layers_with_even_split > 0) {
+  // Both notes are about how W is built, which only a schedule that splits W off uses.
+  const std::vector<std::string> names = parseScheduleList(options.schedules);
+  const bool splits_w = std::find(names.begin(), names.end(), "zb-h1") != names.end();
+  if (splits_w && one_chunk.layers_with_even_split > 0) {
     report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
                             std::to_string(inputs.profile.layerCount()) +
                             " layers have no separate B and W times; zb-h1 splits their backward "
                             "evenly into B and W");
+  }
+  if (splits_w && one_chunk.layers_with_w_from_backward > 0) {
+    report->notes.push_back(std::to_string(one_chunk.layers_with_w_from_backward) + " of " +
+                            std::to_string(inputs.profile.layerCount()) +
+                            " layers have B + W, each timed alone, over their whole backward; zb-h1 "
+                            "runs W as the backward minus B, the work left once B has run");
   }
   return inputs;
 }

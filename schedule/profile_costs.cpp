@@ -33,8 +33,13 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
       stage.forward_ms += layer.forward_ms.median;
       stage.backward_ms += layer.backward_ms.median;
       if (layer.backward_input_ms && layer.backward_weight_ms) {
-        stage.backward_input_ms += layer.backward_input_ms->median;
-        stage.backward_weight_ms += layer.backward_weight_ms->median;
+        const double backward = layer.backward_ms.median;
+        const double input_part = std::min(layer.backward_input_ms->median, backward);
+        stage.backward_input_ms += input_part;
+        stage.backward_weight_ms += backward - input_part;
+        if (layer.backward_input_ms->median + layer.backward_weight_ms->median > 1.05 * backward) {
+          ++result.layers_with_w_from_backward;
+        }
       } else {
         stage.backward_input_ms += layer.backward_ms.median / 2;
         stage.backward_weight_ms += layer.backward_ms.median / 2;

@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "schedule/generators.h"
 #include "schedule/profile_costs.h"
+#include "schedule/simulator.h"
 #include "tests/test_support.h"
 
 using stagecut::BoundaryLink;
@@ -29,6 +31,36 @@ TEST_CASE("stage costs are the sums of their layers' medians", "[schedule][profi
   CHECK(second.forward_ms == Approx(2.5 + 3.5 + 4.5));
   CHECK(second.backward_input_ms == Approx(5.25 / 2 + 3.5 + 9.25 / 2));
   CHECK(costs.layers_with_even_split == 3);  // layers 0, 2 and 4
+}
+
+TEST_CASE("W is the backward minus B, so that B + W is the whole backward", "[schedule][profile-costs]") {
+  // A transformer block timed by the profiler: B alone 6 ms, W alone 9 ms (each re-runs most of
+  // the block's internal backward), the whole backward 10 ms. A one-GEMM layer: 2 + 3 = 5.
+  stagecut::Profile profile = makeProfile(4);
+  for (auto& layer : profile.layers) {
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(10.0);
+    layer.backward_input_ms = stagecut::TimeStatsMs::exactly(6.0);
+    layer.backward_weight_ms = stagecut::TimeStatsMs::exactly(9.0);
+  }
+  profile.layers[1].backward_ms = stagecut::TimeStatsMs::exactly(5.0);
+  profile.layers[1].backward_input_ms = stagecut::TimeStatsMs::exactly(2.0);
+  profile.layers[1].backward_weight_ms = stagecut::TimeStatsMs::exactly(3.0);
+  // Noise can put B above the backward: B is capped there and W is 0, never negative.
+  profile.layers[3].backward_input_ms = stagecut::TimeStatsMs::exactly(10.5);
+  const PartitionCosts costs = costsFromPartition(profile, makePartition({2, 2}), 1, {}, "part.json");
+  CHECK(costs.costs.stages[0].backward_input_ms == Approx(6.0 + 2.0));
+  CHECK(costs.costs.stages[0].backward_weight_ms == Approx(4.0 + 3.0));
+  CHECK(costs.costs.stages[1].backward_input_ms == Approx(6.0 + 10.0));
+  CHECK(costs.costs.stages[1].backward_weight_ms == Approx(4.0 + 0.0));
+  for (const auto& stage : costs.costs.stages) {
+    CHECK(stage.backward_input_ms + stage.backward_weight_ms == Approx(stage.backward_ms));
+  }
+  CHECK(costs.layers_with_w_from_backward == 3);  // all but the one-GEMM layer (2 + 3 = 5)
+
+  // With the same backward work, ZB-H1 fills 1F1B's bubble with W: never slower than 1F1B.
+  const auto one_f_one_b = stagecut::simulate(stagecut::generateSchedule("1f1b", 2, 8), costs.costs);
+  const auto zero_bubble = stagecut::simulate(stagecut::generateSchedule("zb-h1", 2, 8), costs.costs);
+  CHECK(zero_bubble.step_ms <= one_f_one_b.step_ms + 1e-9);
 }
 
 TEST_CASE("boundaries carry the output bytes over the link", "[schedule][profile-costs]") {
