@@ -116,19 +116,18 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
     torch::autograd::backward({state.root}, {grad});
     if (input_needs_grad) input_grad = state.input.grad();
   } else {
-    // B: gradients of the stage input and of every layer output inside the stage (the latter
-    // seed W), keeping the graph for W.
+    // B: gradients of the stage input and of every layer output inside the stage, and no
+    // weight gradient; the graph is kept, and the operations where W will start keep theirs.
     std::vector<torch::Tensor> targets;
     if (input_needs_grad) targets.push_back(state.input);
     const std::size_t inner = state.outputs.size() - 1;
     for (std::size_t j = 0; j < inner; ++j) targets.push_back(state.outputs[j]);
-    std::vector<torch::Tensor> grads;
-    if (!targets.empty()) grads = torch::autograd::grad({state.root}, targets, {grad}, true, false, true);
-    std::size_t next = 0;
-    if (input_needs_grad) input_grad = grads[next++];
-    state.output_grads.clear();
-    for (std::size_t j = 0; j < inner; ++j) state.output_grads.push_back(grads[next++]);
-    state.output_grads.push_back(grad);
+    state.weight_split = std::make_shared<WeightGradientSplit>(state.root, targets, parameters());
+    if (!targets.empty()) {
+      state.target_grads = torch::autograd::grad({state.root}, targets, {grad}, true, false, true);
+    }
+    state.root_grad = grad;
+    if (input_needs_grad) input_grad = state.target_grads[0];
   }
   if (!first_stage_) {
     if (!input_grad.defined()) input_grad = torch::zeros(placement_.input_shape);
@@ -140,15 +139,7 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
 void StageExecutor::weightBackward(int microbatch) {
   compute_start_ns_ = nowNs();
   MicrobatchState& state = live_.at(microbatch);
-  const std::size_t layer_count = state.outputs.size();
-  for (std::size_t j = 0; j < layer_count; ++j) {
-    const auto& layer_parameters = chain_.layers[placement_.first_layer + static_cast<int>(j)].parameters;
-    if (layer_parameters.empty()) continue;
-    const torch::Tensor root = j + 1 == layer_count ? state.root : state.outputs[j];
-    const torch::Tensor grad = state.output_grads[j];
-    if (!grad.defined()) continue;
-    torch::autograd::backward({root}, {grad}, /*retain_graph=*/true, /*create_graph=*/false, layer_parameters);
-  }
+  state.weight_split->runWeightBackward(state.root_grad, state.target_grads);
   live_.erase(microbatch);
 }
 

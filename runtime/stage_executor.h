@@ -2,10 +2,12 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "profiler/layer_chain.h"
 #include "runtime/stage_transport.h"
+#include "runtime/weight_gradient_split.h"
 #include "schedule/pipeline_schedule.h"
 
 namespace stagecut {
@@ -63,7 +65,9 @@ class StageExecutor {
     torch::Tensor input;                 // leaf that receives the input gradient
     std::vector<torch::Tensor> outputs;  // each layer's output; the last is the stage's
     torch::Tensor root;                  // what the backward starts from (scaled loss on the last stage)
-    std::vector<torch::Tensor> output_grads;  // gradient of each layer's output, kept from B for W
+    std::shared_ptr<WeightGradientSplit> weight_split;  // set by B when W is apart
+    torch::Tensor root_grad;                   // what B started from, kept for W
+    std::vector<torch::Tensor> target_grads;   // what B returned, kept for W
     torch::Tensor target;                // the microbatch's target, for the last stage's recomputation
   };
 

@@ -1,0 +1,222 @@
+#include "runtime/weight_gradient_split.h"
+
+#include <map>
+#include <set>
+
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+namespace stagecut {
+
+namespace {
+
+using torch::autograd::Edge;
+using torch::autograd::Node;
+using torch::autograd::variable_list;
+
+// Keeps what the engine hands an operation during B, unchanged.
+class GradientCapture : public torch::autograd::FunctionPreHook {
+ public:
+  explicit GradientCapture(std::shared_ptr<variable_list> kept) : kept_(std::move(kept)) {}
+  variable_list operator()(const variable_list& grads) override {
+    *kept_ = grads;
+    return grads;
+  }
+
+ private:
+  std::shared_ptr<variable_list> kept_;
+};
+
+}  // namespace
+
+struct WeightGradientSplit::Impl {
+  struct Join {
+    std::shared_ptr<Node> node;
+    std::shared_ptr<variable_list> captured = std::make_shared<variable_list>();
+  };
+  // Weights whose gradient paths meet B's path at the same operations, differentiated together.
+  struct WeightGroup {
+    std::vector<torch::Tensor> weights;
+    std::vector<int> joins;  // indices into joins
+    // One join leads to another (a weight used twice along B's path, as tied embeddings are):
+    // starting W from both would count the first's share twice, so W starts from the root.
+    bool from_root = false;
+  };
+  torch::Tensor root;
+  std::vector<torch::Tensor> targets;
+  std::vector<Join> joins;
+  std::vector<WeightGroup> groups;
+  std::vector<torch::Tensor> unreached;  // weights the root's graph does not use
+};
+
+WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::vector<torch::Tensor>& targets,
+                                         const std::vector<torch::Tensor>& weights)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->root = root;
+  impl_->targets = targets;
+  // The graph under the root, with each operation's parents (the operations nearer the root).
+  std::map<Node*, std::vector<Node*>> parents;
+  std::map<Node*, std::shared_ptr<Node>> owner;
+  std::vector<Node*> pending;
+  if (root.grad_fn()) {
+    owner[root.grad_fn().get()] = root.grad_fn();
+    pending.push_back(root.grad_fn().get());
+  }
+  while (!pending.empty()) {
+    Node* node = pending.back();
+    pending.pop_back();
+    for (const Edge& edge : node->next_edges()) {
+      if (!edge.is_valid()) continue;
+      Node* child = edge.function.get();
+      parents[child].push_back(node);
+      if (owner.emplace(child, edge.function).second) pending.push_back(child);
+    }
+  }
+  // B's path: every operation from which a target (or the root itself) is reached.
+  std::set<Node*> on_b_path;
+  std::vector<Node*> seeds;
+  if (root.grad_fn()) seeds.push_back(root.grad_fn().get());
+  for (const auto& target : targets) {
+    Node* node = torch::autograd::impl::gradient_edge(target).function.get();
+    if (node != nullptr && owner.count(node) > 0) seeds.push_back(node);
+  }
+  while (!seeds.empty()) {
+    Node* node = seeds.back();
+    seeds.pop_back();
+    if (!on_b_path.insert(node).second) continue;
+    for (Node* parent : parents[node]) seeds.push_back(parent);
+  }
+  // Each weight's joins: walking up from its accumulator, the first operations on B's path.
+  std::map<Node*, int> join_index;
+  std::vector<std::set<int>> weight_joins;
+  std::vector<torch::Tensor> reached;
+  for (const auto& weight : weights) {
+    Node* accumulator = torch::autograd::impl::gradient_edge(weight).function.get();
+    if (accumulator == nullptr || owner.count(accumulator) == 0) {
+      impl_->unreached.push_back(weight);
+      continue;
+    }
+    std::set<int> found;
+    std::set<Node*> seen;
+    std::vector<Node*> walk{accumulator};
+    while (!walk.empty()) {
+      Node* node = walk.back();
+      walk.pop_back();
+      if (!seen.insert(node).second) continue;
+      if (on_b_path.count(node) > 0) {
+        auto [it, added] = join_index.emplace(node, static_cast<int>(impl_->joins.size()));
+        if (added) impl_->joins.push_back({owner[node]});
+        found.insert(it->second);
+        continue;
+      }
+      for (Node* parent : parents[node]) walk.push_back(parent);
+    }
+    reached.push_back(weight);
+    weight_joins.push_back(found);
+  }
+  // Weights sharing a join go in one group (a Linear's weight and bias meet B at one addmm).
+  std::vector<int> group_of_join(impl_->joins.size(), -1);
+  for (std::size_t w = 0; w < reached.size(); ++w) {
+    int group = -1;
+    for (int join : weight_joins[w]) {
+      if (group_of_join[join] >= 0) group = group_of_join[join];
+    }
+    if (group < 0) {
+      group = static_cast<int>(impl_->groups.size());
+      impl_->groups.emplace_back();
+    }
+    Impl::WeightGroup& target_group = impl_->groups[group];
+    target_group.weights.push_back(reached[w]);
+    for (int join : weight_joins[w]) {
+      const int previous = group_of_join[join];
+      if (previous >= 0 && previous != group) {
+        // Two groups meet at this join: fold the older one into this.
+        Impl::WeightGroup& old = impl_->groups[previous];
+        target_group.weights.insert(target_group.weights.end(), old.weights.begin(), old.weights.end());
+        for (int moved : old.joins) group_of_join[moved] = group;
+        target_group.joins.insert(target_group.joins.end(), old.joins.begin(), old.joins.end());
+        old = Impl::WeightGroup{};
+      }
+      if (group_of_join[join] != group) {
+        group_of_join[join] = group;
+        target_group.joins.push_back(join);
+      }
+    }
+  }
+  for (auto& group : impl_->groups) {
+    std::set<Node*> group_joins;
+    for (int index : group.joins) group_joins.insert(impl_->joins[index].node.get());
+    for (int index : group.joins) {
+      std::set<Node*> seen;
+      std::vector<Node*> walk;
+      for (const Edge& edge : impl_->joins[index].node->next_edges()) walk.push_back(edge.function.get());
+      while (!walk.empty() && !group.from_root) {
+        Node* node = walk.back();
+        walk.pop_back();
+        if (node == nullptr || !seen.insert(node).second) continue;
+        if (group_joins.count(node) > 0) group.from_root = true;
+        for (const Edge& edge : node->next_edges()) walk.push_back(edge.function.get());
+      }
+    }
+  }
+  for (auto& join : impl_->joins) join.node->add_pre_hook(std::make_unique<GradientCapture>(join.captured));
+}
+
+WeightGradientSplit::~WeightGradientSplit() = default;
+
+int WeightGradientSplit::joinCount() const { return static_cast<int>(impl_->joins.size()); }
+
+void WeightGradientSplit::runWeightBackward(const torch::Tensor& root_grad,
+                                            const std::vector<torch::Tensor>& target_grads) {
+  // A join B did not run (it is a target's or the root's own operation, where B stops) gets the
+  // gradient B started from or returned for that tensor.
+  const auto known_gradients = [&](const Impl::Join& join) {
+    variable_list grads(join.node->num_inputs());
+    const auto place = [&](const torch::Tensor& tensor, const torch::Tensor& grad) {
+      const Edge edge = torch::autograd::impl::gradient_edge(tensor);
+      if (edge.function.get() == join.node.get() && grad.defined()) grads[edge.input_nr] = grad;
+    };
+    place(impl_->root, root_grad);
+    for (std::size_t t = 0; t < impl_->targets.size() && t < target_grads.size(); ++t) {
+      place(impl_->targets[t], target_grads[t]);
+    }
+    return grads;
+  };
+  auto& engine = torch::autograd::Engine::get_default_engine();
+  for (const auto& group : impl_->groups) {
+    if (group.weights.empty()) continue;
+    torch::autograd::edge_list roots;
+    variable_list root_grads;
+    if (group.from_root) {
+      roots.push_back(torch::autograd::impl::gradient_edge(impl_->root));
+      root_grads.push_back(root_grad);
+    }
+    for (int index : group.from_root ? std::vector<int>{} : group.joins) {
+      const Impl::Join& join = impl_->joins[index];
+      const variable_list grads = join.captured->empty() ? known_gradients(join) : *join.captured;
+      for (std::size_t input = 0; input < grads.size(); ++input) {
+        if (!grads[input].defined()) continue;
+        roots.emplace_back(join.node, static_cast<std::uint32_t>(input));
+        root_grads.push_back(grads[input]);
+      }
+    }
+    if (roots.empty()) continue;  // no gradient reached these weights: they stay as they are
+    torch::autograd::edge_list outputs;
+    for (const auto& weight : group.weights) outputs.push_back(torch::autograd::impl::gradient_edge(weight));
+    const variable_list weight_grads = engine.execute(roots, root_grads, /*keep_graph=*/true,
+                                                      /*create_graph=*/false, /*accumulate_grad=*/false, outputs);
+    for (std::size_t w = 0; w < group.weights.size(); ++w) {
+      if (!weight_grads[w].defined()) continue;
+      torch::Tensor weight = group.weights[w];
+      if (weight.grad().defined()) {
+        weight.mutable_grad().add_(weight_grads[w]);
+      } else {
+        weight.mutable_grad() = weight_grads[w].clone();
+      }
+    }
+  }
+}
+
+}  // namespace stagecut
