@@ -1,8 +1,8 @@
 // How far this machine alone moves a timing. The same GEMM as a gpt2-small block's MLP
 // up-projection at microbatch 4, seq 256 (1024x768 by 768x3072) is timed back to back for a few
 // seconds with the profiler's thread and heap settings. bench/profiler_repeatability.sh runs it
-// in a process before the first profile and in another after the second: when the two medians
-// of one unchanged kernel differ by X%, two profiles cannot be expected to agree better than X%.
+// in a process before the first profile and in another after the second: how far the machine
+// alone drifted while the two profiles ran, which no profiler setting can take out.
 #include <algorithm>
 #include <chrono>
 #include <cmath>

@@ -13,8 +13,8 @@ if ((${#flags[@]} == 0)); then
 fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# The machine's own floor: one unchanged GEMM timed in a process before the first run and in
-# another after the second. Two profiles cannot agree better than these two medians do.
+# The machine's own drift: one unchanged GEMM timed in a process before the first run and in
+# another after the second.
 floor() { "$build/bench/noise_floor" 10 | tee -a "$out/floor"; }
 echo "noise floor before run 1: $(floor)"
 for run in 1 2; do
