@@ -4,6 +4,7 @@
 #include <malloc.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include <ATen/Parallel.h>
 #include <torch/version.h>
@@ -64,7 +65,8 @@ void pinThreads(int threads) {
 }
 
 void retainFreedMemory() {
-  if (freed_memory_retained) return;
+  // For bench/ A/B runs against glibc's default heap; not a user setting.
+  if (freed_memory_retained || std::getenv("STAGECUT_BENCH_DEFAULT_HEAP") != nullptr) return;
   // M_MMAP_THRESHOLD cannot go above 32 MiB, so mapping is turned off as a whole; without a trim
   // threshold the heap would still hand its free top back to the kernel after each large free.
   const bool heap_only = ::mallopt(M_MMAP_MAX, 0) == 1;
