@@ -39,7 +39,8 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
                       "auto:<layer kinds> (per stage, the cheapest of none, selective and full "
                       "that fits the memory cap)")
       ->expected(0, 1)
-      ->default_str("full");
+      ->default_str("full")
+      ->option_text("[MODE]");
   command->add_option("--data-parallel,-d", flags.data_parallel,
                       "Replicas D of every stage: charges each stage's gradient all-reduce where "
                       "it does not overlap")

@@ -447,9 +447,10 @@ void addSimulateCommand(CLI::App& app) {
                       "left out");
   command->add_option("--recompute", options->recompute,
                       "With --ranks: the partitioner's recompute policy (none, full, auto, "
-                      "auto:<kinds>, selective:<kinds>); a partition file carries its own")
+                      "auto:<kinds>, selective:<kinds>; a bare --recompute is full); a partition file carries its own")
       ->expected(0, 1)
-      ->default_str("full");
+      ->default_str("full")
+      ->option_text("[MODE]");
   command->add_flag("--json", options->json, "Print a stagecut.simulation/1 document instead");
   command->callback([options, command] {
     options->stages_given = command->count("--stages") > 0;
