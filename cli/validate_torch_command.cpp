@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -146,6 +147,22 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
     ranks.addRow(row);
   }
   ranks.print(out, "  ");
+  // Where a rank's busy time departs from the profile: its ops' medians against the layers' sums.
+  const bool splits_w = std::any_of(report.ranks.begin(), report.ranks.end(),
+                                    [](const RankComparison& rank) { return rank.measured_weight_ms > 0; });
+  TextTable op_table;
+  std::vector<std::string> op_headers = {"rank", "F ms", "pred", "B ms", "pred"};
+  if (splits_w) op_headers.insert(op_headers.end(), {"W ms", "pred"});
+  for (const auto& header : op_headers) op_table.addColumn(header, TextTable::Align::kRight);
+  for (const auto& rank : report.ranks) {
+    std::vector<std::string> row = {std::to_string(rank.rank), formatMs(rank.measured_forward_ms),
+                                    formatMs(rank.predicted_forward_ms), formatMs(rank.measured_backward_ms),
+                                    formatMs(rank.predicted_backward_ms)};
+    if (splits_w) row.insert(row.end(), {formatMs(rank.measured_weight_ms), formatMs(rank.predicted_weight_ms)});
+    op_table.addRow(row);
+  }
+  out << "\n  median op per rank (one microbatch):\n";
+  op_table.print(out, "  ");
   out << "\n  steps ms:";
   for (double ms : report.measured_step_ms) out << " " << formatMs(ms);
   out << "\n  largest op deviation: " << report.worst_op << " " << signedPercent(report.worst_op_deviation) << "\n";

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
+#include "core/sample_stats.h"
 #include "schedule/chrome_trace.h"
 #include "schedule/data_parallel.h"
 #include "schedule/generators.h"
@@ -167,9 +170,25 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
       losses.push_back(outcome.loss_pipeline);
       report.loss_reference = outcome.loss_reference;
     }
+    const auto& ops = report.ops.ranks[outcome.stage];
+    std::map<OpKind, std::pair<std::vector<double>, std::vector<double>>> by_kind;  // measured, predicted
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const double predicted_ms = report.predicted.op_times[outcome.stage][i].end_ms - report.predicted.op_times[outcome.stage][i].start_ms;
+      const double measured_ms = measured_replica.op_times[outcome.stage][i].end_ms - measured_replica.op_times[outcome.stage][i].start_ms;
+      by_kind[ops[i].kind].first.push_back(measured_ms);
+      by_kind[ops[i].kind].second.push_back(predicted_ms);
+    }
+    const auto medians = [&](OpKind kind, double& measured_ms, double& predicted_ms) {
+      const auto found = by_kind.find(kind);
+      if (found == by_kind.end()) return;
+      measured_ms = summarizeSamples(found->second.first).median;
+      predicted_ms = summarizeSamples(found->second.second).median;
+    };
+    medians(OpKind::kForward, rank.measured_forward_ms, rank.predicted_forward_ms);
+    medians(OpKind::kBackward, rank.measured_backward_ms, rank.predicted_backward_ms);
+    medians(OpKind::kWeight, rank.measured_weight_ms, rank.predicted_weight_ms);
     report.ranks.push_back(rank);
 
-    const auto& ops = report.ops.ranks[outcome.stage];
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const double predicted_ms = report.predicted.op_times[outcome.stage][i].end_ms - report.predicted.op_times[outcome.stage][i].start_ms;
       const double measured_ms = measured_replica.op_times[outcome.stage][i].end_ms - measured_replica.op_times[outcome.stage][i].start_ms;
@@ -260,7 +279,10 @@ nlohmann::json validationToJson(const ValidationReport& report) {
                      {"peak_memory_bytes", rank.measured_peak_bytes},
                      {"predicted_peak_memory_bytes", rank.predicted_peak_bytes},
                      {"grad_max_rel_diff", rank.grad_max_rel_diff},
-                     {"worst_parameter", rank.worst_parameter}});
+                     {"worst_parameter", rank.worst_parameter},
+                     {"op_median_ms", {{"F", {{"measured", rank.measured_forward_ms}, {"predicted", rank.predicted_forward_ms}}},
+                                       {"B", {{"measured", rank.measured_backward_ms}, {"predicted", rank.predicted_backward_ms}}},
+                                       {"W", {{"measured", rank.measured_weight_ms}, {"predicted", rank.predicted_weight_ms}}}}}});
     if (report.replicas > 1) {
       ranks.back()["stage"] = rank.stage;
       ranks.back()["replica"] = rank.replica;

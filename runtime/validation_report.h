@@ -29,6 +29,11 @@ struct RankComparison {
   std::uint64_t predicted_peak_bytes = 0;   ///< the schedule's in-flight activations on this stage
   double grad_max_rel_diff = 0.0;
   std::string worst_parameter;
+  /// Median duration of the rank's F, B and W ops in the reported step, measured and predicted
+  /// (0 for a kind the schedule does not run): where a rank's busy time departs from the profile.
+  double measured_forward_ms = 0.0, predicted_forward_ms = 0.0;
+  double measured_backward_ms = 0.0, predicted_backward_ms = 0.0;
+  double measured_weight_ms = 0.0, predicted_weight_ms = 0.0;
 };
 
 /// The checkpointed run (--recompute full) beside the plain one and its own prediction.

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "core/json_document.h"
+#include "core/profile_json.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
@@ -65,7 +66,28 @@ TEST_CASE("validate runs a 2-rank pipeline whose gradients equal the full batch'
     CHECK(report["predicted_step_ms"].get<double>() > 0);
     const auto trace = nlohmann::json::parse(stagecut::readTextFile(dir.file("trace.json")));
     CHECK(trace.dump().find("measured " + std::string(schedule)) != std::string::npos);
+    // Each rank's median ops: predicted from its layers' medians (B + W is the whole backward),
+    // measured from the run.
+    const stagecut::Profile profile = stagecut::readProfileFile(dir.file("p.json"));
+    for (const auto& rank : report["ranks"]) {
+      double forward = 0, backward = 0;
+      for (int i = rank["first"].get<int>(); i <= rank["last"].get<int>(); ++i) {
+        forward += profile.layers[static_cast<std::size_t>(i)].forward_ms.median;
+        backward += profile.layers[static_cast<std::size_t>(i)].backward_ms.median;
+      }
+      const auto& ops = rank["op_median_ms"];
+      CHECK(ops["F"]["predicted"].get<double>() == Approx(forward));
+      CHECK(ops["B"]["predicted"].get<double>() + ops["W"]["predicted"].get<double>() == Approx(backward));
+      CHECK((ops["W"]["predicted"].get<double>() > 0) == (std::string(schedule) == "zb-h1"));
+      CHECK(ops["F"]["measured"].get<double>() > 0);
+      CHECK(ops["B"]["measured"].get<double>() > 0);
+    }
   }
+  const CommandResult text = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                                         " --schedule zb-h1 --microbatches 4 --steps 1");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("median op per rank (one microbatch):"));
+  CHECK_THAT(text.out, Contains("F ms") && Contains("B ms") && Contains("W ms"));
 }
 
 TEST_CASE("a rank killed mid-run ends validate with exit 1 naming it, leaving no process", "[runtime][cli][errors]") {
