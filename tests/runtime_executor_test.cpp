@@ -11,6 +11,7 @@
 #include "runtime/stage_executor.h"
 #include "schedule/data_parallel.h"
 #include "schedule/generators.h"
+#include "tests/gradient_check.h"
 
 using stagecut::ChainBatch;
 using stagecut::InProcessHub;
@@ -69,14 +70,7 @@ double runPipeline(const LayerChain& chain, const std::string& schedule_name, co
 }
 
 void checkGradientsEqual(const LayerChain& ours, const LayerChain& reference) {
-  const auto mine = ours.parameters();
-  const auto theirs = reference.parameters();
-  REQUIRE(mine.size() == theirs.size());
-  for (std::size_t p = 0; p < mine.size(); ++p) {
-    INFO("parameter " << p);
-    REQUIRE(mine[p].grad().defined());
-    CHECK(torch::allclose(mine[p].grad(), theirs[p].grad(), 1e-5, 1e-7));
-  }
+  stagecut::testing::checkSameGradients(ours.parameters(), reference.parameters());
 }
 
 }  // namespace

@@ -10,9 +10,11 @@
 #include "profiler/torch_runtime.h"
 #include "profiler/zoo.h"
 #include "runtime/weight_gradient_split.h"
+#include "tests/gradient_check.h"
 
 using stagecut::LayerChain;
 using stagecut::WeightGradientSplit;
+using stagecut::testing::checkSameGradients;
 using torch::autograd::Node;
 
 namespace {
@@ -96,15 +98,6 @@ SplitRun runSplit(const LayerChain& chain, int first, int last, torch::Tensor in
   for (const auto& [node, count] : runs) run.run_in_w += count > 0;
   if (input.requires_grad()) run.input_grad = target_grads[0];
   return run;
-}
-
-void checkSameGradients(const std::vector<torch::Tensor>& mine, const std::vector<torch::Tensor>& reference) {
-  REQUIRE(mine.size() == reference.size());
-  for (std::size_t p = 0; p < mine.size(); ++p) {
-    INFO("parameter " << p);
-    REQUIRE(mine[p].grad().defined());
-    CHECK(torch::allclose(mine[p].grad(), reference[p].grad(), 1e-5, 1e-7));
-  }
 }
 
 }  // namespace
