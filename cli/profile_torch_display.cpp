@@ -105,8 +105,9 @@ std::function<void(const MeasureProgress&)> profileProgressReporter(ProgressBar&
     }
     bar.update(fraction, size + "round " + std::to_string(progress.round + 1) + ", layer " +
                              std::to_string(progress.layer + 1) + "/" + std::to_string(progress.layers) + " " +
-                             progress.layer_name + ", " + seconds(progress.elapsed_s) + " elapsed, ~" +
-                             seconds(progress.estimated_left_s) + " left");
+                             progress.layer_name + ", " + seconds(progress.elapsed_s) + " elapsed" +
+                             (progress.estimated_left_s >= 0 ? ", ~" + seconds(progress.estimated_left_s) + " left"
+                                                             : std::string()));
   };
 }
 

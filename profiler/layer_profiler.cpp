@@ -229,6 +229,8 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     if (options.on_checkpoint) options.on_checkpoint(samples);
   };
   const torch::Tensor whole_upstream = benches.back().upstream_grad;
+  // The estimate scales from the timed rounds only: the warm-up and the setup before are not rounds.
+  Clock::time_point first_round_started = Clock::now();
   const auto report_progress = [&](int round, bool warmup, int layer, const std::string& name, double round_seconds) {
     if (!options.on_progress) return;
     MeasureProgress progress;
@@ -240,8 +242,11 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     progress.layer_name = name;
     progress.elapsed_s = secondsSince(started);
     const double done = round + static_cast<double>(layer) / layer_count;
-    const double per_round = round_seconds > 0 ? round_seconds : progress.elapsed_s / std::max(done, 1e-9);
-    progress.estimated_left_s = warmup ? 0.0 : std::max(0.0, (options.min_repeats - done) * per_round);
+    // Before the first layer of the first round has been timed there is nothing to scale from.
+    if (!warmup && (round_seconds > 0 || done > 0)) {
+      const double per_round = round_seconds > 0 ? round_seconds : secondsSince(first_round_started) / done;
+      progress.estimated_left_s = std::max(0.0, (options.min_repeats - done) * per_round);
+    }
     progress.microbatch_size = options.microbatch_size;
     options.on_progress(progress);
   };
@@ -255,6 +260,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     timeWholeModel(chain, batch, whole_upstream, timer, scratch);
   }
   double round_seconds = 0.0;
+  first_round_started = Clock::now();
   for (int round = 0; !samples.complete; ++round) {
     const auto round_started = Clock::now();
     bool any_active = false;

@@ -23,7 +23,7 @@ struct MeasureProgress {
   int layers = 0;
   std::string layer_name;
   double elapsed_s = 0.0;
-  double estimated_left_s = 0.0;  ///< for the minimum number of rounds; more may follow
+  double estimated_left_s = -1.0;  ///< for the minimum number of rounds; more may follow; < 0: not known yet
   int microbatch_size = 0;
   int size_position = 0;  ///< 0-based position of microbatch_size among the sizes measured
   int sizes = 1;
