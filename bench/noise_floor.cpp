@@ -5,7 +5,6 @@
 // alone drifted while the two profiles ran, which no profiler setting can take out.
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,21 +12,11 @@
 
 #include <ATen/ATen.h>
 
+#include "core/sample_stats.h"
 #include "profiler/torch_runtime.h"
 
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  return values.size() % 2 == 1 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
+  using Clock = std::chrono::steady_clock;
   const double seconds = argc > 1 ? std::atof(argv[1]) : 10.0;
   if (argc > 2 || !(seconds >= 1.0)) {
     std::fprintf(stderr, "usage: noise_floor [SECONDS >= 1, default 10]\n");
@@ -52,21 +41,15 @@ int main(int argc, char** argv) {
     times_ms.push_back(ms);
     window.push_back(ms);
     if (std::chrono::duration<double>(after - window_started).count() >= 1.0) {
-      window_medians_ms.push_back(median(window));
+      window_medians_ms.push_back(stagecut::summarizeSamples(window).median);
       window.clear();
       window_started = after;
     }
   }
-  double mean = 0;
-  for (double t : times_ms) mean += t;
-  mean /= static_cast<double>(times_ms.size());
-  double variance = 0;
-  for (double t : times_ms) variance += (t - mean) * (t - mean);
-  const double cv = std::sqrt(variance / static_cast<double>(times_ms.size())) / mean;
-  if (window_medians_ms.empty()) window_medians_ms.push_back(median(window));
+  if (window_medians_ms.empty()) window_medians_ms.push_back(stagecut::summarizeSamples(window).median);
+  const stagecut::TimeStatsMs all = stagecut::summarizeSamples(times_ms);
   const auto [lowest, highest] = std::minmax_element(window_medians_ms.begin(), window_medians_ms.end());
   std::printf("one GEMM, %zu runs in %.0f s: median %.3f ms, cv %.1f%%; medians of 1-s windows %.2f to %.2f ms (%.1f%% apart)\n",
-              times_ms.size(), seconds, median(times_ms), 100 * cv, *lowest, *highest,
-              100 * (*highest / *lowest - 1));
+              times_ms.size(), seconds, all.median, 100 * all.cv, *lowest, *highest, 100 * (*highest / *lowest - 1));
   return 0;
 }

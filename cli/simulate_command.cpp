@@ -215,7 +215,9 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   }
   // Both notes are about how W is built, which only a schedule that splits W off uses.
   const std::vector<std::string> names = parseScheduleList(options.schedules);
-  const bool splits_w = std::find(names.begin(), names.end(), "zb-h1") != names.end();
+  const bool splits_w = std::any_of(names.begin(), names.end(), [](const std::string& name) {
+    return generateSchedule(name, 1, 1).splits_backward;
+  });
   if (splits_w && one_chunk.layers_with_even_split > 0) {
     report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
                             std::to_string(inputs.profile.layerCount()) +

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -148,8 +147,7 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   }
   ranks.print(out, "  ");
   // Where a rank's busy time departs from the profile: its ops' medians against the layers' sums.
-  const bool splits_w = std::any_of(report.ranks.begin(), report.ranks.end(),
-                                    [](const RankComparison& rank) { return rank.measured_weight_ms > 0; });
+  const bool splits_w = report.ops.splits_backward;
   TextTable op_table;
   std::vector<std::string> op_headers = {"rank", "F ms", "pred", "B ms", "pred"};
   if (splits_w) op_headers.insert(op_headers.end(), {"W ms", "pred"});

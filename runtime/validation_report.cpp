@@ -170,13 +170,22 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
       losses.push_back(outcome.loss_pipeline);
       report.loss_reference = outcome.loss_reference;
     }
+    // One pass over the rank's ops: durations by kind for the medians, and the worst deviation.
     const auto& ops = report.ops.ranks[outcome.stage];
     std::map<OpKind, std::pair<std::vector<double>, std::vector<double>>> by_kind;  // measured, predicted
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const double predicted_ms = report.predicted.op_times[outcome.stage][i].end_ms - report.predicted.op_times[outcome.stage][i].start_ms;
-      const double measured_ms = measured_replica.op_times[outcome.stage][i].end_ms - measured_replica.op_times[outcome.stage][i].start_ms;
+      const OpTiming& predicted_op = report.predicted.op_times[outcome.stage][i];
+      const OpTiming& measured_op = measured_replica.op_times[outcome.stage][i];
+      const double predicted_ms = predicted_op.end_ms - predicted_op.start_ms;
+      const double measured_ms = measured_op.end_ms - measured_op.start_ms;
       by_kind[ops[i].kind].first.push_back(measured_ms);
       by_kind[ops[i].kind].second.push_back(predicted_ms);
+      if (predicted_ms <= 0) continue;
+      const double deviation = measured_ms / predicted_ms - 1.0;
+      if (std::abs(deviation) >= std::abs(report.worst_op_deviation)) {
+        report.worst_op_deviation = deviation;
+        report.worst_op = "rank " + std::to_string(outcome.rank) + " " + describeOp(ops[i], 1);
+      }
     }
     const auto medians = [&](OpKind kind, double& measured_ms, double& predicted_ms) {
       const auto found = by_kind.find(kind);
@@ -188,17 +197,6 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     medians(OpKind::kBackward, rank.measured_backward_ms, rank.predicted_backward_ms);
     medians(OpKind::kWeight, rank.measured_weight_ms, rank.predicted_weight_ms);
     report.ranks.push_back(rank);
-
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const double predicted_ms = report.predicted.op_times[outcome.stage][i].end_ms - report.predicted.op_times[outcome.stage][i].start_ms;
-      const double measured_ms = measured_replica.op_times[outcome.stage][i].end_ms - measured_replica.op_times[outcome.stage][i].start_ms;
-      if (predicted_ms <= 0) continue;
-      const double deviation = measured_ms / predicted_ms - 1.0;
-      if (std::abs(deviation) >= std::abs(report.worst_op_deviation)) {
-        report.worst_op_deviation = deviation;
-        report.worst_op = "rank " + std::to_string(outcome.rank) + " " + describeOp(ops[i], 1);
-      }
-    }
   }
   // Each replica's loss is the mean over its shard; the full batch's is their mean.
   for (double value : losses) report.loss_pipeline += value / static_cast<double>(losses.size());

@@ -145,7 +145,10 @@ WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::v
       }
     }
   }
+  // This runs in every B, on the stage's whole graph below each join: only groups with several
+  // joins (a weight used twice) can have one lead to another, so only those are walked.
   for (auto& group : impl_->groups) {
+    if (group.joins.size() < 2) continue;
     std::set<Node*> group_joins;
     for (int index : group.joins) group_joins.insert(impl_->joins[index].node.get());
     for (int index : group.joins) {
