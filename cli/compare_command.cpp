@@ -71,12 +71,8 @@ void addCompareCommand(CLI::App& app) {
     nlohmann::json document = {{"format", kComparisonFormat}, {"splits", nlohmann::json::array()}};
     std::vector<StageRecompute> optimum_extras;
     for (const Partition& split : splits) {
-      nlohmann::json entry = partitionToJson(split);
-      if (extras) {
-        optimum_extras = stageRecompute(profile, options, split, path);
-        addStageExtras(&entry, optimum_extras, options);
-      }
-      document["splits"].push_back(entry);
+      if (extras) optimum_extras = stageRecompute(profile, options, split, path);
+      document["splits"].push_back(partitionToJson(split));
     }
     if (!flags->output_path.empty()) writeFileAtomically(flags->output_path, toJsonText(document));
     if (flags->json) {

@@ -13,6 +13,7 @@
 #include "core/units.h"
 #include "partitioner/partition_options.h"
 #include "partitioner/profile_partitioner.h"
+#include "prediction/pipeline_prediction.h"
 #include "report/report_html.h"
 #include "report/report_inputs.h"
 #include "schedule/ascii_gantt.h"
@@ -128,13 +129,15 @@ void printComparison(std::ostream& out, const DemoComparison& comparison) {
 DemoSimulations simulateSchedules(const Profile& profile, const Partition& compute, const DemoPlan& plan) {
   DemoSimulations simulations;
   const int stages = static_cast<int>(compute.stages.size());
-  for (const std::string& name : scheduleNames()) {
-    const int chunks = name == "interleaved-1f1b" ? 2 : 1;
-    if (name == "interleaved-1f1b" && plan.microbatches % stages != 0) continue;
-    Schedule schedule = generateSchedule(name, stages, plan.microbatches, chunks);
-    const PartitionCosts costs = costsFromPartition(profile, compute, chunks, BoundaryLink{}, plan.profilePath());
-    simulations.results.push_back(simulate(schedule, costs.costs));
-    simulations.schedules.push_back(std::move(schedule));
+  for (ScheduleKind kind : allScheduleKinds()) {
+    if (runsChunks(kind) && plan.microbatches % stages != 0) continue;
+    PredictionOptions options;
+    options.schedule = kind;
+    options.microbatches = plan.microbatches;
+    options.chunks = 2;
+    PipelinePrediction prediction = predictPipeline(profile, compute, options, plan.profilePath());
+    simulations.results.push_back(std::move(prediction.simulated));
+    simulations.schedules.push_back(std::move(prediction.schedule));
   }
   return simulations;
 }

@@ -69,8 +69,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
   const std::vector<StageRecompute> stage_extras =
       extras ? stageRecompute(profile, options, partition, path) : std::vector<StageRecompute>{};
-  nlohmann::json document = partitionToJson(partition);
-  addStageExtras(&document, stage_extras, options);
+  const nlohmann::json document = partitionToJson(partition);
   if (!flags.shared.output_path.empty()) writeFileAtomically(flags.shared.output_path, toJsonText(document));
   if (flags.shared.json || flags.format == "json") {
     std::cout << toJsonText(document);
@@ -98,7 +97,7 @@ void runPartition(const PartitionCommandFlags& flags) {
               << formatMs(free.predicted_step_ms) << " ms)\n";
   }
   if (flags.simulate) {
-    std::cout << "  simulated " << pipelineScheduleName(options.schedule) << " step "
+    std::cout << "  simulated " << scheduleName(options.schedule) << " step "
               << formatMs(refinement.simulated_step_ms) << " ms (the solver's first choice: "
               << formatMs(refinement.exact_split_simulated_ms) << " ms), best of "
               << refinement.candidates << " splits with the optimal bottleneck"

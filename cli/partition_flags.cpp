@@ -18,8 +18,10 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   flags.microbatches_option = command->add_option("--microbatches,-m", flags.microbatches,
                       "Microbatches per step M (default: 4 x stages)");
   command->add_option("--schedule", flags.schedule,
-                      "gpipe or 1f1b: how many microbatches' activations each stage keeps")
+                      "gpipe, 1f1b, interleaved-1f1b or zb-h1: how many microbatches' activations each "
+                      "stage keeps")
       ->capture_default_str();
+  command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b")->capture_default_str();
   command->add_option("--memory-cap", flags.memory_cap,
                       "Memory per stage, e.g. 80GiB, or one per stage: 80GiB,80GiB,40GiB,80GiB");
   command->add_option("--bandwidth", flags.bandwidth,
@@ -66,7 +68,11 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
     throw Error("--microbatches " + std::to_string(flags.microbatches) +
                 ": a step needs at least 1 microbatch");
   }
-  options.schedule = parsePipelineSchedule(flags.schedule);
+  options.schedule = parseScheduleName(flags.schedule);
+  if (runsChunks(options.schedule) && flags.chunks < 1) {
+    throw Error("--chunks " + std::to_string(flags.chunks) + ": each rank needs at least 1 model chunk");
+  }
+  options.chunks = flags.chunks;
   if (!flags.recompute_spec.empty()) {
     options.recompute = parseRecomputePolicy(flags.recompute_spec, profile);
   } else if (flags.recompute) {
@@ -111,7 +117,8 @@ std::string communicationNote(const PartitionFlags& flags) {
 std::string assumptionsNote(const PartitionFlags& flags, const PartitionOptions& options) {
   std::string note = std::to_string(options.stages) + " stages, " +
                      std::to_string(options.microbatches) + " microbatches, " +
-                     pipelineScheduleName(options.schedule) + ", " +
+                     scheduleName(options.schedule) +
+                     (runsChunks(options.schedule) ? " (" + std::to_string(options.chunks) + " chunks)" : std::string()) + ", " +
                      (flags.bytes_per_param > 0 ? formatMs(flags.bytes_per_param) + " bytes/param"
                                                 : flags.optimizer + " state");
   if (options.recompute.mode != RecomputePolicy::Mode::kNone) {

@@ -19,6 +19,7 @@ struct PartitionFlags {
   int microbatches = 0;
   CLI::Option* microbatches_option = nullptr;  ///< unset: 4 x stages
   std::string schedule = "1f1b";
+  int chunks = 2;  ///< --chunks: v for interleaved-1f1b
   std::string memory_cap;
   std::string bandwidth;
   std::string latency;

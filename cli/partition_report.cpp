@@ -104,19 +104,4 @@ std::vector<StageRecompute> stageRecompute(const Profile& profile, const Partiti
   return describeRecompute(buildCostModel(profile, options, source), partition.layersPerStage());
 }
 
-void addStageExtras(nlohmann::json* document, const std::vector<StageRecompute>& stages,
-                    const PartitionOptions& options) {
-  nlohmann::json& json_stages = (*document)["stages"];
-  for (std::size_t s = 0; s < stages.size() && s < json_stages.size(); ++s) {
-    if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
-      json_stages[s]["recompute"] = stages[s].mode;
-      json_stages[s]["recompute_ms"] = stages[s].extra_ms;
-    }
-    if (options.data_parallel > 1) {
-      json_stages[s]["allreduce_ms"] = stages[s].allreduce_ms;
-      json_stages[s]["exposed_allreduce_ms"] = stages[s].exposed_allreduce_ms;
-    }
-  }
-}
-
 }  // namespace stagecut

@@ -29,13 +29,6 @@ void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& s
 std::vector<StageRecompute> stageRecompute(const Profile& profile, const PartitionOptions& options,
                                            const Partition& partition, const std::string& source);
 
-/// Adds to each stage of a stagecut.partition/1 document the optional fields recomputation and
-/// data parallelism give: "recompute" (the stage's mode) and "recompute_ms" (its extra forward
-/// per microbatch) unless the policy is none; "allreduce_ms" and "exposed_allreduce_ms" with
-/// data parallelism.
-void addStageExtras(nlohmann::json* document, const std::vector<StageRecompute>& stages,
-                    const PartitionOptions& options);
-
 /// "+16.7%" / "-3.0%" / "0.0%": a relative difference for comparison columns.
 std::string formatSignedPercent(double fraction);
 

@@ -20,8 +20,6 @@ namespace {
 struct PlanFlags {
   PartitionFlags partition;
   int global_batch = 0;
-  std::string schedule = "1f1b";
-  int chunks = 2;
   double fit_tolerance = 0.1;
 };
 
@@ -42,8 +40,8 @@ std::string memoryCell(const PlanRow& row) {
 void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
   const PlanRequest& request = plan.request;
   out << "plan for " << (profile.model.name.empty() ? "the profile" : profile.model.name) << ": "
-      << request.partition.stages << " stages, global batch " << request.global_batch << ", " << request.schedule;
-  if (request.schedule == "interleaved-1f1b") out << " (" << request.chunks << " chunks)";
+      << request.partition.stages << " stages, global batch " << request.global_batch << ", " << scheduleName(request.partition.schedule);
+  if (runsChunks(request.partition.schedule)) out << " (" << request.partition.chunks << " chunks)";
   if (request.partition.data_parallel > 1) out << ", " << request.partition.data_parallel << " replicas";
   out << "; measured at microbatch " << joinNumbers(plan.measured_sizes, ",") << "\n\n";
 
@@ -120,30 +118,22 @@ void addPlanCommand(CLI::App& app) {
   flags->partition.microbatches_option = nullptr;
   command->remove_option(flags->partition.microbatch_size_option);  // it plans them all
   flags->partition.microbatch_size_option = nullptr;
-  command->get_option("--schedule")->description("gpipe, 1f1b, interleaved-1f1b or zb-h1");
   command->get_option("profile")->description("A stagecut.profile, ideally measured at several sizes "
                                               "(stagecut profile --microbatch 1,2,4,8)");
   command->add_option("--global-batch,-g", flags->global_batch, "Samples per step G, over all --data-parallel replicas")
       ->required();
-  command->add_option("--chunks", flags->chunks, "Model chunks per rank for interleaved-1f1b")->capture_default_str();
   command->add_option("--fit-tolerance", flags->fit_tolerance,
                       "Largest relative residual of a layer's fitted line before it is interpolated instead")
       ->capture_default_str();
 
   command->callback([flags] {
-    PartitionFlags partition_flags = flags->partition;
-    flags->schedule = partition_flags.schedule;
-    // The split's memory model knows GPipe's and 1F1B's in-flight counts; the others are
-    // simulated, and split as 1F1B.
-    partition_flags.schedule = flags->schedule == "gpipe" ? "gpipe" : "1f1b";
+    const PartitionFlags& partition_flags = flags->partition;
     const Profile profile = readProfileFile(partition_flags.profile_path);
     if (!(flags->fit_tolerance >= 0)) {
       throw Error("--fit-tolerance " + formatMs(flags->fit_tolerance) + ": must be 0 or more, e.g. 0.1");
     }
     PlanRequest request;
     request.global_batch = flags->global_batch;
-    request.schedule = flags->schedule;
-    request.chunks = flags->chunks;
     request.fit_tolerance = flags->fit_tolerance;
     request.partition = resolvePartitionFlags(partition_flags, profile);
     const MicrobatchPlan plan = planMicrobatches(profile, request, partition_flags.profile_path);

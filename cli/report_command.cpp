@@ -21,7 +21,6 @@ struct ReportFlags {
   std::string comparison_path;
   std::vector<std::string> validation_paths;
   std::string schedules = "all";
-  int chunks = 2;
   std::string output_path;
 };
 
@@ -30,9 +29,11 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
   const Profile profile = readProfileFile(path);
   const bool stages_given = command->count("--stages") > 0;
   ReportScheduleOptions schedules;
-  schedules.names = parseScheduleList(flags.schedules);
-  schedules.chunks = flags.chunks;
-  if (flags.chunks < 1) throw Error("--chunks " + std::to_string(flags.chunks) + ": needs at least 1 chunk per rank");
+  schedules.kinds = parseScheduleList(flags.schedules);
+  schedules.chunks = flags.partition.chunks;
+  if (flags.partition.chunks < 1) {
+    throw Error("--chunks " + std::to_string(flags.partition.chunks) + ": needs at least 1 chunk per rank");
+  }
 
   if (flags.comparison_path.empty()) {
     if (!stages_given) {
@@ -46,7 +47,8 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
     throw Error("--stages " + std::to_string(flags.partition.stages) + ": " + flags.comparison_path +
                 " already holds the splits; drop --stages, or drop --comparison to split again");
   }
-  for (const char* flag : {"--schedule", "--stage-speed", "--optimizer", "--bytes-per-param", "--recompute"}) {
+  for (const char* flag : {"--schedule", "--stage-speed", "--optimizer", "--bytes-per-param", "--recompute",
+                           "--data-parallel"}) {
     if (command->count(flag) > 0) {
       throw Error(std::string(flag) + ": shapes new splits, but " + flags.comparison_path +
                   " already holds them; drop " + flag + ", or drop --comparison to split again");
@@ -98,10 +100,11 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--schedules", flags->schedules,
                       "Schedules to simulate: gpipe, 1f1b, interleaved-1f1b, zb-h1, or all")
       ->capture_default_str();
-  command->add_option("--chunks,-v", flags->chunks, "Model chunks per rank for interleaved-1f1b")
+  command->add_option("--chunks,-v", partition.chunks, "Model chunks per rank for interleaved-1f1b")
       ->capture_default_str();
   command->add_option("--schedule", partition.schedule,
-                      "gpipe or 1f1b: how many microbatches' activations each stage keeps")
+                      "gpipe, 1f1b, interleaved-1f1b or zb-h1: how many microbatches' activations each "
+                      "stage keeps")
       ->capture_default_str();
   command->add_option("--bandwidth", partition.bandwidth, "Link bandwidth between stages, e.g. 25GB/s");
   command->add_option("--latency", partition.latency, "Latency per message, e.g. 10us");
@@ -112,6 +115,13 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--bytes-per-param", partition.bytes_per_param,
                       "Weights + gradients + optimizer state per parameter, bytes");
   command->add_flag("--recompute", partition.recompute, "Activation recomputation");
+  command->add_option("--data-parallel,-d", partition.data_parallel,
+                      "Replicas D of every stage: splits charge and schedules draw the gradient all-reduce")
+      ->capture_default_str();
+  command->add_option("--dp-bandwidth", partition.dp_bandwidth, "Link bandwidth between replicas, e.g. 100GB/s")
+      ->capture_default_str();
+  command->add_option("--dp-latency", partition.dp_latency, "Latency per all-reduce ring step, e.g. 10us")
+      ->capture_default_str();
   command->add_option("-o,--output", flags->output_path, "The HTML file to write")->required();
 
   command->callback([flags, command, command_line] {

@@ -12,15 +12,12 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
-#include "partitioner/partition_options.h"
 #include "partitioner/data_parallel_plan.h"
 #include "partitioner/partition_options.h"
+#include "prediction/pipeline_prediction.h"
 #include "schedule/chrome_trace.h"
-#include "schedule/data_parallel.h"
 #include "schedule/closed_form.h"
 #include "schedule/generators.h"
-#include "schedule/profile_costs.h"
-#include "schedule/simulator.h"
 #include "schedule/svg_gantt.h"
 
 namespace stagecut {
@@ -51,6 +48,7 @@ struct SimulateOptions {
   std::string optimizer = "adam";
   std::string memory_cap;  ///< with ranks: one cap for every stage
   std::string recompute;   ///< with ranks: the partitioner's --recompute policy
+  std::string stage_speed;  ///< --stage-speed: relative device speed per stage
 };
 
 constexpr int kDefaultWidth = 80;
@@ -69,77 +67,12 @@ std::string baseName(const std::string& path) { return path.substr(path.find_las
 
 bool listsAll(const std::string& list) { return ("," + list + ",").find(",all,") != std::string::npos; }
 
-// The profile mode's inputs. Each schedule's costs come from costsFromPartition() with its own
-// chunk count, so they are kept rather than turned into costs once.
+// The profile mode's inputs: the split and what every schedule's prediction shares.
 struct ProfileInputs {
   Profile profile;
   Partition partition;
-  BoundaryLink link;
-  BoundaryLink dp_link;
-  /// Per partition stage, from its optional "recompute" field: the extra forward per
-  /// microbatch (ms) and the activation bytes a microbatch then keeps.
-  std::vector<double> recompute_extra_ms;
-  std::vector<std::uint64_t> recompute_kept_bytes;
-  std::vector<std::string> recompute_modes;
+  PredictionOptions prediction;  ///< schedule, microbatches and chunks are set per schedule
 };
-
-// Reads the partition file's optional per-stage "recompute" fields (written by 'partition
-// --recompute'); the Partition record does not carry them.
-void readStageRecompute(const std::string& path, ProfileInputs* inputs) {
-  const nlohmann::json document = parseJsonDocument(readTextFile(path), path);
-  const auto& stages = document.at("stages");
-  bool any = false;
-  for (std::size_t s = 0; s < inputs->partition.stages.size(); ++s) {
-    const StageCost& range = inputs->partition.stages[s];
-    std::string mode = "none";
-    if (s < stages.size() && stages[s].contains("recompute")) {
-      if (!stages[s]["recompute"].is_string()) {
-        throw Error(path + ": stage " + std::to_string(s) + ": \"recompute\" must be a string such " +
-                    "as \"full\"; rewrite the file with 'stagecut partition ... --recompute'");
-      }
-      mode = stages[s]["recompute"].get<std::string>();
-    }
-    double extra_ms = 0.0;
-    std::uint64_t kept = 0;
-    RecomputePolicy policy;
-    try {
-      policy = parseRecomputePolicy(mode, inputs->profile);
-    } catch (const Error& error) {
-      throw Error(path + ": stage " + std::to_string(s) + ": " + error.what());
-    }
-    const RecomputeOption option = recomputeOptions(inputs->profile, policy).front();
-    for (int k = range.first; k <= range.last; ++k) {
-      const auto layer = static_cast<std::size_t>(k);
-      if (option.recomputed[layer]) {
-        extra_ms += option.extra_ms[layer];
-        if (k == range.first || !option.recomputed[layer - 1]) {
-          kept += k > 0 ? inputs->profile.layers[layer - 1].output_bytes : 0;
-        }
-      } else {
-        kept += inputs->profile.layers[layer].activation_bytes;
-      }
-    }
-    any = any || mode != "none";
-    inputs->recompute_modes.push_back(mode);
-    inputs->recompute_extra_ms.push_back(extra_ms);
-    inputs->recompute_kept_bytes.push_back(kept);
-  }
-  if (!any) {
-    inputs->recompute_modes.clear();
-    inputs->recompute_extra_ms.clear();
-    inputs->recompute_kept_bytes.clear();
-  }
-}
-
-// Recomputation reruns a stage's forward before its backward and leaves a microbatch holding
-// only what the stage keeps.
-void applyStageRecompute(const ProfileInputs& inputs, PipelineCosts* costs) {
-  if (inputs.recompute_modes.empty()) return;
-  RankAdjustments adjustments;
-  adjustments.extra_backward_ms = inputs.recompute_extra_ms;
-  adjustments.kept_activation_bytes = inputs.recompute_kept_bytes;
-  applyRankAdjustments(adjustments, static_cast<int>(inputs.recompute_modes.size()), costs);
-}
 
 BoundaryLink dataParallelLink(const SimulateOptions& options) {
   BoundaryLink link;
@@ -166,7 +99,6 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   inputs.partition = readPartitionFile(options.partition_path);
   // Before anything indexes the profile's layers by the partition's ranges.
   checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
-  readStageRecompute(options.partition_path, &inputs);
   const int stages = static_cast<int>(inputs.partition.stages.size());
   if (options.stages_given && options.stages != stages) {
     throw Error("--stages " + std::to_string(options.stages) + ": the partition " +
@@ -174,10 +106,10 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
                 " stages; drop --stages or use --stages " + std::to_string(stages));
   }
   if (!options.bandwidth.empty()) {
-    inputs.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
+    inputs.prediction.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
   }
   if (!options.latency.empty()) {
-    inputs.link.latency_ms = parseDurationMs(options.latency, "--latency");
+    inputs.prediction.link.latency_ms = parseDurationMs(options.latency, "--latency");
   }
   if (options.bandwidth.empty() || options.latency.empty()) {
     const std::string& given = options.bandwidth.empty() ? options.latency : options.bandwidth;
@@ -186,26 +118,31 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     report->comm_text = options.bandwidth + " + " + options.latency + " latency per boundary";
   }
   checkDataParallel(options.data_parallel);
+  inputs.prediction.data_parallel = options.data_parallel;
+  if (!options.stage_speed.empty()) {
+    inputs.prediction.stage_speed = parseStageSpeeds(options.stage_speed, stages);
+  }
   if (options.data_parallel > 1) {
-    inputs.dp_link = dataParallelLink(options);
+    inputs.prediction.dp_link = dataParallelLink(options);
     report->data_parallel = options.data_parallel;
     report->dp_text = "ring all-reduce over " + std::to_string(options.data_parallel) +
                       " replicas, " + options.dp_bandwidth + ", " + options.dp_latency +
                       " per ring step";
-    report->stage_allreduce_ms =
-        allReduceMsFromPartition(inputs.profile, inputs.partition, 1, options.data_parallel, inputs.dp_link);
   }
   report->unit_costs = false;
   report->profile_path = options.profile_path;
   report->partition_path = options.partition_path;
   report->stages = stages;
 
-  PartitionCosts one_chunk =
-      costsFromPartition(inputs.profile, inputs.partition, 1, inputs.link, options.partition_path);
-  applyStageRecompute(inputs, &one_chunk.costs);
+  // The per-stage table: the split as one chunk per rank, as every schedule's costs start.
+  PredictionOptions one_chunk_options = inputs.prediction;
+  one_chunk_options.microbatches = 1;
+  const PipelinePrediction one_chunk =
+      predictPipeline(inputs.profile, inputs.partition, one_chunk_options, options.partition_path);
   report->stage_costs = one_chunk.costs.stages;
-  report->stage_recompute = inputs.recompute_modes;
-  if (!inputs.recompute_modes.empty()) {
+  if (options.data_parallel > 1) report->stage_allreduce_ms = one_chunk.costs.allreduce_ms;
+  if (one_chunk.recomputes) {
+    for (const StageCost& stage : inputs.partition.stages) report->stage_recompute.push_back(stage.recompute.value_or("none"));
     report->notes.push_back("stages with \"recompute\" in the partition run their forward again "
                             "before the backward and keep only what the mode keeps");
   }
@@ -214,10 +151,8 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     report->stage_layers.push_back(std::to_string(stage.first) + "-" + std::to_string(stage.last));
   }
   // Both notes are about how W is built, which only a schedule that splits W off uses.
-  const std::vector<std::string> names = parseScheduleList(options.schedules);
-  const bool splits_w = std::any_of(names.begin(), names.end(), [](const std::string& name) {
-    return generateSchedule(name, 1, 1).splits_backward;
-  });
+  const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
+  const bool splits_w = std::any_of(kinds.begin(), kinds.end(), [](ScheduleKind kind) { return splitsBackward(kind); });
   if (splits_w && one_chunk.layers_with_even_split > 0) {
     report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
                             std::to_string(inputs.profile.layerCount()) +
@@ -245,6 +180,10 @@ void checkUnitCostOptions(const SimulateOptions& options) {
                   "give a profile and a partition to simulate communication");
     }
   }
+  if (!options.stage_speed.empty()) {
+    throw Error("--stage-speed " + options.stage_speed + ": unit costs are the same on every rank; " +
+                "give a profile and a partition to simulate devices of different speeds");
+  }
   checkDataParallel(options.data_parallel);
   if (options.data_parallel > 1) {
     throw Error("--data-parallel " + std::to_string(options.data_parallel) +
@@ -261,7 +200,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
   // Charts are written after the tables are printed; a bad path must fail before either.
   if (!options.trace_path.empty()) checkWritable(options.trace_path);
   if (!options.svg_path.empty()) checkWritable(options.svg_path);
-  const std::vector<std::string> names = parseScheduleList(options.schedules);
+  const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
   SimulationReport report;
   report.microbatches = options.microbatches;
   report.chunks = options.chunks;
@@ -275,36 +214,36 @@ SimulationReport runSimulations(const SimulateOptions& options) {
   const int stages = report.stages;
   checkPipelineShape(stages, options.microbatches, options.chunks);
 
-  for (const std::string& name : names) {
-    const bool interleaved = name == "interleaved-1f1b";
-    if (interleaved && options.microbatches % stages != 0 && listsAll(options.schedules)) {
+  for (ScheduleKind kind : kinds) {
+    const std::string name = scheduleName(kind);
+    const bool chunked = runsChunks(kind);
+    if (chunked && options.microbatches % stages != 0 && listsAll(options.schedules)) {
       report.notes.push_back("interleaved-1f1b skipped: it needs --microbatches a multiple of " +
                              std::to_string(stages) + ", not " +
                              std::to_string(options.microbatches));
       continue;
     }
-    const int chunks = interleaved ? options.chunks : 1;
-    SimulatedRun run;
-    run.schedule = generateSchedule(name, stages, options.microbatches, chunks);
+    const int chunks = chunked ? options.chunks : 1;
+    PipelinePrediction prediction;
     if (inputs) {
-      run.costs = costsFromPartition(inputs->profile, inputs->partition, chunks, inputs->link,
-                                     options.partition_path).costs;
-      applyStageRecompute(*inputs, &run.costs);
-      if (interleaved && chunks > 1) {
+      PredictionOptions request = inputs->prediction;
+      request.schedule = kind;
+      request.microbatches = options.microbatches;
+      request.chunks = chunks;
+      prediction = predictPipeline(inputs->profile, inputs->partition, request, options.partition_path);
+      if (chunked && chunks > 1) {
         report.notes.push_back("interleaved-1f1b divides each stage's costs evenly into its " +
                                std::to_string(chunks) + " chunks: the partition fixes each " +
                                "rank's work, not the chunk layout");
       }
     } else {
-      run.costs = unitCosts(run.schedule);
+      prediction = predictUnitCosts(kind, stages, options.microbatches, chunks);
     }
-    if (inputs && options.data_parallel > 1) {
-      run.plain_step_ms = simulate(run.schedule, run.costs).step_ms;
-      run.schedule = withGradientAllReduce(run.schedule);
-      run.costs.allreduce_ms = allReduceMsFromPartition(inputs->profile, inputs->partition, chunks,
-                                                        options.data_parallel, inputs->dp_link);
-    }
-    run.result = simulate(run.schedule, run.costs);
+    SimulatedRun run;
+    run.schedule = std::move(prediction.schedule);
+    run.costs = std::move(prediction.costs);
+    run.result = std::move(prediction.simulated);
+    if (inputs && options.data_parallel > 1) run.plain_step_ms = prediction.pipeline_step_ms;
     // Closed forms assume equal stages and free boundaries; with a profile they say what a
     // balanced split would give, and ZB-H1's needs F = B = W, which only unit costs promise.
     const bool equal_f_b_w = !inputs.has_value();
@@ -419,6 +358,8 @@ void addSimulateCommand(CLI::App& app) {
                       "Link bandwidth between stages, e.g. 25GB/s (with a profile)");
   command->add_option("--latency", options->latency,
                       "Per-transfer latency between stages, e.g. 10us (with a profile)");
+  command->add_option("--stage-speed", options->stage_speed,
+                      "Relative device speed per stage, e.g. 1,1,0.5,1 (with a profile; default: all 1)");
   command->add_option("--trace", options->trace_path,
                       "Write a Chrome trace (Perfetto, chrome://tracing) of the simulated ops");
   command->add_option("--svg", options->svg_path, "Write an SVG Gantt chart of the schedules");

@@ -12,6 +12,7 @@
 #include "runtime/launcher.h"
 #include "runtime/rank_worker.h"
 #include "runtime/validation_report.h"
+#include "prediction/pipeline_prediction.h"
 #include "schedule/generators.h"
 
 namespace stagecut {
@@ -40,8 +41,9 @@ void checkRequest(const ValidateCommandOptions& options) {
   const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
-  generateSchedule(request.schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1);
-  if (request.schedule == "interleaved-1f1b") {
+  const ScheduleKind schedule = parseScheduleName(request.schedule);
+  pipelineSchedule(schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1, 1);
+  if (runsChunks(schedule)) {
     throw Error("--schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1");
   }
   if (request.steps < 1) throw Error("--steps " + std::to_string(request.steps) + ": measure at least 1 step");

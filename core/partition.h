@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,15 @@ struct StageCost {
   double cost_ms = 0.0;  ///< (forward + backward + comm) / stage speed
   std::uint64_t params = 0;
   std::uint64_t memory_bytes = 0;  ///< weights, gradients, optimizer state and live activations
+  /// Written by a split made with --recompute: how the stage keeps activations ("none", "full",
+  /// "selective:<kinds>") and the extra forward it runs per microbatch, ms. Every prediction
+  /// of the split charges them; absent means none.
+  std::optional<std::string> recompute;
+  std::optional<double> recompute_ms;
+  /// Written by a split made with --data-parallel D > 1: the stage's gradient all-reduce per
+  /// step and the part of it later stages' cool-down does not hide, ms.
+  std::optional<double> allreduce_ms;
+  std::optional<double> exposed_allreduce_ms;
 
   int layerCount() const { return last - first + 1; }
   bool operator==(const StageCost& other) const;

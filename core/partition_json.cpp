@@ -14,10 +14,15 @@ namespace {
 using nlohmann::json;
 
 json stageToJson(const StageCost& stage) {
-  return {{"first", stage.first},         {"last", stage.last},
-          {"forward_ms", stage.forward_ms}, {"backward_ms", stage.backward_ms},
-          {"comm_ms", stage.comm_ms},     {"cost_ms", stage.cost_ms},
-          {"params", stage.params},       {"memory_bytes", stage.memory_bytes}};
+  json item = {{"first", stage.first},         {"last", stage.last},
+               {"forward_ms", stage.forward_ms}, {"backward_ms", stage.backward_ms},
+               {"comm_ms", stage.comm_ms},     {"cost_ms", stage.cost_ms},
+               {"params", stage.params},       {"memory_bytes", stage.memory_bytes}};
+  if (stage.recompute) item["recompute"] = *stage.recompute;
+  if (stage.recompute_ms) item["recompute_ms"] = *stage.recompute_ms;
+  if (stage.allreduce_ms) item["allreduce_ms"] = *stage.allreduce_ms;
+  if (stage.exposed_allreduce_ms) item["exposed_allreduce_ms"] = *stage.exposed_allreduce_ms;
+  return item;
 }
 
 StageCost stageFromJson(const json& item, std::size_t position, const std::string& source) {
@@ -37,6 +42,15 @@ StageCost stageFromJson(const json& item, std::size_t position, const std::strin
   stage.cost_ms = fields.nonNegative("cost_ms");
   stage.params = fields.count("params");
   stage.memory_bytes = fields.count("memory_bytes");
+  if (fields.has("recompute")) {
+    if (!item["recompute"].is_string()) {
+      fields.fail("recompute", "must be a string such as \"full\"; rewrite the file with 'stagecut partition ... --recompute'");
+    }
+    stage.recompute = item["recompute"].get<std::string>();
+  }
+  stage.recompute_ms = fields.optionalNonNegative("recompute_ms");
+  stage.allreduce_ms = fields.optionalNonNegative("allreduce_ms");
+  stage.exposed_allreduce_ms = fields.optionalNonNegative("exposed_allreduce_ms");
   return stage;
 }
 
@@ -128,7 +142,9 @@ std::vector<int> Partition::layersPerStage() const {
 bool StageCost::operator==(const StageCost& other) const {
   return first == other.first && last == other.last && forward_ms == other.forward_ms &&
          backward_ms == other.backward_ms && comm_ms == other.comm_ms &&
-         cost_ms == other.cost_ms && params == other.params && memory_bytes == other.memory_bytes;
+         cost_ms == other.cost_ms && params == other.params && memory_bytes == other.memory_bytes &&
+         recompute == other.recompute && recompute_ms == other.recompute_ms &&
+         allreduce_ms == other.allreduce_ms && exposed_allreduce_ms == other.exposed_allreduce_ms;
 }
 
 bool Partition::operator==(const Partition& other) const {

@@ -55,8 +55,8 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
   for (double speed : costs_.stage_speed) {
     if (!(speed > 0) || !std::isfinite(speed)) throw Error("cost model: stage speeds must be > 0");
   }
-  for (int count : costs_.in_flight) {
-    if (count < 0) throw Error("cost model: in_flight counts must be >= 0");
+  for (double count : costs_.in_flight) {
+    if (!(count >= 0) || !std::isfinite(count)) throw Error("cost model: in_flight counts must be finite and >= 0");
   }
   for (double cap : costs_.memory_cap_bytes) {
     if (!(cap > 0)) throw Error("cost model: memory caps must be > 0");
@@ -82,8 +82,11 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
     for (std::size_t i = 0; i < layers; ++i) {
       const bool recomputed = option.recomputed[i] != 0;
       tables.any_recomputed = tables.any_recomputed || recomputed;
-      kept[i] = recomputed ? 0.0 : costs_.activation_bytes[i];
-      run_inputs[i] = recomputed && (i == 0 || !option.recomputed[i - 1]) ? costs_.input_bytes[i] : 0.0;
+      // keptBytesOfLayer in prefix form: inside a run nothing, at a run's start its input
+      // (the stage's first layer always starts one: optionMemoryBytes adds it).
+      kept[i] = keptBytesOfLayer(recomputed, false, costs_.activation_bytes[i], costs_.input_bytes[i]);
+      const bool run_starts = i == 0 || !option.recomputed[i - 1];
+      run_inputs[i] = recomputed && run_starts ? keptBytesOfLayer(true, true, 0.0, costs_.input_bytes[i]) : 0.0;
       extra[i] = recomputed ? option.extra_ms[i] : 0.0;
     }
     tables.extra_prefix = prefixSums(extra);

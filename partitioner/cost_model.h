@@ -4,18 +4,9 @@
 #include <string>
 #include <vector>
 
-namespace stagecut {
+#include "prediction/recompute.h"
 
-/// One way a stage can keep activations for its backward. Layers marked `recomputed` do not
-/// keep theirs: each run of consecutive recomputed layers keeps only its input per microbatch,
-/// runs its forward again before the backward (`extra_ms` per layer), and holds the largest
-/// recomputed layer's activations meanwhile. No layer marked: no recomputation ("none"); all
-/// marked: full recomputation (a stage keeps its input only).
-struct RecomputeOption {
-  std::string name;              ///< "none", "full" or "selective:<kinds>", for outputs
-  std::vector<char> recomputed;  ///< per layer; empty: none
-  std::vector<double> extra_ms;  ///< per layer: the extra forward, ms (0 where not recomputed)
-};
+namespace stagecut {
 
 /// The partitioner's inputs after units and options are resolved: per layer, per boundary and
 /// per stage numbers in ms and bytes. Tests and benchmarks build it directly; the CLI builds it
@@ -51,8 +42,9 @@ struct ChainCosts {
   double allreduce_slots = 1.0;
   /// Per stage: relative speed of its device (1 = the profiled one); costs are divided by it.
   std::vector<double> stage_speed;
-  /// Per stage: microbatches whose activations are alive at once (GPipe: M; 1F1B: min(N - s, M)).
-  std::vector<int> in_flight;
+  /// Per stage: microbatches' worth of its kept activations alive at once (GPipe: M; 1F1B:
+  /// min(N - s, M); the others from their op lists: schedule/in_flight.h).
+  std::vector<double> in_flight;
   /// Per stage: memory cap in bytes; empty when there is none.
   std::vector<double> memory_cap_bytes;
 };

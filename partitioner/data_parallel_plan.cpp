@@ -5,9 +5,7 @@
 #include "core/error.h"
 #include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
-#include "schedule/data_parallel.h"
-#include "schedule/generators.h"
-#include "schedule/simulator.h"
+#include "prediction/pipeline_prediction.h"
 
 namespace stagecut {
 
@@ -56,9 +54,9 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       }
       microbatches = options.global_batch / per_step;
     }
-    for (const std::string& name : options.schedules) {
-      const bool interleaved = name == "interleaved-1f1b";
-      if (interleaved && microbatches % stages != 0) {
+    for (ScheduleKind kind : options.schedules) {
+      const std::string name = scheduleName(kind);
+      if (runsChunks(kind) && microbatches % stages != 0) {
         result.notes.push_back(layout + " " + name + " left out: M = " +
                                std::to_string(microbatches) + " is not a multiple of N = " +
                                std::to_string(stages));
@@ -67,7 +65,8 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       PartitionOptions partition_options = options.partition;
       partition_options.stages = stages;
       partition_options.microbatches = microbatches;
-      partition_options.schedule = name == "gpipe" ? PipelineSchedule::kGpipe : PipelineSchedule::kOneFOneB;
+      partition_options.schedule = kind;
+      partition_options.chunks = options.chunks;
       partition_options.data_parallel = replicas;
       partition_options.dp_bandwidth_bytes_per_s = options.dp_link.bandwidth_bytes_per_s;
       partition_options.dp_latency_ms = options.dp_link.latency_ms;
@@ -83,22 +82,16 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
         ++left_out_by_memory;
         continue;
       }
-      const std::vector<StageRecompute> stage_recompute =
-          describeRecompute(buildCostModel(profile, partition_options, source), partition.layersPerStage());
-
-      const int chunks = interleaved ? options.chunks : 1;
-      const Schedule plain = generateSchedule(name, stages, microbatches, chunks);
-      PipelineCosts costs =
-          costsFromPartition(profile, partition, chunks, options.pipeline_link, source).costs;
-      // Recomputation reruns a stage's forward before each backward; chunks share it evenly.
-      for (std::size_t m = 0; m < costs.stages.size(); ++m) {
-        const double extra_ms = stage_recompute[m % stage_recompute.size()].extra_ms / chunks;
-        costs.stages[m].backward_ms += extra_ms;
-        costs.stages[m].backward_input_ms += extra_ms;
-      }
-      const double plain_step_ms = simulate(plain, costs).step_ms;
-      costs.allreduce_ms = allReduceMsFromPartition(profile, partition, chunks, replicas, options.dp_link);
-      const SimulationResult simulated = simulate(withGradientAllReduce(plain), costs);
+      PredictionOptions prediction;
+      prediction.schedule = kind;
+      prediction.microbatches = microbatches;
+      prediction.chunks = options.chunks;
+      prediction.data_parallel = replicas;
+      prediction.link = options.pipeline_link;
+      prediction.dp_link = options.dp_link;
+      const PipelinePrediction predicted = predictPipeline(profile, partition, prediction, source);
+      const SimulationResult& simulated = predicted.simulated;
+      const double plain_step_ms = predicted.pipeline_step_ms;
 
       TradeoffRow row;
       row.schedule = name;
@@ -117,7 +110,7 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       row.samples_per_s = simulated.step_ms > 0 ? samples / simulated.step_ms * 1e3 : 0.0;
       for (std::size_t s = 0; s < partition.stages.size(); ++s) {
         row.peak_memory_bytes = std::max(row.peak_memory_bytes, partition.stages[s].memory_bytes);
-        row.recompute.push_back(stage_recompute[s].mode);
+        row.recompute.push_back(partition.stages[s].recompute.value_or("none"));
       }
       result.rows.push_back(row);
     }

@@ -7,6 +7,7 @@
 #include "core/profile.h"
 #include "partitioner/partition_options.h"
 #include "schedule/profile_costs.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
 
@@ -18,7 +19,7 @@ struct TradeoffOptions {
   int global_batch = 0;
   int microbatches = 8;  ///< M per replica when global_batch is 0
   int chunks = 2;        ///< v of interleaved-1f1b
-  std::vector<std::string> schedules = {"1f1b"};
+  std::vector<ScheduleKind> schedules = {ScheduleKind::kOneFOneB};
   BoundaryLink pipeline_link;  ///< between stages
   BoundaryLink dp_link;        ///< of the gradient all-reduce
   /// Optimizer state, recompute and the like for the partitioner; stages, microbatches,

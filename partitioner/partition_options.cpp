@@ -8,6 +8,9 @@
 #include "core/error.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "schedule/data_parallel.h"
+#include "schedule/in_flight.h"
+#include "schedule/profile_costs.h"
 
 namespace stagecut {
 
@@ -39,102 +42,6 @@ constexpr NamedOptimizer kOptimizers[] = {
 
 }  // namespace
 
-std::string RecomputePolicy::text() const {
-  switch (mode) {
-    case Mode::kNone: return "none";
-    case Mode::kFull: return "full";
-    case Mode::kAuto:
-    case Mode::kSelective: break;
-  }
-  std::string joined;
-  for (const std::string& kind : kinds) joined += (joined.empty() ? "" : "+") + kind;
-  if (mode == Mode::kAuto) return kinds.empty() ? "auto" : "auto:" + joined;
-  return "selective:" + joined;
-}
-
-RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& profile) {
-  RecomputePolicy policy;
-  if (text == "none") return policy;
-  if (text == "full") {
-    policy.mode = RecomputePolicy::Mode::kFull;
-    return policy;
-  }
-  if (text == "auto") {
-    policy.mode = RecomputePolicy::Mode::kAuto;
-    return policy;
-  }
-  const bool automatic = text.compare(0, 5, "auto:") == 0;
-  const std::string prefix = automatic ? "auto:" : "selective:";
-  std::vector<std::string> known;
-  for (const LayerCost& layer : profile.layers) {
-    if (!layer.kind.empty() && std::find(known.begin(), known.end(), layer.kind) == known.end()) {
-      known.push_back(layer.kind);
-    }
-  }
-  if (text.compare(0, prefix.size(), prefix) != 0) {
-    const std::string mode = text.substr(0, text.find(':'));
-    throw Error("--recompute " + text + ": unknown mode '" + mode + "'" +
-                unknownNameHint(mode, {"none", "full", "auto", "selective"}) +
-                " (selective takes layer kinds: selective:" +
-                (known.empty() ? std::string("KIND") : known.back()) + ")");
-  }
-  policy.mode = automatic ? RecomputePolicy::Mode::kAuto : RecomputePolicy::Mode::kSelective;
-  std::string rest = text.substr(prefix.size());
-  std::replace(rest.begin(), rest.end(), '+', ',');
-  std::vector<std::string> kinds = splitCommas(rest);
-  if (kinds.empty()) kinds.push_back("");
-  for (const std::string& kind : kinds) {
-    if (kind.empty()) {
-      throw Error("--recompute " + text + ": an empty layer kind; name kinds like selective:" +
-                  (known.empty() ? std::string("KIND") : known.back()) +
-                  (known.size() > 1 ? "+" + known.front() : std::string()));
-    }
-    if (std::find(known.begin(), known.end(), kind) == known.end()) {
-      if (known.empty()) {
-        throw Error("--recompute " + text + ": the profile's layers carry no kinds; use " +
-                    "--recompute full or auto");
-      }
-      throw Error("--recompute " + text + ": the profile has no layer of kind '" + kind + "'" +
-                  unknownNameHint(kind, known));
-    }
-    if (std::find(policy.kinds.begin(), policy.kinds.end(), kind) == policy.kinds.end()) {
-      policy.kinds.push_back(kind);
-    }
-  }
-  return policy;
-}
-
-std::vector<RecomputeOption> recomputeOptions(const Profile& profile, const RecomputePolicy& policy) {
-  auto option = [&](const std::string& name, auto recomputed) {
-    RecomputeOption result{name, {}, {}};
-    for (const LayerCost& layer : profile.layers) {
-      const bool yes = recomputed(layer);
-      result.recomputed.push_back(yes ? 1 : 0);
-      result.extra_ms.push_back(yes ? layer.recomputeMedianMs() : 0.0);
-    }
-    return result;
-  };
-  const auto none = [](const LayerCost&) { return false; };
-  const auto all = [](const LayerCost&) { return true; };
-  switch (policy.mode) {
-    case RecomputePolicy::Mode::kNone:
-      return {option("none", none)};
-    case RecomputePolicy::Mode::kFull:
-      return {option("full", all)};
-    case RecomputePolicy::Mode::kAuto:
-    case RecomputePolicy::Mode::kSelective:
-      break;
-  }
-  std::string joined;
-  for (const std::string& kind : policy.kinds) joined += (joined.empty() ? "" : "+") + kind;
-  const RecomputeOption selective = option("selective:" + joined, [&](const LayerCost& layer) {
-    return std::find(policy.kinds.begin(), policy.kinds.end(), layer.kind) != policy.kinds.end();
-  });
-  if (policy.mode == RecomputePolicy::Mode::kSelective) return {selective};
-  if (policy.kinds.empty()) return {option("none", none), option("full", all)};
-  return {option("none", none), selective, option("full", all)};
-}
-
 const std::vector<std::string>& optimizerNames() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> list;
@@ -149,21 +56,6 @@ double optimizerBytesPerParam(const std::string& name) {
     if (name == optimizer.name) return optimizer.bytes_per_param;
   }
   throw Error("--optimizer: unknown optimizer '" + name + "'" + unknownNameHint(name, optimizerNames()));
-}
-
-PipelineSchedule parsePipelineSchedule(const std::string& name) {
-  if (name == "gpipe") return PipelineSchedule::kGpipe;
-  if (name == "1f1b") return PipelineSchedule::kOneFOneB;
-  throw Error("--schedule: unknown schedule '" + name + "'" + unknownNameHint(name, {"gpipe", "1f1b"}));
-}
-
-const char* pipelineScheduleName(PipelineSchedule schedule) {
-  return schedule == PipelineSchedule::kGpipe ? "gpipe" : "1f1b";
-}
-
-int inFlightMicrobatches(PipelineSchedule schedule, int stage, int stages, int microbatches) {
-  if (schedule == PipelineSchedule::kGpipe) return microbatches;
-  return std::min(stages - stage, microbatches);
 }
 
 std::vector<double> parseStageSpeeds(const std::string& text, int stages) {
@@ -264,13 +156,11 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
                 "to balance; measure the model with 'stagecut profile' or fix the imported times");
   }
   double comm_total_ms = 0.0;
+  const BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
   if (options.modelsCommunication()) {
     for (int b = 0; b + 1 < layers; ++b) {
-      const double bytes = static_cast<double>(profile.layers[b].output_bytes);
-      const double transfer_ms =
-          options.bandwidth_bytes_per_s > 0 ? 1000.0 * bytes / options.bandwidth_bytes_per_s : 0.0;
       // One message each way: the activation forward, its gradient backward.
-      costs.boundary_comm_ms.push_back(2 * (options.latency_ms + transfer_ms));
+      costs.boundary_comm_ms.push_back(2 * link.transferMs(profile.layers[b].output_bytes));
       comm_total_ms += costs.boundary_comm_ms.back();
     }
     if (!std::isfinite((comm_total_ms + total_ms) / kMinStageSpeed)) {
@@ -280,7 +170,9 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
     }
   }
   double most_bytes = 0.0;  // every stage's memory is below: all state + all activations in flight
-  const int most_in_flight = inFlightMicrobatches(options.schedule, 0, stages, options.microbatches);
+  const std::vector<double> in_flight =
+      inFlightActivationShare(options.schedule, stages, options.microbatches, options.chunks);
+  const double most_in_flight = *std::max_element(in_flight.begin(), in_flight.end());
   for (int k = 0; k < layers; ++k) {
     most_bytes += costs.state_bytes[k] +
                   most_in_flight * (costs.activation_bytes[k] + costs.input_bytes[k]) +
@@ -288,26 +180,22 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
   }
   if (!(most_bytes < kMaxMemoryBytes)) {
     throw Error(source + ": the model's memory could exceed 8 EiB (params x bytes per parameter + " +
-                "activation_bytes x " + std::to_string(most_in_flight) +
+                "activation_bytes x " + std::to_string(static_cast<long long>(std::ceil(most_in_flight))) +
                 " microbatches in flight); check the profile's " +
                 "params and activation_bytes, --bytes-per-param and --microbatches");
   }
   costs.stage_speed = options.stage_speed.empty() ? std::vector<double>(stages, 1.0) : options.stage_speed;
-  for (int s = 0; s < stages; ++s) {
-    costs.in_flight.push_back(inFlightMicrobatches(options.schedule, s, stages, options.microbatches));
-  }
+  costs.in_flight = in_flight;
   for (int s = 0; s < stages && !options.memory_cap_bytes.empty(); ++s) {
     const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
                                                                     : options.memory_cap_bytes[s];
     costs.memory_cap_bytes.push_back(static_cast<double>(cap));
   }
   if (options.data_parallel > 1) {
-    const double replicas = options.data_parallel;
-    const double steps = 2.0 * (replicas - 1);
-    // Ring all-reduce: 2 (D - 1) / D of the bytes cross each link, 2 (D - 1) latencies.
-    costs.allreduce_fixed_ms = steps * options.dp_latency_ms;
-    costs.allreduce_ms_per_byte =
-        options.dp_bandwidth_bytes_per_s > 0 ? steps / replicas / options.dp_bandwidth_bytes_per_s * 1e3 : 0.0;
+    const RingAllReduceCost ring =
+        ringAllReduceCost(options.data_parallel, BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms});
+    costs.allreduce_fixed_ms = ring.fixed_ms;
+    costs.allreduce_ms_per_byte = ring.ms_per_byte;
     for (int k = 0; k < layers; ++k) {
       costs.gradient_bytes.push_back(static_cast<double>(profile.layers[k].param_bytes));
       costs.backward_ms.push_back(profile.layers[k].backward_ms.median);

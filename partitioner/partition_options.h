@@ -6,40 +6,18 @@
 
 #include "core/profile.h"
 #include "partitioner/cost_model.h"
+#include "prediction/recompute.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
-
-/// The schedules whose in-flight microbatches the memory model knows.
-enum class PipelineSchedule { kGpipe, kOneFOneB };
-
-/// `--recompute`: how stages keep activations for their backward.
-struct RecomputePolicy {
-  enum class Mode {
-    kNone,       ///< keep every layer's activations
-    kFull,       ///< every stage keeps only its input and reruns its forward
-    kSelective,  ///< layers of `kinds` keep only their inputs and rerun their forward
-    kAuto,       ///< per stage, the cheapest of none, selective (with kinds) and full that fits
-  };
-  Mode mode = Mode::kNone;
-  /// kSelective, and kAuto from "auto:<kinds>": LayerCost::kind values, as given.
-  std::vector<std::string> kinds;
-
-  /// "none", "full", "auto", "auto:Attention" or "selective:Attention+MLP".
-  std::string text() const;
-};
-
-/// Parses `--recompute none|full|auto|auto:<kinds>|selective:<kinds>` (kinds separated by ',' or
-/// '+'; auto:<kinds> lets each stage choose among none, selective:<kinds> and full), checking
-/// each kind against the profile's layers. Throws Error (input) naming the flag, the unknown mode
-/// or kind and the nearest name: "--recompute selective:Atention: the profile has no layer of kind
-/// 'Atention', did you mean 'Attention'?".
-RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& profile);
 
 /// Everything the user decides about a split, in units; the CLI fills it from flags.
 struct PartitionOptions {
   int stages = 1;        ///< N
   int microbatches = 1;  ///< M per step
-  PipelineSchedule schedule = PipelineSchedule::kOneFOneB;
+  /// The schedule whose in-flight activations the memory term charges (schedule/in_flight.h).
+  ScheduleKind schedule = ScheduleKind::kOneFOneB;
+  int chunks = 2;  ///< v: model chunks per rank, for interleaved-1f1b only
   RecomputePolicy recompute;  ///< activation checkpointing: more forward, less memory
   /// D: replicas of every stage; with D > 1 each stage's gradient all-reduce (ring, over the
   /// dp link) is charged where it does not hide behind later stages' cool-down.
@@ -68,16 +46,6 @@ double optimizerBytesPerParam(const std::string& name);
 /// Names optimizerBytesPerParam() knows.
 const std::vector<std::string>& optimizerNames();
 
-/// "gpipe" or "1f1b". Throws Error (input) with the accepted names otherwise.
-PipelineSchedule parsePipelineSchedule(const std::string& name);
-
-/// "gpipe" or "1f1b".
-const char* pipelineScheduleName(PipelineSchedule schedule);
-
-/// Microbatches whose activations stage `stage` (0-based) of `stages` keeps alive at once:
-/// GPipe M, 1F1B min(N - s, M).
-int inFlightMicrobatches(PipelineSchedule schedule, int stage, int stages, int microbatches);
-
 /// Parses `--stage-speed 1,1,0.5,1`: one relative speed per stage, from 0.001 to 1000. Throws
 /// Error (input) naming the flag for a wrong count or a value that is not such a number.
 std::vector<double> parseStageSpeeds(const std::string& text, int stages);
@@ -89,12 +57,6 @@ std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages);
 /// Throws Error (input) for --stages below 1 (`--stages 0: a pipeline needs at least 1 stage`)
 /// or above the layer count (`--stages 9: the profile has 7 layers; use --stages 7 or fewer`).
 void checkStageCount(int stages, std::size_t layers);
-
-/// The recompute options a policy gives the cost model (ChainCosts::recompute_options): none,
-/// full, selective (the layers of its kinds) or, for auto, none then full (none, selective, full
-/// for auto:<kinds>). Extra forwards are
-/// the layers' recomputeMedianMs().
-std::vector<RecomputeOption> recomputeOptions(const Profile& profile, const RecomputePolicy& policy);
 
 /// Checks the options against the profile (`source` names it in messages) and resolves them
 /// into the solvers' cost model. Throws Error (input) for --stages < 1 or above the layer count,

@@ -75,6 +75,15 @@ Partition describeSplit(const Profile& profile, const PartitionOptions& options,
     stage.comm_ms = model.commInMs(stage.first) + model.commOutMs(stage.last);
     stage.cost_ms = model.stageCostMs(s, stage.first, stage.last);
     stage.memory_bytes = static_cast<std::uint64_t>(std::llround(model.memoryBytes(s, stage.first, stage.last)));
+    // The split's own choices travel with it, so that every later prediction charges them.
+    if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
+      stage.recompute = model.recomputeName(choice);
+      stage.recompute_ms = model.recomputeExtraMs(choice, stage.first, stage.last);
+    }
+    if (options.data_parallel > 1) {
+      stage.allreduce_ms = model.allReduceMs(stage.first, stage.last);
+      stage.exposed_allreduce_ms = model.exposedAllReduceMs(s, stage.first, stage.last);
+    }
     costs.push_back(stage.cost_ms);
     partition.bottleneck_ms = std::max(partition.bottleneck_ms, stage.cost_ms);
     partition.stages.push_back(stage);

@@ -5,52 +5,44 @@
 
 #include "partitioner/bottleneck_probe.h"
 #include "partitioner/split_score.h"
-#include "schedule/data_parallel.h"
-#include "schedule/generators.h"
-#include "schedule/simulator.h"
-#include "schedule/stage_costs.h"
+#include "prediction/pipeline_prediction.h"
 
 namespace stagecut {
 
 namespace {
 
-double simulatedStepMs(const Profile& profile, const PartitionOptions& options, const CostModel& model,
-                       const Schedule& schedule, const std::vector<int>& counts) {
-  PipelineCosts costs;
+// The candidate as a split of its own (its ranges and each stage's recompute choice), predicted
+// the way every command predicts a split.
+double simulatedStepMs(const Profile& profile, const PredictionOptions& prediction, const CostModel& model,
+                       const std::vector<int>& counts) {
+  Partition candidate;
   int first = 0;
   for (int s = 0; s < model.stageCount(); ++s) {
-    const int last = first + counts[s] - 1;
-    double forward_ms = 0.0, backward_ms = 0.0;
-    for (int k = first; k <= last; ++k) {
-      forward_ms += profile.layers[k].forward_ms.median;
-      backward_ms += profile.layers[k].backward_ms.median;
-    }
-    // Recomputation reruns the forward inside the backward pass.
-    backward_ms += model.recomputeExtraMs(std::max(0, model.recomputeChoice(s, first, last)), first, last);
-    if (options.data_parallel > 1) costs.allreduce_ms.push_back(model.allReduceMs(first, last));
-    const double speed = model.costs().stage_speed[s];
-    StageOpCosts stage;
-    stage.forward_ms = forward_ms / speed;
-    stage.backward_ms = backward_ms / speed;
-    stage.backward_input_ms = stage.backward_ms / 2;
-    stage.backward_weight_ms = stage.backward_ms / 2;
-    costs.stages.push_back(stage);
-    if (model.hasCommunication() && s + 1 < model.stageCount()) costs.comm_ms.push_back(model.commOutMs(last) / 2);
-    first = last + 1;
+    StageCost stage;
+    stage.first = first;
+    stage.last = first + counts[s] - 1;
+    if (model.recomputes()) stage.recompute = model.recomputeName(std::max(0, model.recomputeChoice(s, stage.first, stage.last)));
+    candidate.stages.push_back(stage);
+    first = stage.last + 1;
   }
-  return simulate(schedule, costs).step_ms;
+  return predictPipeline(profile, candidate, prediction, "the refined split").simulated.step_ms;
 }
 
 }  // namespace
 
 SimulatedRefinement refineBySimulatedStep(const Profile& profile, const PartitionOptions& options,
                                           const CostModel& model, const std::vector<int>& exact_split) {
-  Schedule schedule = generateSchedule(pipelineScheduleName(options.schedule), model.stageCount(),
-                                       options.microbatches);
-  if (options.data_parallel > 1) schedule = withGradientAllReduce(schedule);
+  PredictionOptions prediction;
+  prediction.schedule = options.schedule;
+  prediction.microbatches = options.microbatches;
+  prediction.chunks = options.chunks;
+  prediction.stage_speed = model.costs().stage_speed;
+  prediction.data_parallel = options.data_parallel;
+  prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
+  prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
   SimulatedRefinement result;
   result.layers_per_stage = exact_split;
-  result.exact_split_simulated_ms = simulatedStepMs(profile, options, model, schedule, exact_split);
+  result.exact_split_simulated_ms = simulatedStepMs(profile, prediction, model, exact_split);
   result.simulated_step_ms = result.exact_split_simulated_ms;
   result.candidates = 1;
 
@@ -78,7 +70,7 @@ SimulatedRefinement refineBySimulatedStep(const Profile& profile, const Partitio
         return;
       }
       ++result.candidates;
-      const double step_ms = simulatedStepMs(profile, options, model, schedule, counts);
+      const double step_ms = simulatedStepMs(profile, prediction, model, counts);
       if (clearlyLess(step_ms, result.simulated_step_ms)) {
         result.simulated_step_ms = step_ms;
         result.layers_per_stage = counts;

@@ -7,10 +7,7 @@
 #include "core/units.h"
 #include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
-#include "schedule/data_parallel.h"
-#include "schedule/generators.h"
-#include "schedule/profile_costs.h"
-#include "schedule/simulator.h"
+#include "prediction/pipeline_prediction.h"
 
 namespace stagecut {
 
@@ -23,17 +20,9 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   if (request.global_batch < 1) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": must be 1 or more samples per step");
   }
-  const auto& names = scheduleNames();
-  if (std::find(names.begin(), names.end(), request.schedule) == names.end()) {
-    throw Error("--schedule " + request.schedule + ": unknown schedule" + unknownNameHint(request.schedule, names));
-  }
-  if (request.schedule == "interleaved-1f1b" && request.chunks < 2) {
-    throw Error("--chunks " + std::to_string(request.chunks) + ": interleaved-1f1b needs 2 or more chunks per rank");
-  }
-  if (request.partition.recompute.mode != RecomputePolicy::Mode::kNone &&
-      (request.schedule == "interleaved-1f1b" || request.schedule == "zb-h1")) {
-    throw Error("--recompute " + request.partition.recompute.text() + ": the planner models recomputation " +
-                "with gpipe and 1f1b only; use --schedule 1f1b or --recompute none");
+  if (runsChunks(request.partition.schedule) && request.partition.chunks < 2) {
+    throw Error("--chunks " + std::to_string(request.partition.chunks) +
+                ": interleaved-1f1b needs 2 or more chunks per rank");
   }
   const int replicas = request.partition.data_parallel;
   if (replicas < 1 || request.global_batch % replicas != 0) {
@@ -50,25 +39,6 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   }
 }
 
-std::uint64_t stateBytes(const StageCost& stage, double bytes_per_param) {
-  return static_cast<std::uint64_t>(static_cast<double>(stage.params) * bytes_per_param);
-}
-
-// What the partitioner charges a stage beyond its layers' medians, so that the simulated step
-// agrees with the split's own model: recomputation's extra forward and the stage device's speed.
-RankAdjustments splitAdjustments(const Profile& at_size, const PartitionOptions& options, const Partition& partition,
-                                 const std::string& source) {
-  RankAdjustments adjustments;
-  adjustments.speed = options.stage_speed;
-  if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
-    const CostModel model = buildCostModel(at_size, options, source);
-    for (const StageRecompute& stage : describeRecompute(model, partition.layersPerStage())) {
-      adjustments.extra_backward_ms.push_back(stage.extra_ms);
-    }
-  }
-  return adjustments;
-}
-
 PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request,
                 const std::string& source) {
   PlanRow row;
@@ -77,19 +47,13 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   row.measured = measured;
   PartitionOptions options = request.partition;
   options.microbatches = row.microbatches;
-  options.schedule = request.schedule == "gpipe" ? PipelineSchedule::kGpipe : PipelineSchedule::kOneFOneB;
-  const int chunks = request.schedule == "interleaved-1f1b" ? request.chunks : 1;
-  // GPipe and 1F1B: the partitioner's memory model, which knows recomputation, chooses the split
-  // under the caps; the others: the split is chosen as for 1F1B without caps, and judged by the
-  // simulated peak of live activations plus the weights' state.
-  const bool partitioner_memory = chunks == 1 && request.schedule != "zb-h1";
   const bool capped = !options.memory_cap_bytes.empty();
   PartitionOptions uncapped = options;
   uncapped.memory_cap_bytes.clear();
   // The uncapped split first: its errors are the options' (the same for every row); a capped
   // split that fails only means this row does not fit.
   row.partition = partitionProfile(at_size, uncapped, source, SplitMethod::kCompute);
-  if (capped && partitioner_memory) {
+  if (capped) {
     try {
       row.partition = partitionProfile(at_size, options, source, SplitMethod::kCompute);
     } catch (const Error&) {
@@ -98,28 +62,22 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   }
   row.bottleneck_ms = row.partition.bottleneck_ms;
 
-  Schedule schedule = generateSchedule(request.schedule, options.stages, row.microbatches, chunks);
-  const BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
-  PartitionCosts costs = costsFromPartition(at_size, row.partition, chunks, link, source);
-  applyRankAdjustments(splitAdjustments(at_size, options, row.partition, source), options.stages, &costs.costs);
-  if (options.data_parallel > 1) {
-    // Each replica runs the same lists; the step ends when the last stage's all-reduce does.
-    schedule = withGradientAllReduce(schedule);
-    costs.costs.allreduce_ms = allReduceMsFromPartition(at_size, row.partition, chunks, options.data_parallel,
-                                                        BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms});
-  }
-  const SimulationResult simulated = simulate(schedule, costs.costs);
+  PredictionOptions prediction;
+  prediction.schedule = options.schedule;
+  prediction.microbatches = row.microbatches;
+  prediction.chunks = options.chunks;
+  prediction.stage_speed = options.stage_speed;
+  prediction.data_parallel = options.data_parallel;
+  prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
+  prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
+  const SimulationResult simulated = predictPipeline(at_size, row.partition, prediction, source).simulated;
   row.step_ms = simulated.step_ms;
   row.bubble = simulated.bubble;
   row.samples_per_s = row.step_ms > 0 ? request.global_batch / (row.step_ms / 1000.0) : 0.0;
 
-  for (std::size_t s = 0; s < row.partition.stages.size(); ++s) {
-    const StageCost& stage = row.partition.stages[s];
-    row.peak_memory_bytes.push_back(partitioner_memory
-                                        ? stage.memory_bytes
-                                        : stateBytes(stage, options.bytes_per_param) +
-                                              simulated.ranks[s].peak_activation_bytes);
-  }
+  // The partitioner's memory term takes the schedule's in-flight counts, so it is every
+  // schedule's peak: weights' state plus kept activations at the busiest point.
+  for (const StageCost& stage : row.partition.stages) row.peak_memory_bytes.push_back(stage.memory_bytes);
   if (capped) {
     for (std::size_t s = 0; s < row.peak_memory_bytes.size(); ++s) {
       const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
@@ -167,12 +125,13 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
                           plan.measured_sizes.end();
     const int microbatches = per_replica / size;
     const int stages = request.partition.stages;
-    if (request.schedule == "interleaved-1f1b" && microbatches % stages != 0) {
+    const bool chunked = runsChunks(request.partition.schedule);
+    if (chunked && microbatches % stages != 0) {
       plan.skipped.push_back({size, "interleaved-1f1b needs the microbatches (" + std::to_string(microbatches) +
                                         ") a multiple of the " + std::to_string(stages) + " stages"});
       continue;
     }
-    const int chunks = request.schedule == "interleaved-1f1b" ? request.chunks : 1;
+    const int chunks = chunked ? request.partition.chunks : 1;
     if (static_cast<std::int64_t>(stages) * microbatches * chunks > kMaxForwardOps) {
       plan.skipped.push_back({size, "more than " + formatCount(kMaxForwardOps) + " forward ops per step"});
       continue;

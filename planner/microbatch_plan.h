@@ -15,10 +15,8 @@ namespace stagecut {
 /// that divides it, and find the fastest that fits memory.
 struct PlanRequest {
   int global_batch = 0;          ///< G samples per step over all data-parallel replicas
-  std::string schedule = "1f1b"; ///< gpipe, 1f1b, interleaved-1f1b or zb-h1
-  int chunks = 2;                ///< v for interleaved-1f1b
-  /// Stages, caps, links, optimizer, recomputation: the partitioner's options. `microbatches`
-  /// and `schedule` are set per row.
+  /// Stages, schedule (and chunks), caps, links, optimizer, recomputation: the partitioner's
+  /// options. `microbatches` is set per row.
   PartitionOptions partition;
   double fit_tolerance = 0.1;  ///< largest relative residual of a layer's line before it is flagged
 };

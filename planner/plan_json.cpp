@@ -46,7 +46,7 @@ json planToJson(const MicrobatchPlan& plan) {
   return {{"format", kPlanFormat},
           {"global_batch", plan.request.global_batch},
           {"stages", plan.request.partition.stages},
-          {"schedule", plan.request.schedule},
+          {"schedule", scheduleName(plan.request.partition.schedule)},
           {"measured_sizes", plan.measured_sizes},
           {"fit_tolerance", plan.request.fit_tolerance},
           {"rows", std::move(rows)},

@@ -7,6 +7,7 @@
 #include "core/json_document.h"
 #include "core/partition_json.h"
 #include "partitioner/profile_partitioner.h"
+#include "prediction/pipeline_prediction.h"
 #include "schedule/generators.h"
 #include "schedule/svg_gantt.h"
 
@@ -18,31 +19,38 @@ constexpr const char* kComparisonFormat = "stagecut.comparison/1";
 
 void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& options) {
   const int stages = static_cast<int>(inputs->chosen.stages.size());
-  for (const std::string& name : options.names) {
-    const bool interleaved = name == "interleaved-1f1b";
-    if (interleaved && (inputs->microbatches % stages != 0 || stages < 2)) {
+  for (ScheduleKind kind : options.kinds) {
+    const std::string name = scheduleName(kind);
+    const bool chunked = runsChunks(kind);
+    if (chunked && (inputs->microbatches % stages != 0 || stages < 2)) {
       inputs->notes.push_back("Interleaved 1F1B is not shown: it needs the microbatches (" +
                               std::to_string(inputs->microbatches) + ") to be a multiple of the " +
                               std::to_string(stages) + " stages");
       continue;
     }
-    const int chunks = interleaved ? options.chunks : 1;
-    ReportSchedule run;
-    run.schedule = generateSchedule(name, stages, inputs->microbatches, chunks);
-    const PartitionCosts costs = costsFromPartition(inputs->profile, inputs->chosen, chunks,
-                                                    options.link, inputs->profile_source);
-    run.result = simulate(run.schedule, costs.costs);
-    if (interleaved && chunks > 1) {
+    PredictionOptions prediction;
+    prediction.schedule = kind;
+    prediction.microbatches = inputs->microbatches;
+    prediction.chunks = options.chunks;
+    prediction.stage_speed = options.stage_speed;
+    prediction.data_parallel = options.data_parallel;
+    prediction.link = options.link;
+    prediction.dp_link = options.dp_link;
+    PipelinePrediction predicted = predictPipeline(inputs->profile, inputs->chosen, prediction, inputs->profile_source);
+    if (chunked && options.chunks > 1) {
       inputs->notes.push_back("Interleaved 1F1B divides each stage's costs evenly into its " +
-                              std::to_string(chunks) + " chunks: the split fixes each rank's " +
+                              std::to_string(options.chunks) + " chunks: the split fixes each rank's " +
                               "work, not the chunk layout");
     }
-    if (run.schedule.splits_backward && costs.layers_with_even_split > 0) {
-      inputs->notes.push_back(std::to_string(costs.layers_with_even_split) + " of " +
+    if (predicted.schedule.splits_backward && predicted.layers_with_even_split > 0) {
+      inputs->notes.push_back(std::to_string(predicted.layers_with_even_split) + " of " +
                               std::to_string(inputs->profile.layerCount()) +
                               " layers have no separate B and W times; " +
                               scheduleDisplayName(name) + " splits their backward evenly");
     }
+    ReportSchedule run;
+    run.schedule = std::move(predicted.schedule);
+    run.result = std::move(predicted.simulated);
     inputs->schedules.push_back(std::move(run));
   }
 }
@@ -71,9 +79,13 @@ ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& o
     inputs.splits.push_back(partitionProfile(profile, options, source, method));
   }
   inputs.chosen = inputs.splits.back();
+  // The schedules are drawn under the options the splits were priced with.
   ReportScheduleOptions simulated = schedules;
   simulated.link.bandwidth_bytes_per_s = options.bandwidth_bytes_per_s;
   simulated.link.latency_ms = options.latency_ms;
+  simulated.stage_speed = options.stage_speed;
+  simulated.data_parallel = options.data_parallel;
+  simulated.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
   simulateSchedules(&inputs, simulated);
   return inputs;
 }

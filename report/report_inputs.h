@@ -11,6 +11,7 @@
 #include "partitioner/partition_options.h"
 #include "schedule/pipeline_schedule.h"
 #include "schedule/profile_costs.h"
+#include "schedule/schedule_kind.h"
 #include "schedule/simulator.h"
 
 namespace stagecut {
@@ -58,11 +59,13 @@ struct ReportInputs {
 
 /// What to simulate on the chosen split.
 struct ReportScheduleOptions {
-  /// Schedule names (generators.h); interleaved-1f1b is skipped with a note when M is not a
-  /// multiple of N.
-  std::vector<std::string> names = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
+  /// The schedules; interleaved-1f1b is skipped with a note when M is not a multiple of N.
+  std::vector<ScheduleKind> kinds = allScheduleKinds();
   int chunks = 2;     ///< v of interleaved-1f1b
   BoundaryLink link;  ///< transfer time between stages; free by default
+  std::vector<double> stage_speed;  ///< per stage; empty: all 1
+  int data_parallel = 1;            ///< D replicas, each rank's all-reduce drawn as A
+  BoundaryLink dp_link;             ///< between replicas
 };
 
 /// Partitions `profile` by uniform, params and compute under `options` (as `stagecut compare`

@@ -18,7 +18,8 @@ OpKind opKindFromLetter(const nlohmann::json& letter, const std::string& where) 
   if (letter == "F") return OpKind::kForward;
   if (letter == "B") return OpKind::kBackward;
   if (letter == "W") return OpKind::kWeight;
-  throw Error(where + ": op kind " + describeJsonValue(letter) + " is not \"F\", \"B\" or \"W\"");
+  if (letter == "A") return OpKind::kAllReduce;
+  throw Error(where + ": op kind " + describeJsonValue(letter) + " is not \"F\", \"B\", \"W\" or \"A\"");
 }
 
 // One timeline ("predicted" or "measured"): per rank [kind, microbatch, start_ms, end_ms].
@@ -52,7 +53,9 @@ void readTimeline(const nlohmann::json& ranks, const std::string& where, Schedul
       ops->splits_backward = ops->splits_backward || pipeline_op.kind == OpKind::kWeight;
       ops->ranks[r].push_back(pipeline_op);
       result->op_times[r].push_back({start, end});
-      result->ranks[r].busy_ms += end - start;
+      // An all-reduce is communication: the simulator counts it as idle compute, and so does the view.
+      (pipeline_op.kind == OpKind::kAllReduce ? result->ranks[r].allreduce_ms : result->ranks[r].busy_ms) +=
+          end - start;
       result->step_ms = std::max(result->step_ms, end);
     }
     busy_total += result->ranks[r].busy_ms;
@@ -90,6 +93,7 @@ ValidationView readValidationView(const nlohmann::json& document, const std::str
   view.grad_check = fields.optionalString("grad_check");
   view.grad_max_rel_diff = fields.optionalNonNegative("grad_max_rel_diff").value_or(0.0);
 
+  view.data_parallel = fields.has("data_parallel") ? fields.integer("data_parallel", 1, 1 << 20) : 1;
   const nlohmann::json& ranks = fields.array("ranks");
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     const JsonFields rank(ranks[r], source + ": rank " + std::to_string(r), "ranks[].");
@@ -111,10 +115,15 @@ ValidationView readValidationView(const nlohmann::json& document, const std::str
     }
     view.ranks.push_back(rank_view);
   }
-  if (static_cast<int>(view.ranks.size()) != view.stages) {
+  // With data parallelism "ranks" holds every replica's (rank = replica x stages + stage); the
+  // view keeps replica 0's, whose timeline the document draws.
+  const std::size_t expected_ranks = static_cast<std::size_t>(view.stages) * static_cast<std::size_t>(view.data_parallel);
+  if (view.ranks.size() != expected_ranks) {
     throw Error(source + ": field \"ranks\" lists " + std::to_string(view.ranks.size()) +
-                " ranks but \"stages\" is " + std::to_string(view.stages));
+                " ranks but \"stages\" is " + std::to_string(view.stages) +
+                (view.data_parallel > 1 ? " with " + std::to_string(view.data_parallel) + " replicas" : std::string()));
   }
+  view.ranks.resize(static_cast<std::size_t>(view.stages));
 
   const JsonFields timeline = fields.object("timeline");
   Schedule ops;

@@ -27,6 +27,7 @@ struct ValidationView {
   std::string schedule;  ///< e.g. "1f1b"
   int stages = 0;
   int microbatches = 0;
+  int data_parallel = 1;  ///< D replicas of the pipeline ("data_parallel", 1 when absent)
   double measured_step_ms = 0.0;
   double predicted_step_ms = 0.0;
   double error = 0.0;  ///< measured / predicted - 1

@@ -13,8 +13,7 @@
 #include "profiler/memory_counter.h"
 #include "profiler/torch_runtime.h"
 #include "runtime/model_from_profile.h"
-#include "schedule/data_parallel.h"
-#include "schedule/generators.h"
+#include "prediction/pipeline_prediction.h"
 
 namespace stagecut {
 
@@ -157,8 +156,8 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
                 std::to_string(replicas) + " replica(s) need " + std::to_string(stages * replicas) + " ranks, but " +
                 std::to_string(rendezvous.world_size) + " were started; start stages x replicas ranks");
   }
-  Schedule schedule = generateSchedule(request.schedule, stages, request.microbatches, 1);
-  if (replicas > 1) schedule = withGradientAllReduce(schedule);
+  const Schedule schedule =
+      pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches, 1, replicas);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
 

@@ -6,10 +6,9 @@
 #include <utility>
 
 #include "core/sample_stats.h"
+#include "prediction/pipeline_prediction.h"
 #include "schedule/chrome_trace.h"
-#include "schedule/data_parallel.h"
 #include "schedule/generators.h"
-#include "schedule/profile_costs.h"
 
 namespace stagecut {
 
@@ -107,8 +106,6 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   report.microbatches = request.microbatches;
   report.microbatch_size = profile.run.microbatch_size;
   report.replicas = request.data_parallel;
-  report.ops = generateSchedule(request.schedule, report.stages, request.microbatches, 1);
-  if (report.replicas > 1) report.ops = withGradientAllReduce(report.ops);
 
   std::vector<double> latencies, bandwidths, replica_latencies, replica_bandwidths;
   for (const auto& outcome : outcomes) {
@@ -127,11 +124,18 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   BoundaryLink replica_link;
   report.replica_link_latency_ms = replica_link.latency_ms = medianOf(replica_latencies);
   report.replica_link_bandwidth_bytes_per_s = replica_link.bandwidth_bytes_per_s = medianOf(replica_bandwidths);
-  PartitionCosts costs = costsFromPartition(profile, partition, 1, link, request.partition_path);
-  if (report.replicas > 1) {
-    costs.costs.allreduce_ms = allReduceMsFromPartition(profile, partition, 1, report.replicas, replica_link);
-  }
-  report.predicted = simulate(report.ops, costs.costs);
+  PredictionOptions prediction;
+  prediction.schedule = parseScheduleName(request.schedule);
+  prediction.microbatches = request.microbatches;
+  prediction.data_parallel = report.replicas;
+  prediction.link = link;
+  prediction.dp_link = replica_link;
+  // The plain steps run every stage without recomputation, whatever the partition file chose.
+  Partition plain = partition;
+  for (StageCost& stage : plain.stages) stage.recompute.reset();
+  PipelinePrediction predicted = predictPipeline(profile, plain, prediction, request.partition_path);
+  report.ops = predicted.schedule;
+  report.predicted = predicted.simulated;
   report.predicted_step_ms = report.predicted.step_ms;
   report.predicted_bubble = report.predicted.bubble;
 
@@ -207,16 +211,10 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
 
   if (request.recompute == "full") {
     RecomputeComparison recompute;
-    PipelineCosts checkpointed = costs.costs;
-    for (std::size_t s = 0; s < partition.stages.size(); ++s) {
-      double recompute_ms = 0.0;
-      for (int i = partition.stages[s].first; i <= partition.stages[s].last; ++i) {
-        recompute_ms += profile.layers[static_cast<std::size_t>(i)].recomputeMedianMs();
-      }
-      checkpointed.stages[s].backward_ms += recompute_ms;
-      checkpointed.stages[s].backward_input_ms += recompute_ms;
-    }
-    recompute.predicted = simulate(report.ops, checkpointed);
+    // The same split with every stage checkpointed, predicted as any recomputing split is.
+    Partition checkpointed = partition;
+    for (StageCost& stage : checkpointed.stages) stage.recompute = "full";
+    recompute.predicted = predictPipeline(profile, checkpointed, prediction, request.partition_path).simulated;
     recompute.predicted_step_ms = recompute.predicted.step_ms;
     const std::size_t median = medianStep(report.ops, outcomes, true, recompute.measured_step_ms);
     std::vector<SimulationResult> replicas;
@@ -231,7 +229,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
           s == 0 ? 0 : profile.layers[static_cast<std::size_t>(partition.stages[s].first - 1)].output_bytes;
       recompute.measured_peak_bytes.push_back(outcome.recompute_peak_bytes);
       recompute.predicted_peak_bytes.push_back(recomputePeakActivationBytes(
-          report.ops.ranks[s], input_bytes, costs.stages[s].activation_bytes, report.ops.splits_backward));
+          report.ops.ranks[s], input_bytes, predicted.costs.stages[s].activation_bytes, report.ops.splits_backward));
       recompute.measured_busy_ms.push_back(replicas.at(static_cast<std::size_t>(outcome.replica)).ranks[s].busy_ms);
       recompute.predicted_busy_ms.push_back(recompute.predicted.ranks[s].busy_ms);
       recompute.grad_max_rel_diff = std::max(recompute.grad_max_rel_diff, outcome.recompute_grad_max_rel_diff);

@@ -21,18 +21,21 @@ Schedule withGradientAllReduce(const Schedule& schedule) {
   return result;
 }
 
-double ringAllReduceMs(std::uint64_t bytes, int replicas, const BoundaryLink& link) {
+RingAllReduceCost ringAllReduceCost(int replicas, const BoundaryLink& link) {
   if (replicas < 1) {
     throw Error("--data-parallel " + std::to_string(replicas) +
                 ": each stage needs at least 1 replica; use --data-parallel 1 for a plain pipeline");
   }
-  if (replicas == 1) return 0.0;
+  RingAllReduceCost cost;
+  if (replicas == 1) return cost;
   const double steps = 2.0 * (replicas - 1);
-  const double wire_ms = link.bandwidth_bytes_per_s > 0
-                             ? steps / replicas * static_cast<double>(bytes) /
-                                   link.bandwidth_bytes_per_s * 1e3
-                             : 0.0;
-  return wire_ms + steps * link.latency_ms;
+  cost.fixed_ms = steps * link.latency_ms;
+  cost.ms_per_byte = link.bandwidth_bytes_per_s > 0 ? steps / replicas / link.bandwidth_bytes_per_s * 1e3 : 0.0;
+  return cost;
+}
+
+double ringAllReduceMs(std::uint64_t bytes, int replicas, const BoundaryLink& link) {
+  return ringAllReduceCost(replicas, link).ms(static_cast<double>(bytes));
 }
 
 std::vector<double> allReduceMsFromPartition(const Profile& profile, const Partition& partition,

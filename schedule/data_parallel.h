@@ -18,6 +18,19 @@ namespace stagecut {
 /// all-reduce ops.
 Schedule withGradientAllReduce(const Schedule& schedule);
 
+/// A ring all-reduce's time as a line in its bytes: fixed_ms + ms_per_byte x bytes. The one
+/// formula of the gradient all-reduce; the partitioner sums it over layer ranges.
+struct RingAllReduceCost {
+  double fixed_ms = 0.0;     ///< 2 (D - 1) x latency
+  double ms_per_byte = 0.0;  ///< 2 (D - 1) / D / bandwidth, in ms
+  /// The all-reduce of `bytes`, ms.
+  double ms(double bytes) const { return fixed_ms + ms_per_byte * bytes; }
+};
+
+/// The ring all-reduce cost over `replicas` ranks on `link` (zero when replicas == 1). Throws
+/// Error (input) naming --data-parallel when replicas < 1.
+RingAllReduceCost ringAllReduceCost(int replicas, const BoundaryLink& link);
+
 /// Time of a ring all-reduce of `bytes` over `replicas` ranks on `link`, in ms:
 /// 2 (D - 1) / D x bytes / bandwidth + 2 (D - 1) x latency (D - 1 reduce-scatter and D - 1
 /// all-gather steps). 0 when replicas == 1; no bandwidth term when the link has none.

@@ -51,54 +51,67 @@ Schedule emptySchedule(const char* name, int stages, int microbatches, int chunk
 }  // namespace
 
 const std::vector<std::string>& scheduleNames() {
-  static const std::vector<std::string> names = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> list;
+    for (ScheduleKind kind : allScheduleKinds()) list.push_back(scheduleName(kind));
+    return list;
+  }();
   return names;
 }
 
-std::vector<std::string> parseScheduleList(const std::string& list) {
-  std::vector<std::string> names;
+std::vector<ScheduleKind> parseScheduleList(const std::string& list) {
+  std::vector<ScheduleKind> kinds;
+  const auto add = [&kinds](ScheduleKind kind) {
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  };
   std::size_t begin = 0;
   while (begin <= list.size()) {
     const std::size_t comma = std::min(list.find(',', begin), list.size());
     const std::string name = list.substr(begin, comma - begin);
     begin = comma + 1;
     if (name.empty()) continue;
-    const std::vector<std::string>& known = scheduleNames();
     if (name == "all") {
-      for (const std::string& each : known) {
-        if (std::find(names.begin(), names.end(), each) == names.end()) names.push_back(each);
-      }
+      for (ScheduleKind kind : allScheduleKinds()) add(kind);
       continue;
     }
-    if (std::find(known.begin(), known.end(), name) == known.end()) {
-      std::vector<std::string> candidates = known;
+    try {
+      add(parseScheduleName(name));
+    } catch (const Error&) {
+      std::vector<std::string> candidates = scheduleNames();
       candidates.push_back("all");
       throw Error("--schedule: unknown schedule '" + name + "'" + unknownNameHint(name, candidates));
     }
-    if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
-  if (names.empty()) {
+  if (kinds.empty()) {
     throw Error("--schedule \"" + list + "\": no schedule named; use e.g. --schedule gpipe,1f1b "
                 "or --schedule all");
   }
-  return names;
+  return kinds;
+}
+
+Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  checkPipelineShape(stages, microbatches, chunks);
+  if (runsChunks(kind)) return generateInterleavedOneFOneB(stages, microbatches, chunks);
+  if (chunks != 1) {
+    throw Error("--chunks " + std::to_string(chunks) + ": " + scheduleName(kind) +
+                " runs one model chunk per rank; use --chunks 1, or interleaved-1f1b for " +
+                "several chunks");
+  }
+  switch (kind) {
+    case ScheduleKind::kGpipe:
+      return generateGpipe(stages, microbatches);
+    case ScheduleKind::kOneFOneB:
+    case ScheduleKind::kInterleavedOneFOneB:
+      return generateOneFOneB(stages, microbatches);
+    case ScheduleKind::kZeroBubbleH1:
+      break;
+  }
+  return generateZeroBubbleH1(stages, microbatches);
 }
 
 Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks) {
   checkPipelineShape(stages, microbatches, chunks);
-  const std::vector<std::string>& known = scheduleNames();
-  if (std::find(known.begin(), known.end(), name) == known.end()) {
-    throw Error("--schedule: unknown schedule '" + name + "'" + unknownNameHint(name, known));
-  }
-  if (name == "interleaved-1f1b") return generateInterleavedOneFOneB(stages, microbatches, chunks);
-  if (chunks != 1) {
-    throw Error("--chunks " + std::to_string(chunks) + ": " + name +
-                " runs one model chunk per rank; use --chunks 1, or interleaved-1f1b for " +
-                "several chunks");
-  }
-  if (name == "gpipe") return generateGpipe(stages, microbatches);
-  if (name == "1f1b") return generateOneFOneB(stages, microbatches);
-  return generateZeroBubbleH1(stages, microbatches);
+  return generateSchedule(parseScheduleName(name), stages, microbatches, chunks);
 }
 
 Schedule generateGpipe(int stages, int microbatches) {

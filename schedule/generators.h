@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "schedule/pipeline_schedule.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
 
@@ -11,10 +12,10 @@ namespace stagecut {
 /// gpipe, 1f1b, interleaved-1f1b, zb-h1.
 const std::vector<std::string>& scheduleNames();
 
-/// Splits a comma-separated list such as "gpipe,1f1b" ("all" for every schedule) into known
-/// names, in the order given, without repeats. Throws Error (input) for an empty list or an
+/// Splits a comma-separated list such as "gpipe,1f1b" ("all" for every schedule) into
+/// schedules, in the order given, without repeats. Throws Error (input) for an empty list or an
 /// unknown name, suggesting the nearest: "--schedule: unknown schedule '1f1', did you mean '1f1b'?".
-std::vector<std::string> parseScheduleList(const std::string& list);
+std::vector<ScheduleKind> parseScheduleList(const std::string& list);
 
 /// Checks a pipeline's shape: N = `stages`, M = `microbatches` and v = `chunks` must each be at
 /// least 1. Throws Error (input) naming the flag (--stages, --microbatches, --chunks) otherwise.
@@ -26,6 +27,10 @@ void checkPipelineShape(int stages, int microbatches, int chunks);
 /// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run. Every generator
 /// also refuses more than 2^22 forward ops per step (N x M x v), which no pipeline needs and which
 /// would exhaust memory before a mistyped flag was reported.
+Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
+
+/// generateSchedule() of the schedule called `name` (parseScheduleName), for tests and tools
+/// that spell schedules out.
 Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks = 1);
 
 /// GPipe: all M forwards, then all M backwards (last microbatch first), on every rank.

@@ -112,4 +112,22 @@ void checkScheduleComplete(const Schedule& schedule) {
   }
 }
 
+OpKind activationReleaseOp(const Schedule& schedule) {
+  return schedule.splits_backward ? OpKind::kWeight : OpKind::kBackward;
+}
+
+std::vector<int> peakInFlight(const Schedule& schedule) {
+  const OpKind release = activationReleaseOp(schedule);
+  std::vector<int> peaks;
+  for (const RankOps& ops : schedule.ranks) {
+    int live = 0, peak = 0;
+    for (const PipelineOp& op : ops) {
+      if (op.kind == OpKind::kForward) peak = std::max(peak, ++live);
+      if (op.kind == release) --live;
+    }
+    peaks.push_back(peak);
+  }
+  return peaks;
+}
+
 }  // namespace stagecut

@@ -60,6 +60,16 @@ const char* opKindLetter(OpKind kind);
 /// how messages and charts name an op.
 std::string describeOp(const PipelineOp& op, int chunks);
 
+/// The op that frees a microbatch's activations on its rank: W where the schedule splits the
+/// backward (B then keeps what W needs), B otherwise.
+OpKind activationReleaseOp(const Schedule& schedule);
+
+/// Per rank, the most (microbatch, chunk) activation sets alive at once as the rank runs its
+/// list in order: an F keeps one, the activationReleaseOp() frees it. It depends on the order
+/// alone, not on op times, so the partitioner's memory term and the simulator agree exactly:
+/// GPipe M, 1F1B min(N - r, M), and whatever interleaved 1F1B and ZB-H1's lists imply.
+std::vector<int> peakInFlight(const Schedule& schedule);
+
 /// Checks that a schedule can be simulated or run: N, M, v >= 1, one list per rank, every op's
 /// microbatch and chunk in range, and each rank's list holding every F and B (and W, exactly
 /// when `splits_backward`) of its chunks exactly once, and at most one all-reduce A per chunk

@@ -17,7 +17,7 @@ constexpr std::uint64_t kMaxStageBytes = std::uint64_t{1} << 63;
 
 double BoundaryLink::transferMs(std::uint64_t bytes) const {
   const double wire_ms =
-      bandwidth_bytes_per_s > 0 ? static_cast<double>(bytes) / bandwidth_bytes_per_s * 1e3 : 0.0;
+      bandwidth_bytes_per_s > 0 ? 1000.0 * static_cast<double>(bytes) / bandwidth_bytes_per_s : 0.0;
   return latency_ms + wire_ms;
 }
 

@@ -204,7 +204,7 @@ class Simulation {
     }
     result->step_ms = step_ms;
     double idle_ms = 0.0;
-    const OpKind frees = schedule_.splits_backward ? OpKind::kWeight : OpKind::kBackward;
+    const OpKind frees = activationReleaseOp(schedule_);
     for (int rank = 0; rank < schedule_.stages; ++rank) {
       RankStats& stats = result->ranks[rank];
       int in_flight = 0;
@@ -251,15 +251,6 @@ SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs) 
   checkScheduleComplete(schedule);
   checkCostsFit(schedule, costs);
   return Simulation(schedule, costs).run();
-}
-
-SimulationResult simulateStageTimes(const std::string& name, int microbatches,
-                                    const std::vector<double>& forward_ms,
-                                    const std::vector<double>& backward_ms, double comm_ms) {
-  const PipelineCosts costs = costsFromStageTimes(forward_ms, backward_ms, comm_ms);
-  const Schedule schedule =
-      generateSchedule(name, static_cast<int>(forward_ms.size()), microbatches, 1);
-  return simulate(schedule, costs);
 }
 
 }  // namespace stagecut

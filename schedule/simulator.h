@@ -51,12 +51,4 @@ struct SimulationResult {
 /// deadlock; the deadlock message names the ranks and ops that wait on each other.
 SimulationResult simulate(const Schedule& schedule, const PipelineCosts& costs);
 
-/// The partitioner's entry point: generates schedule `name` for forward_ms.size() stages and
-/// `microbatches` (one chunk per rank) and simulates it with per-stage forward and whole-backward
-/// times and the same transfer time `comm_ms` on every boundary. Throws Error (input) as
-/// generateSchedule() and costsFromStageTimes() do.
-SimulationResult simulateStageTimes(const std::string& name, int microbatches,
-                                    const std::vector<double>& forward_ms,
-                                    const std::vector<double>& backward_ms, double comm_ms);
-
 }  // namespace stagecut

@@ -63,7 +63,7 @@ TEST_CASE("stagecut plan errors are one line with exit 2", "[cli][plan][errors]"
                     "--memory-cap: no microbatch size fits; at the fastest row (microbatch 8, 2 microbatches) stage 1 "
                     "needs 32.1 MiB, 31.1 MiB over its cap; raise the cap, use more --stages or --recompute full");
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --schedule zb-h2"),
-                    "--schedule zb-h2: unknown schedule, did you mean 'zb-h1'?");
+                    "--schedule: unknown schedule 'zb-h2', did you mean 'zb-h1'?");
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --fit-tolerance -1"),
                     "--fit-tolerance -1.000: must be 0 or more, e.g. 0.1");
   const CommandResult no_batch = runStagecut("plan " + p + " --stages 3");

@@ -164,3 +164,28 @@ TEST_CASE("stagecut simulate names the profile input that is wrong", "[cli][simu
   CHECK(bandwidth.exit_code == 2);
   CHECK_THAT(bandwidth.err, StartsWith("stagecut: --bandwidth \"fast\": not a bandwidth; use "));
 }
+
+TEST_CASE("stagecut simulate honours --stage-speed as partition and plan do", "[cli][simulate]") {
+  ProfileFiles files;
+  const std::string base = "simulate " + files.profile + " --partition " + files.partition +
+                           " --microbatches 4 --schedule 1f1b --json";
+  const CommandResult plain = runStagecut(base);
+  const CommandResult slow = runStagecut(base + " --stage-speed 1,0.25,1");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(slow.exit_code == 0);
+  const auto plain_json = nlohmann::json::parse(plain.out);
+  const auto slow_json = nlohmann::json::parse(slow.out);
+  // Stage 1's ops take four times as long; the others' do not change.
+  const auto& plain_busy = plain_json["schedules"][0]["busy_time"];
+  const auto& slow_busy = slow_json["schedules"][0]["busy_time"];
+  CHECK(slow_busy[1].get<double>() == Approx(4 * plain_busy[1].get<double>()));
+  CHECK(slow_busy[0].get<double>() == Approx(plain_busy[0].get<double>()));
+  CHECK(slow_json["schedules"][0]["step_time"].get<double>() > plain_json["schedules"][0]["step_time"].get<double>());
+
+  stagecut::testing::checkInputError(runStagecut(base + " --stage-speed 1,1"),
+                                     "--stage-speed 1,1: 2 values for 3 stages; give one per stage, e.g. --stage-speed 1,1,1");
+  stagecut::testing::checkInputError(
+      runStagecut("simulate --stages 2 --stage-speed 1,2"),
+      "--stage-speed 1,2: unit costs are the same on every rank; give a profile and a partition to simulate "
+      "devices of different speeds");
+}

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "planner/microbatch_plan.h"
+#include "schedule/schedule_kind.h"
 #include "planner/plan_json.h"
 #include "tests/test_support.h"
 
@@ -34,7 +35,7 @@ Profile identicalLayers(int layers, double a, double c, const std::vector<int>& 
 PlanRequest request(int stages, int global_batch, const std::string& schedule) {
   PlanRequest plan;
   plan.global_batch = global_batch;
-  plan.schedule = schedule;
+  plan.partition.schedule = stagecut::parseScheduleName(schedule);
   plan.partition.stages = stages;
   plan.partition.bytes_per_param = 16;
   return plan;
@@ -129,7 +130,7 @@ TEST_CASE("plan rejects a global batch it cannot split and unknown schedules", "
   CHECK(rejection(profile, request(2, 30, "1f1b")) ==
         "--global-batch 30: no measured microbatch size (4, 8) divides it; use a global batch that one of them "
         "divides, or profile a size that divides 30");
-  CHECK(rejection(profile, request(2, 32, "1f1")) == "--schedule 1f1: unknown schedule, did you mean '1f1b'?");
+  CHECK_THROWS_WITH(request(2, 32, "1f1"), "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
   CHECK(rejection(profile, request(9, 32, "1f1b")) == "--stages 9: the profile has 4 layers; use --stages 4 or fewer");
   PlanRequest replicated = request(2, 30, "1f1b");
   replicated.partition.data_parallel = 3;

@@ -21,7 +21,7 @@ inline nlohmann::json makeValidationJson(const std::vector<std::pair<int, int>>&
                                          double slowdown) {
   const int stages = static_cast<int>(ranges.size());
   const Schedule ops = generateSchedule("1f1b", stages, microbatches);
-  const SimulationResult predicted = simulateStageTimes("1f1b", microbatches, forward_ms, backward_ms, 0.0);
+  const SimulationResult predicted = simulate(ops, costsFromStageTimes(forward_ms, backward_ms, 0.0));
   auto timeline = [&](double stretch) {
     nlohmann::json ranks = nlohmann::json::array();
     for (int r = 0; r < stages; ++r) {

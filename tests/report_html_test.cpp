@@ -194,7 +194,7 @@ TEST_CASE("validation documents are checked with messages naming the file", "[re
   nlohmann::json bad_op = good;
   bad_op["timeline"]["measured"][1][2] = {"X", 0, 1.0, 2.0};
   CHECK_THROWS_WITH(stagecut::readValidationView(bad_op, "v.json", 11),
-                    "v.json: timeline.measured[1][2]: op kind \"X\" is not \"F\", \"B\" or \"W\"");
+                    "v.json: timeline.measured[1][2]: op kind \"X\" is not \"F\", \"B\", \"W\" or \"A\"");
   nlohmann::json backwards = good;
   backwards["timeline"]["predicted"][0][0] = {"F", 0, 5.0, 1.0};
   CHECK_THROWS_WITH(stagecut::readValidationView(backwards, "v.json", 11),
@@ -202,4 +202,63 @@ TEST_CASE("validation documents are checked with messages naming the file", "[re
   nlohmann::json no_timeline = good;
   no_timeline.erase("timeline");
   CHECK_THROWS_AS(stagecut::readValidationView(no_timeline, "v.json", 11), Error);
+}
+
+TEST_CASE("the schedules of a recomputing split are drawn with its recomputation", "[report][recompute]") {
+  const Profile profile = stagecut::readProfileFile(kProfile);
+  PartitionOptions options;
+  options.stages = 2;
+  options.microbatches = 4;
+  const ReportInputs plain = stagecut::buildReportInputs(profile, options, "example-gpt.profile.json");
+  options.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
+  const ReportInputs recomputed = stagecut::buildReportInputs(profile, options, "example-gpt.profile.json");
+  REQUIRE(recomputed.chosen.stages[0].recompute == std::string("full"));
+  REQUIRE(plain.schedules.size() == recomputed.schedules.size());
+  for (std::size_t i = 0; i < plain.schedules.size(); ++i) {
+    // The first B of rank 0 grows by the stage's forward, which it reruns.
+    const auto first_backward = [](const stagecut::ReportSchedule& run) {
+      const auto& ops = run.schedule.ranks[0];
+      for (std::size_t k = 0; k < ops.size(); ++k) {
+        if (ops[k].kind == stagecut::OpKind::kBackward) return run.result.op_times[0][k].end_ms - run.result.op_times[0][k].start_ms;
+      }
+      return 0.0;
+    };
+    const auto& stage = recomputed.chosen.stages[0];
+    INFO(plain.schedules[i].schedule.name);
+    const double chunks = plain.schedules[i].schedule.chunks;
+    CHECK(first_backward(recomputed.schedules[i]) == Approx(first_backward(plain.schedules[i]) + *stage.recompute_ms / chunks));
+    CHECK(recomputed.schedules[i].result.step_ms > plain.schedules[i].result.step_ms);
+  }
+}
+
+TEST_CASE("the report takes a data-parallel validation: every replica's ranks and the all-reduce ops",
+          "[report][data-parallel]") {
+  nlohmann::json document = stagecut::testing::exampleComputeValidation();
+  // What validate --data-parallel 2 writes: N x D ranks and an all-reduce op A closing each rank.
+  document["data_parallel"] = 2;
+  nlohmann::json ranks = document["ranks"];
+  for (nlohmann::json rank : document["ranks"]) {
+    rank["replica"] = 1;
+    ranks.push_back(rank);
+  }
+  document["ranks"] = ranks;
+  for (const char* timeline : {"predicted", "measured"}) {
+    for (auto& rank : document["timeline"][timeline]) {
+      const double end = rank.back()[3].get<double>();
+      rank.push_back({"A", 0, end, end + 2.0});
+    }
+  }
+  const stagecut::ValidationView view = stagecut::readValidationView(document, "dp.json", 11);
+  CHECK(view.data_parallel == 2);
+  CHECK(view.layersPerStage() == std::vector<int>{6, 5});
+  CHECK(view.measured_ops.ranks[0].back().kind == stagecut::OpKind::kAllReduce);
+  CHECK(view.measured.ranks[0].allreduce_ms == Approx(2.0));
+
+  ReportInputs inputs = exampleInputs(2, 4);
+  inputs.validations.push_back({"dp.json", document});
+  CHECK_THAT(stagecut::renderReportHtml(inputs), Contains("dp.json"));
+
+  document["ranks"].erase(3);
+  CHECK_THROWS_WITH(stagecut::readValidationView(document, "dp.json", 11),
+                    "dp.json: field \"ranks\" lists 3 ranks but \"stages\" is 2 with 2 replicas");
 }

@@ -151,10 +151,10 @@ TEST_CASE("ZB-H1 with F = B = W idles a third of what 1F1B idles", "[schedule][s
 TEST_CASE("the slowest stage sets the pace of an unbalanced pipeline", "[schedule][simulator]") {
   // Stage 1 costs 2 + 4 per microbatch, stage 0 1 + 2. Once F0 reaches stage 1 (at 1, plus the
   // transfer) it never waits: the step is F0 on stage 0, 4 x 6 on stage 1, B3 on stage 0.
-  const SimulationResult plain = stagecut::simulateStageTimes("1f1b", 4, {1, 2}, {2, 4}, 0.0);
+  const SimulationResult plain = simulate(stagecut::generateSchedule("1f1b", 2, 4), stagecut::costsFromStageTimes({1, 2}, {2, 4}, 0.0));
   CHECK(plain.step_ms == Approx(1 + 24 + 2));
   CHECK(plain.ranks[1].idle_ms == Approx(3.0));
-  const SimulationResult sending = stagecut::simulateStageTimes("1f1b", 4, {1, 2}, {2, 4}, 0.5);
+  const SimulationResult sending = simulate(stagecut::generateSchedule("1f1b", 2, 4), stagecut::costsFromStageTimes({1, 2}, {2, 4}, 0.5));
   CHECK(sending.step_ms == Approx(1 + 0.5 + 24 + 0.5 + 2));
 }
 
@@ -218,7 +218,7 @@ TEST_CASE("costs that do not fit the schedule are rejected", "[schedule][simulat
   costs.stages[2].forward_ms = -1;
   CHECK_THROWS_WITH(simulate(schedule, costs),
                     "model stage 2: forward_ms is -1; times must be finite and >= 0");
-  CHECK_THROWS_WITH(stagecut::simulateStageTimes("1f1b", 4, {1, 2}, {2}, 0.0),
+  CHECK_THROWS_WITH(stagecut::costsFromStageTimes({1, 2}, {2}, 0.0),
                     "stage times: 2 forward and 1 backward times; give one of each per stage, at "
                     "least one stage");
 }

@@ -1,0 +1,25 @@
+#include "schedule/in_flight.h"
+
+#include <algorithm>
+
+#include "schedule/generators.h"
+
+namespace stagecut {
+
+std::vector<double> inFlightActivationShare(ScheduleKind kind, int stages, int microbatches, int chunks) {
+  const int v = runsChunks(kind) ? chunks : 1;
+  checkPipelineShape(stages, microbatches, v);
+  std::vector<double> share;
+  if (kind == ScheduleKind::kGpipe || kind == ScheduleKind::kOneFOneB) {
+    for (int rank = 0; rank < stages; ++rank) {
+      share.push_back(kind == ScheduleKind::kGpipe ? microbatches : std::min(stages - rank, microbatches));
+    }
+    return share;
+  }
+  for (int peak : peakInFlight(generateSchedule(kind, stages, microbatches, v))) {
+    share.push_back(static_cast<double>(peak) / v);
+  }
+  return share;
+}
+
+}  // namespace stagecut
