@@ -155,7 +155,7 @@ void printSimulations(std::ostream& out, const DemoSimulations& simulations) {
   }
   table.print(out, "  ");
   for (std::size_t i = 0; i < simulations.results.size(); ++i) {
-    if (simulations.schedules[i].name != "1f1b") continue;
+    if (simulations.schedules[i].name != scheduleName(ScheduleKind::kOneFOneB)) continue;
     AsciiGanttOptions options;
     options.width_columns = 100;
     out << "\n1F1B on the compute split:\n"

@@ -248,7 +248,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     // balanced split would give, and ZB-H1's needs F = B = W, which only unit costs promise.
     const bool equal_f_b_w = !inputs.has_value();
     run.closed_form_bubble =
-        closedFormBubble(name, stages, options.microbatches, chunks, equal_f_b_w);
+        closedFormBubble(kind, stages, options.microbatches, chunks, equal_f_b_w);
     report.runs.push_back(std::move(run));
   }
   return report;

@@ -98,7 +98,7 @@ void printScheduleTable(std::ostream& out, const SimulationReport& report) {
     for (const RankStats& rank : run.result.ranks) peaks.push_back(std::to_string(rank.peak_in_flight));
     const std::string closed_form =
         run.closed_form_bubble
-            ? formatPercent(*run.closed_form_bubble) + " = " + closedFormText(run.schedule.name)
+            ? formatPercent(*run.closed_form_bubble) + " = " + closedFormText(parseScheduleName(run.schedule.name))
             : "-";
     std::string name = run.schedule.name;
     if (run.schedule.chunks > 1) name += " (v=" + std::to_string(run.schedule.chunks) + ")";

@@ -47,23 +47,33 @@ double zeroBubbleH1BubbleFraction(int stages, int microbatches) {
   return (stages - 1.0) / (3.0 * microbatches + stages - 1);
 }
 
-std::optional<double> closedFormBubble(const std::string& name, int stages, int microbatches,
-                                       int chunks, bool equal_f_b_w) {
+std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
+                                       bool equal_f_b_w) {
   if (stages < 1 || microbatches < 1 || chunks < 1) return std::nullopt;
-  if (name == "gpipe" || name == "1f1b") return pipelineBubbleFraction(stages, microbatches);
-  if (name == "interleaved-1f1b" && microbatches % stages == 0) {
-    return interleavedBubbleFraction(stages, microbatches, chunks);
-  }
-  if (name == "zb-h1" && equal_f_b_w && microbatches >= stages) {
-    return zeroBubbleH1BubbleFraction(stages, microbatches);
+  switch (kind) {
+    case ScheduleKind::kGpipe:
+    case ScheduleKind::kOneFOneB:
+      return pipelineBubbleFraction(stages, microbatches);
+    case ScheduleKind::kInterleavedOneFOneB:
+      if (microbatches % stages != 0) return std::nullopt;
+      return interleavedBubbleFraction(stages, microbatches, chunks);
+    case ScheduleKind::kZeroBubbleH1:
+      if (!equal_f_b_w || microbatches < stages) return std::nullopt;
+      return zeroBubbleH1BubbleFraction(stages, microbatches);
   }
   return std::nullopt;
 }
 
-std::string closedFormText(const std::string& name) {
-  if (name == "gpipe" || name == "1f1b") return "(N-1)/(M+N-1)";
-  if (name == "interleaved-1f1b") return "(N-1)/(vM+N-1)";
-  if (name == "zb-h1") return "(N-1)/(3M+N-1)";
+std::string closedFormText(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGpipe:
+    case ScheduleKind::kOneFOneB:
+      return "(N-1)/(M+N-1)";
+    case ScheduleKind::kInterleavedOneFOneB:
+      return "(N-1)/(vM+N-1)";
+    case ScheduleKind::kZeroBubbleH1:
+      return "(N-1)/(3M+N-1)";
+  }
   return "";
 }
 

@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "schedule/schedule_kind.h"
+
 namespace stagecut {
 
 /// Bubble of GPipe and 1F1B with equal stage costs and no communication: the idle fraction of a
@@ -24,14 +26,14 @@ double interleavedBubbleFraction(int stages, int microbatches, int chunks);
 /// Throws Error (input) when N < 1 or M < N.
 double zeroBubbleH1BubbleFraction(int stages, int microbatches);
 
-/// The closed-form bubble of schedule `name` where one is known for equal stage costs and no
+/// The closed-form bubble of schedule `kind` where one is known for equal stage costs and no
 /// communication: gpipe and 1f1b (any F : B), interleaved-1f1b (any F : B, M a multiple of N),
 /// zb-h1 (only when `equal_f_b_w`, and M >= N). std::nullopt otherwise.
-std::optional<double> closedFormBubble(const std::string& name, int stages, int microbatches,
-                                       int chunks, bool equal_f_b_w);
+std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
+                                       bool equal_f_b_w);
 
 /// "(N-1)/(M+N-1)", "(N-1)/(vM+N-1)", "(N-1)/(3M+N-1)": the formula closedFormBubble() uses for
-/// `name`, for tables; "" where it has none.
-std::string closedFormText(const std::string& name);
+/// `kind`, for tables; "" where it has none.
+std::string closedFormText(ScheduleKind kind);
 
 }  // namespace stagecut

@@ -38,9 +38,9 @@ void checkScheduleSize(int stages, int microbatches, int chunks) {
               (chunks > 1 ? " x chunks" : "") + ")");
 }
 
-Schedule emptySchedule(const char* name, int stages, int microbatches, int chunks) {
+Schedule emptySchedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
   Schedule schedule;
-  schedule.name = name;
+  schedule.name = scheduleName(kind);
   schedule.stages = stages;
   schedule.microbatches = microbatches;
   schedule.chunks = chunks;
@@ -117,7 +117,7 @@ Schedule generateSchedule(const std::string& name, int stages, int microbatches,
 Schedule generateGpipe(int stages, int microbatches) {
   checkPipelineShape(stages, microbatches, 1);
   checkScheduleSize(stages, microbatches, 1);
-  Schedule schedule = emptySchedule("gpipe", stages, microbatches, 1);
+  Schedule schedule = emptySchedule(ScheduleKind::kGpipe, stages, microbatches, 1);
   for (RankOps& ops : schedule.ranks) {
     ops.reserve(2 * static_cast<std::size_t>(microbatches));
     for (int m = 0; m < microbatches; ++m) ops.push_back({OpKind::kForward, m, 0});
@@ -130,7 +130,7 @@ Schedule generateGpipe(int stages, int microbatches) {
 Schedule generateOneFOneB(int stages, int microbatches) {
   checkPipelineShape(stages, microbatches, 1);
   checkScheduleSize(stages, microbatches, 1);
-  Schedule schedule = emptySchedule("1f1b", stages, microbatches, 1);
+  Schedule schedule = emptySchedule(ScheduleKind::kOneFOneB, stages, microbatches, 1);
   for (int rank = 0; rank < stages; ++rank) {
     RankOps& ops = schedule.ranks[rank];
     ops.reserve(2 * static_cast<std::size_t>(microbatches));
@@ -159,10 +159,10 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
   }
   if (chunks == 1) {
     Schedule schedule = generateOneFOneB(stages, microbatches);
-    schedule.name = "interleaved-1f1b";
+    schedule.name = scheduleName(ScheduleKind::kInterleavedOneFOneB);
     return schedule;
   }
-  Schedule schedule = emptySchedule("interleaved-1f1b", stages, microbatches, chunks);
+  Schedule schedule = emptySchedule(ScheduleKind::kInterleavedOneFOneB, stages, microbatches, chunks);
   const int total = microbatches * chunks;
   const int group = stages * chunks;
   // The k-th forward of a rank: microbatches go in groups of N through chunk 0, then the same
@@ -193,7 +193,7 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
 Schedule generateZeroBubbleH1(int stages, int microbatches) {
   checkPipelineShape(stages, microbatches, 1);
   checkScheduleSize(stages, microbatches, 1);
-  Schedule schedule = emptySchedule("zb-h1", stages, microbatches, 1);
+  Schedule schedule = emptySchedule(ScheduleKind::kZeroBubbleH1, stages, microbatches, 1);
   schedule.splits_backward = true;
   for (int rank = 0; rank < stages; ++rank) {
     RankOps& ops = schedule.ranks[rank];
