@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/json_document.h"
 #include "core/partition_json.h"
 #include "tests/test_support.h"
 
@@ -33,6 +34,29 @@ TEST_CASE("a partition survives write then read unchanged", "[core][partition]")
   const Partition back = stagecut::readPartitionFile(dir.file("s.json"));
   CHECK(back == original);
   CHECK(back.layersPerStage() == std::vector<int>{4, 5, 5, 3});
+}
+
+TEST_CASE("a split's per-stage recompute and all-reduce survive write, read and write byte for byte",
+          "[core][partition]") {
+  Partition original = makePartition({2, 3});
+  original.stages[0].recompute = "selective:Attention";
+  original.stages[0].recompute_ms = 1.25;
+  original.stages[1].recompute = "none";
+  original.stages[1].recompute_ms = 0.0;
+  original.stages[1].allreduce_ms = 3.5;
+  original.stages[1].exposed_allreduce_ms = 0.5;
+  const std::string text = stagecut::toJsonText(partitionToJson(original));
+  const Partition back = partitionFromJson(json::parse(text), "s.json");
+  CHECK(back == original);
+  CHECK(stagecut::toJsonText(partitionToJson(back)) == text);
+  CHECK_FALSE(back.stages[0].allreduce_ms.has_value());
+
+  json wrong = partitionToJson(original);
+  wrong["stages"][0]["recompute"] = 3;
+  CHECK_THAT(rejectionOf(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute\" must be a string"));
+  wrong["stages"][0]["recompute"] = "full";
+  wrong["stages"][0]["recompute_ms"] = -1;
+  CHECK_THAT(rejectionOf(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute_ms\""));
 }
 
 TEST_CASE("the partition reader rejects stages with a gap, an overlap or no layers",
