@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "core/atomic_file.h"
+#include "core/output_path.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "tests/test_support.h"
@@ -13,7 +13,7 @@ using Catch::Matchers::StartsWith;
 
 TEST_CASE("an atomic write creates the file and leaves no temporary behind", "[core][atomic]") {
   const TempDir dir;
-  stagecut::writeFileAtomically(dir.file("out.json"), "{}\n");
+  stagecut::writeOutputFile(dir.file("out.json"), "{}\n");
   CHECK(stagecut::readTextFile(dir.file("out.json")) == "{}\n");
   CHECK(dir.list() == std::vector<std::string>{"out.json"});
   struct stat info {};
@@ -24,7 +24,7 @@ TEST_CASE("an atomic write creates the file and leaves no temporary behind", "[c
 TEST_CASE("an atomic write replaces an existing file whole", "[core][atomic]") {
   const TempDir dir;
   dir.write("out.json", std::string(10000, 'x'));
-  stagecut::writeFileAtomically(dir.file("out.json"), "short");
+  stagecut::writeOutputFile(dir.file("out.json"), "short");
   CHECK(stagecut::readTextFile(dir.file("out.json")) == "short");
   CHECK(dir.list() == std::vector<std::string>{"out.json"});
 }
@@ -33,7 +33,7 @@ TEST_CASE("a write into a missing folder fails naming the path and leaves nothin
           "[core][atomic][errors]") {
   const TempDir dir;
   const std::string path = dir.file("no/such/folder/out.json");
-  CHECK_THROWS_WITH(stagecut::writeFileAtomically(path, "x"),
+  CHECK_THROWS_WITH(stagecut::writeOutputFile(path, "x"),
                     "cannot write " + path +
                         " (No such file or directory); check that its folder exists and is writable");
   CHECK(dir.list().empty());
@@ -44,7 +44,7 @@ TEST_CASE("a failed rename keeps what was at the path and removes the temporary"
   const TempDir dir;
   REQUIRE(::mkdir(dir.file("taken").c_str(), 0755) == 0);
   dir.write("taken/keep", "old");
-  CHECK_THROWS_WITH(stagecut::writeFileAtomically(dir.file("taken"), "new"),
+  CHECK_THROWS_WITH(stagecut::writeOutputFile(dir.file("taken"), "new"),
                     StartsWith("cannot write " + dir.file("taken") + " (") &&
                         Contains("directory"));
   CHECK(dir.list() == std::vector<std::string>{"taken"});
@@ -53,10 +53,10 @@ TEST_CASE("a failed rename keeps what was at the path and removes the temporary"
 
 TEST_CASE("an output path is checked for writability before the work", "[core][atomic][errors]") {
   const TempDir dir;
-  CHECK_NOTHROW(stagecut::checkWritable(dir.file("new.json")));
-  CHECK_THROWS_WITH(stagecut::checkWritable(dir.file("no/such/out.json")),
+  CHECK_NOTHROW(stagecut::checkOutputPath(dir.file("new.json")));
+  CHECK_THROWS_WITH(stagecut::checkOutputPath(dir.file("no/such/out.json")),
                     "cannot write " + dir.file("no/such/out.json") +
                         " (No such file or directory); check that its folder exists and is writable");
-  CHECK_THROWS_WITH(stagecut::checkWritable(dir.path()), StartsWith("cannot write " + dir.path() + " (Is a directory)"));
+  CHECK_THROWS_WITH(stagecut::checkOutputPath(dir.path()), StartsWith("cannot write " + dir.path() + " (Is a directory)"));
   CHECK(dir.list().empty());
 }
