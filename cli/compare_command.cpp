@@ -4,7 +4,6 @@
 #include "cli/partition_flags.h"
 #include "cli/partition_report.h"
 #include "cli/text_table.h"
-#include "core/atomic_file.h"
 #include "core/json_document.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
@@ -74,7 +73,8 @@ void addCompareCommand(CLI::App& app) {
       if (extras) optimum_extras = stageRecompute(profile, options, split, path);
       document["splits"].push_back(partitionToJson(split));
     }
-    if (!flags->output_path.empty()) writeFileAtomically(flags->output_path, toJsonText(document));
+    const std::optional<OutputPath> output = flags->output();
+    if (output) writeOutputFile(*output, toJsonText(document));
     if (flags->json) {
       std::cout << toJsonText(document);
       return;
@@ -89,7 +89,7 @@ void addCompareCommand(CLI::App& app) {
       std::cout << "\n  The compute split, per stage:\n\n";
       printRecomputeTable(std::cout, optimum_extras, options);
     }
-    if (!flags->output_path.empty()) std::cout << "\nwrote " << flags->output_path << "\n";
+    if (output) std::cout << "\nwrote " << output->path << "\n";
   });
 }
 

@@ -27,6 +27,16 @@ struct DemoPlan {
   int validate_steps = 3;
   std::string output_dir;
   std::string profilePath() const { return output_dir + "/profile.json"; }
+  /// Every file the demo writes into output_dir (the steps name them), checked before it starts.
+  std::vector<std::string> outputFiles() const {
+    std::vector<std::string> files;
+    for (const char* name : {"profile.json", "partition.json", "partition-compute-2.json", "partition-params-2.json",
+                             "validation-compute.json", "validation-params.json", "trace-compute.json",
+                             "trace-params.json", "report.html"}) {
+      files.push_back(output_dir + "/" + name);
+    }
+    return files;
+  }
 };
 
 /// The default demo (the gpt-demo preset) or, with `quick`, a tiny model with few repeats.

@@ -10,6 +10,7 @@
 #include "cli/profile_display.h"
 #include "cli/progress_bar.h"
 #include "core/error.h"
+#include "core/output_path.h"
 #include "core/profile_json.h"
 
 namespace stagecut {
@@ -36,6 +37,8 @@ void addDemoCommand(CLI::App& app, const std::string& command_line) {
       throw Error("--output-dir " + options->output_dir + ": cannot create the folder (" + std::strerror(errno) + ")");
     }
     DemoPlan plan = demoPlan(options->quick, options->output_dir);
+    // A file of an earlier run that cannot be replaced fails here, not after the profile.
+    for (const std::string& path : plan.outputFiles()) checkOutputPath(path);
     std::cout << "stagecut demo: where should the stage boundaries of " << plan.model_label
               << " go, and how fast will its pipeline run?\n";
 

@@ -6,9 +6,9 @@
 
 #include "cli/commands.h"
 #include "cli/text_table.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
+#include "core/output_path.h"
 #include "core/partition_json.h"
 #include "core/units.h"
 #include "partitioner/partition_options.h"
@@ -60,7 +60,7 @@ nlohmann::json runValidate(const DemoPlan& plan, const std::string& partition_pa
   if (status != 0) {
     throw Error("the validation of the " + name + " split failed (see the rank's message above)", ErrorKind::kRuntime);
   }
-  writeFileAtomically(plan.output_dir + "/validation-" + name + ".json", output);
+  writeOutputFile(plan.output_dir + "/validation-" + name + ".json", output);
   return parseJsonDocument(output, "stagecut validate");
 }
 
@@ -244,7 +244,7 @@ std::string writeDemoReport(const Profile& profile, const DemoComparison& compar
   inputs.provenance.command_line = command_line;
   inputs.provenance.date = currentUtcDate();
   const std::string path = plan.output_dir + "/report.html";
-  writeFileAtomically(path, renderReportHtml(inputs));
+  writeOutputFile(path, renderReportHtml(inputs));
   return path;
 }
 

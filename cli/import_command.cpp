@@ -1,9 +1,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
+#include "core/output_path.h"
 #include "core/profile_json.h"
 #include "core/suggest.h"
 #include "partitioner/pipedream_import.h"
@@ -28,12 +28,13 @@ void addImportCommand(CLI::App& app) {
       throw Error("import: unknown tool '" + options->tool + "'" +
                   unknownNameHint(options->tool, {"pipedream"}));
     }
-    checkWritable(options->output_path);
+    const OutputPath output(options->output_path, "-o", {{"the PipeDream graph", options->input_path}});
+    checkOutputPath(output);
     const PipedreamImport imported =
         importPipedreamGraph(readTextFile(options->input_path), options->input_path);
     // Through the reader once more: the file written is one every stagecut command accepts.
     profileFromJson(profileToJson(imported.profile), options->output_path);
-    writeProfileFile(options->output_path, imported.profile);
+    writeProfileFile(output, imported.profile);
     std::cout << options->input_path << ": " << imported.profile.layerCount()
               << " layers in topological order";
     if (imported.dropped_inputs.empty()) {

@@ -1,6 +1,8 @@
+#include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/standard_output.h"
 #include "core/error.h"
 #include "core/suggest.h"
 
@@ -29,9 +31,8 @@ std::string commandLine(int argc, char** argv) {
   return line;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command's exit code; what it printed is still in std::cout's buffer.
+int runCommand(int argc, char** argv) {
   CLI::App app{
       "stagecut: measure a model's layers, cut it into balanced pipeline stages, simulate the\n"
       "schedule and prove the split by running it.",
@@ -77,4 +78,23 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// A write into a pipe whose reader has gone (`stagecut ... | head -1`) ends the process with
+// SIGPIPE, quietly, as for cat or grep (the shell sees 141); a caller that ignores SIGPIPE gets
+// the one line below and exit code 1 instead.
+int main(int argc, char** argv) {
+  stagecut::reserveStandardDescriptors();
+  stagecut::StandardOutput standard_output;
+  const int exit_code = runCommand(argc, argv);
+  // Output lost to a full disk or a closed stdout must not end in exit code 0. After a failed
+  // command its own message is the one that matters.
+  const int error_number = standard_output.finish();
+  if (error_number != 0 && exit_code == 0) {
+    std::cerr << "stagecut: cannot write standard output (" << std::strerror(error_number) << ")\n";
+    return 1;
+  }
+  return exit_code;
 }

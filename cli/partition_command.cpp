@@ -3,7 +3,6 @@
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
 #include "cli/partition_report.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/partition_json.h"
@@ -70,7 +69,8 @@ void runPartition(const PartitionCommandFlags& flags) {
   const std::vector<StageRecompute> stage_extras =
       extras ? stageRecompute(profile, options, partition, path) : std::vector<StageRecompute>{};
   const nlohmann::json document = partitionToJson(partition);
-  if (!flags.shared.output_path.empty()) writeFileAtomically(flags.shared.output_path, toJsonText(document));
+  const std::optional<OutputPath> output = flags.shared.output();
+  if (output) writeOutputFile(*output, toJsonText(document));
   if (flags.shared.json || flags.format == "json") {
     std::cout << toJsonText(document);
     return;
@@ -104,7 +104,7 @@ void runPartition(const PartitionCommandFlags& flags) {
               << (refinement.truncated ? " (the first ones; more exist)" : "") << "\n";
   }
   if (flags.format != "json") printFormat(std::cout, flags.format, text);
-  if (!flags.shared.output_path.empty()) std::cout << "\nwrote " << flags.shared.output_path << "\n";
+  if (output) std::cout << "\nwrote " << output->path << "\n";
 }
 
 }  // namespace

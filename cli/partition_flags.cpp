@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/units.h"
 
@@ -54,11 +53,17 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
                       "All-reduce latency per ring step (with --data-parallel)")
       ->capture_default_str();
   command->add_flag("--json", flags.json, "Print the JSON document instead of tables");
-  command->add_option("-o,--output", flags.output_path, "Also write the JSON document to this file");
+  flags.output_option =
+      command->add_option("-o,--output", flags.output_path, "Also write the JSON document to this file");
+}
+
+std::optional<OutputPath> PartitionFlags::output() const {
+  if (output_option == nullptr || output_option->count() == 0) return std::nullopt;
+  return OutputPath(output_path, "-o", {{"the input profile", profile_path}});
 }
 
 PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile) {
-  if (!flags.output_path.empty()) checkWritable(flags.output_path);
+  if (const auto output = flags.output()) checkOutputPath(*output);
   checkStageCount(flags.stages, profile.layerCount());
   PartitionOptions options;
   options.stages = flags.stages;

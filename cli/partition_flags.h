@@ -1,10 +1,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "core/output_path.h"
 #include "core/profile.h"
 #include "partitioner/partition_options.h"
 
@@ -33,6 +35,10 @@ struct PartitionFlags {
   std::string dp_latency = "10us";       ///< --dp-latency
   bool json = false;
   std::string output_path;
+  CLI::Option* output_option = nullptr;  ///< -o, to tell `-o ''` from no -o
+
+  /// -o as given (even empty), with the profile as the input it must not be; nullopt without -o.
+  std::optional<OutputPath> output() const;
 };
 
 /// Registers the shared flags on `command`.

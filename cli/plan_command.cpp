@@ -5,7 +5,6 @@
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
 #include "cli/text_table.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/profile_json.h"
@@ -139,12 +138,13 @@ void addPlanCommand(CLI::App& app) {
     const MicrobatchPlan plan = planMicrobatches(profile, request, partition_flags.profile_path);
     requireFeasibleRow(plan);
     const nlohmann::json document = planToJson(plan);
-    if (!partition_flags.output_path.empty()) writeFileAtomically(partition_flags.output_path, toJsonText(document));
+    const std::optional<OutputPath> output = partition_flags.output();
+    if (output) writeOutputFile(*output, toJsonText(document));
     if (partition_flags.json) {
       std::cout << toJsonText(document);
     } else {
       printPlan(std::cout, plan, profile);
-      if (!partition_flags.output_path.empty()) std::cout << "\nwrote " << partition_flags.output_path << "\n";
+      if (output) std::cout << "\nwrote " << output->path << "\n";
     }
   });
 }

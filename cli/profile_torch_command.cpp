@@ -11,9 +11,9 @@
 #include "cli/progress_bar.h"
 #include "cli/text_table.h"
 #include "cli/version.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
+#include "core/output_path.h"
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "profiler/measure_checkpoint.h"
@@ -27,8 +27,18 @@ struct ProfileCommandOptions {
   ProfileRequest request;
   std::string microbatch = "4";
   std::string output_path;
+  bool output_given = false;  ///< -o, even as '' (refused by name)
   bool json = false;
   bool resume = false;
+
+  /// -o, with the TorchScript model as the input it must not be.
+  OutputPath output() const {
+    return OutputPath(output_path, "-o", {{"the --torchscript model", request.torchscript_path}});
+  }
+  /// The side file of -o, under the same rules; the command names it, so no flag.
+  OutputPath progressOutput() const {
+    return OutputPath(output_path + ".resume.json", "", {{"the --torchscript model", request.torchscript_path}});
+  }
 };
 
 volatile std::sig_atomic_t g_stop_signal = 0;
@@ -110,7 +120,8 @@ std::optional<MeasureCheckpoint> loadProgress(const std::string& path, const nlo
 // spend their time on the disk; an interrupted run writes the last samples before it exits.
 class ProgressFile {
  public:
-  ProgressFile(std::string path, nlohmann::json key) : path_(std::move(path)), key_(std::move(key)) {}
+  /// `output` with an empty path: no side file (no -o).
+  ProgressFile(OutputPath output, nlohmann::json key) : output_(std::move(output)), key_(std::move(key)) {}
 
   /// Starts from a resumed run's samples: stopped before its first new sample, the side file
   /// still holds them, and the message says so.
@@ -119,7 +130,7 @@ class ProgressFile {
     written_ = true;
   }
   void update(const MeasureCheckpoint& checkpoint) {
-    if (path_.empty()) return;
+    if (output_.path.empty()) return;
     latest_ = checkpoint;
     latest_.request = key_;
     has_latest_ = true;
@@ -127,8 +138,8 @@ class ProgressFile {
     if (now - last_write_ >= std::chrono::seconds(1)) flush();
   }
   void flush() {
-    if (!has_latest_ || path_.empty()) return;
-    writeFileAtomically(path_, toJsonText(measureCheckpointToJson(latest_)));
+    if (!has_latest_ || output_.path.empty()) return;
+    writeOutputFile(output_, toJsonText(measureCheckpointToJson(latest_)));
     last_write_ = std::chrono::steady_clock::now();
     written_ = true;
   }
@@ -139,18 +150,35 @@ class ProgressFile {
     return count;
   }
   void remove() const {
-    if (!path_.empty()) std::remove(path_.c_str());
+    if (!output_.path.empty()) std::remove(output_.path.c_str());
   }
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return output_.path; }
 
  private:
-  std::string path_;
+  OutputPath output_;
   nlohmann::json key_;
   MeasureCheckpoint latest_;
   bool has_latest_ = false;
   bool written_ = false;
   std::chrono::steady_clock::time_point last_write_{};
 };
+
+// A profile whose final write failed (a full disk) is not lost: its samples go to the side file,
+// from which --resume continues without timing the finished sizes again. Returns the clause
+// that says so, for the one-line message.
+std::string keptForResume(ProgressFile& progress) {
+  if (progress.path().empty()) return "";
+  try {
+    progress.flush();
+  } catch (const Error& error) {
+    if (!progress.written()) return std::string("; the samples could not be kept either: ") + error.what();
+    return "; " + progress.path() + " keeps the samples of its last save (updating it failed too); rerun the " +
+           "same command with --resume to continue from them";
+  }
+  if (!progress.written()) return "";
+  return "; " + std::to_string(progress.samples()) + " timed samples kept in " + progress.path() +
+         "; rerun the same command with --resume to continue from them";
+}
 
 // Test hook: STAGECUT_TEST_INTERRUPT_AFTER=K[,SIGNAL] raises SIGINT (or signal number SIGNAL)
 // after K timed samples, as a user's Ctrl-C or a job scheduler's SIGTERM would.
@@ -217,7 +245,8 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
                     "Continue an interrupted run from the samples it kept in <output>.resume.json");
   command->add_flag("--json", options->json, "Print the profile JSON on stdout instead of the table");
 
-  command->callback([options, command_line] {
+  command->callback([options, command_line, command] {
+    options->output_given = command->count("--output") > 0;
     ProfileRequest run_request = options->request;
     run_request.measure.seed = run_request.zoo.seed;
     if (!run_request.torchscript_path.empty() && run_request.input_spec.empty()) {
@@ -227,14 +256,18 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
     const std::vector<int> sizes = parseMicrobatchSizes(options->microbatch, "--microbatch");
     run_request.measure.microbatch_size = sizes.back();
     if (sizes.size() > 1) run_request.microbatch_sizes = sizes;
-    if (options->resume && options->output_path.empty()) {
+    if (options->resume && !options->output_given) {
       throw Error("--resume: needs -o FILE; the samples of an interrupted run are kept in FILE.resume.json");
     }
-    if (!options->output_path.empty()) checkWritable(options->output_path);
+    // The side file too: a run must not find at its first save that it cannot keep its samples.
+    if (options->output_given) {
+      checkOutputPath(options->output());
+      checkOutputPath(options->progressOutput());
+    }
     const nlohmann::json key = requestKey(run_request, sizes);
-    const std::string progress_path = options->output_path.empty() ? "" : options->output_path + ".resume.json";
-    if (options->resume) run_request.resume = loadProgress(progress_path, key);
-    ProgressFile progress(progress_path, key);
+    const OutputPath progress_output = options->output_given ? options->progressOutput() : OutputPath("");
+    if (options->resume) run_request.resume = loadProgress(progress_output.path, key);
+    ProgressFile progress(progress_output, key);
     if (run_request.resume) progress.seed(*run_request.resume);
     const TestInterrupt interrupt = testInterrupt();
     run_request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) {
@@ -263,7 +296,7 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
                                         "; rerun the same command with --resume to continue";
         throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " +
                                      error.what() + "; nothing written to " +
-                                     (options->output_path.empty() ? "stdout" : options->output_path) + "; " + kept,
+                                     (options->output_given ? options->output_path : "stdout") + "; " + kept,
                                  signal_number);
       }
     }
@@ -275,15 +308,19 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
       std::cerr << "stagecut: warning: this is a " << STAGECUT_BUILD_TYPE
                 << " build; its timings are not those of an optimised build\n";
     }
-    if (!options->output_path.empty()) {
-      writeProfileFile(options->output_path, profile);
+    if (options->output_given) {
+      try {
+        writeProfileFile(options->output(), profile);
+      } catch (const Error& error) {
+        throw Error(error.what() + keptForResume(progress), error.kind());
+      }
       progress.remove();
     }
     if (options->json) {
       std::cout << toJsonText(profileToJson(profile));
     } else {
       printProfileTable(std::cout, profile);
-      if (!options->output_path.empty()) std::cout << "\nwrote " << options->output_path << "\n";
+      if (options->output_given) std::cout << "\nwrote " << options->output_path << "\n";
     }
   });
 }

@@ -2,9 +2,9 @@
 
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
+#include "core/output_path.h"
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/partition_options.h"
@@ -22,6 +22,14 @@ struct ReportFlags {
   std::vector<std::string> validation_paths;
   std::string schedules = "all";
   std::string output_path;
+
+  /// -o, with every file the report reads as an input it must not be.
+  OutputPath output() const {
+    std::vector<InputFile> inputs = {{"the input profile", partition.profile_path},
+                                     {"the --comparison file", comparison_path}};
+    for (const std::string& path : validation_paths) inputs.push_back({"the --validation file", path});
+    return OutputPath(output_path, "-o", inputs);
+  }
 };
 
 ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
@@ -125,7 +133,8 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("-o,--output", flags->output_path, "The HTML file to write")->required();
 
   command->callback([flags, command, command_line] {
-    checkWritable(flags->output_path);
+    const OutputPath output = flags->output();
+    checkOutputPath(output);
     ReportInputs inputs = buildInputs(*flags, command);
     for (const std::string& path : flags->validation_paths) {
       inputs.validations.push_back({path, parseJsonDocument(readTextFile(path), path)});
@@ -133,7 +142,7 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
     inputs.provenance.stagecut_version = versionText();
     inputs.provenance.command_line = command_line;
     inputs.provenance.date = currentUtcDate();
-    writeFileAtomically(flags->output_path, renderReportHtml(inputs));
+    writeOutputFile(output, renderReportHtml(inputs));
     std::cout << "wrote " << flags->output_path << " (" << inputs.splits.size() << " splits, "
               << inputs.schedules.size() << " schedules, " << inputs.validations.size()
               << " validation run" << (inputs.validations.size() == 1 ? "" : "s") << ")\n";

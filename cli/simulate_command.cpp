@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <iostream>
+#include <tuple>
 
 #include "cli/commands.h"
 #include "cli/simulate_report.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
+#include "core/output_path.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
@@ -37,6 +38,8 @@ struct SimulateOptions {
   std::string latency;
   std::string trace_path;
   std::string svg_path;
+  bool trace_given = false;  ///< --trace, even as '' (refused by name)
+  bool svg_given = false;
   bool json = false;
   int width_columns = 0;
   int data_parallel = 1;
@@ -168,6 +171,12 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   return inputs;
 }
 
+// --trace or --svg as given, with the files simulate reads as inputs it must not be.
+OutputPath chartOutput(const SimulateOptions& options, const std::string& flag, const std::string& path) {
+  return OutputPath(path, flag,
+                    {{"the input profile", options.profile_path}, {"the --partition file", options.partition_path}});
+}
+
 void checkUnitCostOptions(const SimulateOptions& options) {
   if (!options.partition_path.empty()) {
     throw Error("--partition " + options.partition_path + ": needs the profile it splits; use "
@@ -198,8 +207,8 @@ void checkUnitCostOptions(const SimulateOptions& options) {
 
 SimulationReport runSimulations(const SimulateOptions& options) {
   // Charts are written after the tables are printed; a bad path must fail before either.
-  if (!options.trace_path.empty()) checkWritable(options.trace_path);
-  if (!options.svg_path.empty()) checkWritable(options.svg_path);
+  if (options.trace_given) checkOutputPath(chartOutput(options, "--trace", options.trace_path));
+  if (options.svg_given) checkOutputPath(chartOutput(options, "--svg", options.svg_path));
   const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
   SimulationReport report;
   report.microbatches = options.microbatches;
@@ -268,9 +277,9 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
                 std::to_string(options.global_batch) + " sets the microbatches per replica; give " +
                 "one of the two");
   }
-  for (const auto& [flag, value] : {std::pair{"--trace", &options.trace_path},
-                                    std::pair{"--svg", &options.svg_path}}) {
-    if (!value->empty()) {
+  for (const auto& [flag, value, given] : {std::tuple{"--trace", &options.trace_path, options.trace_given},
+                                           std::tuple{"--svg", &options.svg_path, options.svg_given}}) {
+    if (given) {
       throw Error(std::string(flag) + " " + *value + ": --ranks prints a table of layouts; chart " +
                   "one of them with --partition and --data-parallel");
     }
@@ -316,8 +325,10 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
 void writeCharts(const SimulateOptions& options, const SimulationReport& report) {
   std::vector<SimulatedSchedule> views;
   for (const SimulatedRun& run : report.runs) views.push_back({&run.schedule, &run.result});
-  if (!options.trace_path.empty()) writeFileAtomically(options.trace_path, renderChromeTrace(views));
-  if (!options.svg_path.empty()) {
+  if (options.trace_given) {
+    writeOutputFile(chartOutput(options, "--trace", options.trace_path), renderChromeTrace(views));
+  }
+  if (options.svg_given) {
     SvgGanttOptions svg;
     svg.time_unit = report.timeUnit();
     svg.title = std::to_string(report.stages) + " stages" +
@@ -326,7 +337,7 @@ void writeCharts(const SimulateOptions& options, const SimulationReport& report)
                 (report.unit_costs ? std::string("unit costs")
                                    : baseName(report.profile_path) + " split by " +
                                          baseName(report.partition_path));
-    writeFileAtomically(options.svg_path, renderSvgGantt(views, svg));
+    writeOutputFile(chartOutput(options, "--svg", options.svg_path), renderSvgGantt(views, svg));
   }
 }
 
@@ -398,6 +409,8 @@ void addSimulateCommand(CLI::App& app) {
   command->callback([options, command] {
     options->stages_given = command->count("--stages") > 0;
     options->microbatches_given = command->count("--microbatches") > 0;
+    options->trace_given = command->count("--trace") > 0;
+    options->svg_given = command->count("--svg") > 0;
     if (options->ranks != 0 || command->count("--ranks") > 0) {
       if (options->profile_path.empty()) {
         throw Error("--ranks " + std::to_string(options->ranks) +

@@ -3,9 +3,9 @@
 
 #include "cli/commands.h"
 #include "cli/text_table.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
+#include "core/output_path.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
@@ -22,7 +22,14 @@ namespace {
 struct ValidateCommandOptions {
   ValidateRequest request;
   std::string trace_path;
+  bool trace_given = false;  ///< --trace, even as '' (refused by name)
   bool json = false;
+
+  /// --trace, with the profile and the partition as inputs it must not be.
+  OutputPath traceOutput() const {
+    return OutputPath(trace_path, "--trace",
+                      {{"the input profile", request.profile_path}, {"the --partition file", request.partition_path}});
+  }
 };
 
 std::string signedPercent(double fraction) {
@@ -70,7 +77,7 @@ void checkRequest(const ValidateCommandOptions& options) {
                 "\" cannot be run here; validate needs a profile made by stagecut profile (a zoo model or a "
                 "TorchScript chain)");
   }
-  if (!options.trace_path.empty()) checkWritable(options.trace_path);
+  if (options.trace_given) checkOutputPath(options.traceOutput());
 }
 
 std::string bytesText(std::int64_t bytes) { return formatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0))); }
@@ -204,12 +211,12 @@ void runWorker(const ValidateCommandOptions& options) {
   const Profile profile = readProfileFile(options.request.profile_path, options.request.microbatch_size);
   const Partition partition = readPartitionFile(options.request.partition_path);
   const ValidationReport report = buildValidationReport(options.request, profile, partition, outcomes);
-  if (!options.trace_path.empty()) writeFileAtomically(options.trace_path, validationTrace(report));
+  if (options.trace_given) writeOutputFile(options.traceOutput(), validationTrace(report));
   if (options.json) {
     std::cout << toJsonText(validationToJson(report));
   } else {
     printReport(std::cout, report, options.request);
-    if (!options.trace_path.empty()) std::cout << "  trace (predicted and measured): " << options.trace_path << "\n";
+    if (options.trace_given) std::cout << "  trace (predicted and measured): " << options.trace_path << "\n";
   }
   std::cout.flush();
   if (!report.grad_pass) {
@@ -248,7 +255,8 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
       ->capture_default_str();
   command->add_option("--trace", options->trace_path, "Write a Chrome trace of the predicted and measured step");
   command->add_flag("--json", options->json, "Print the stagecut.validation/1 document");
-  command->callback([options, arguments] {
+  command->callback([options, arguments, command] {
+    options->trace_given = command->count("--trace") > 0;
     // Started by a launcher (ours or torchrun-style): this process is one rank.
     if (std::getenv("RANK") && std::getenv("WORLD_SIZE")) {
       runWorker(*options);

@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
@@ -118,8 +117,8 @@ Partition readPartitionFile(const std::string& path) {
   return partitionFromJson(parseJsonDocument(readTextFile(path), path), path);
 }
 
-void writePartitionFile(const std::string& path, const Partition& partition) {
-  writeFileAtomically(path, toJsonText(partitionToJson(partition)));
+void writePartitionFile(const OutputPath& output, const Partition& partition) {
+  writeOutputFile(output, toJsonText(partitionToJson(partition)));
 }
 
 void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_count,

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/output_path.h"
 #include "core/partition.h"
 
 namespace stagecut {
@@ -19,8 +20,9 @@ Partition partitionFromJson(const nlohmann::json& document, const std::string& s
 /// Reads and validates a partition file.
 Partition readPartitionFile(const std::string& path);
 
-/// Writes a partition file atomically. Throws Error on failure.
-void writePartitionFile(const std::string& path, const Partition& partition);
+/// Writes a partition file by writeOutputFile's rules (a plain path converts to an OutputPath).
+/// Throws Error as writeOutputFile does.
+void writePartitionFile(const OutputPath& output, const Partition& partition);
 
 /// Checks that the partition covers layers 0..layer_count-1 of a profile exactly.
 /// Throws Error (input) naming `source` and the fix otherwise.

@@ -2,7 +2,6 @@
 
 #include <limits>
 
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
@@ -290,8 +289,8 @@ Profile readProfileFile(const std::string& path, int microbatch_size) {
   return profileAtMicrobatchSize(profile, microbatch_size, path);
 }
 
-void writeProfileFile(const std::string& path, const Profile& profile) {
-  writeFileAtomically(path, toJsonText(profileToJson(profile)));
+void writeProfileFile(const OutputPath& output, const Profile& profile) {
+  writeOutputFile(output, toJsonText(profileToJson(profile)));
 }
 
 bool LayerCost::operator==(const LayerCost& other) const {

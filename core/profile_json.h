@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/output_path.h"
 #include "core/profile.h"
 
 namespace stagecut {
@@ -24,7 +25,8 @@ Profile readProfileFile(const std::string& path);
 /// only size). Throws Error (input) naming the file and the measured sizes otherwise.
 Profile readProfileFile(const std::string& path, int microbatch_size);
 
-/// Writes a profile file atomically (a temporary file, then rename). Throws Error on failure.
-void writeProfileFile(const std::string& path, const Profile& profile);
+/// Writes a profile file by writeOutputFile's rules (a plain path converts to an OutputPath).
+/// Throws Error as writeOutputFile does.
+void writeProfileFile(const OutputPath& output, const Profile& profile);
 
 }  // namespace stagecut

@@ -138,3 +138,48 @@ TEST_CASE("every sample file shipped in data/samples inspects cleanly", "[cli][i
   }
   CHECK(checked > 0);
 }
+
+// ---- Standard output that cannot be written must not end in exit code 0 (issue #21). ----
+
+TEST_CASE("output into a full disk on standard output ends in exit code 1 and one line",
+          "[cli][stdout][errors]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), makeProfile(3));
+  const std::string message = "stagecut: cannot write standard output (No space left on device)\n";
+  for (const std::string& args : {"inspect '" + dir.file("p.json") + "'",
+                                 "partition '" + dir.file("p.json") + "' --stages 2 --json", std::string("--help")}) {
+    INFO(args);
+    const CommandResult result = stagecut::testing::runStagecutWithStdout(args, ">/dev/full");
+    CHECK(result.exit_code == 1);
+    CHECK(result.err == message);
+  }
+}
+
+TEST_CASE("a closed standard output ends in exit code 1 and one line", "[cli][stdout][errors]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), makeProfile(3));
+  const CommandResult result = stagecut::testing::runStagecutWithStdout("inspect '" + dir.file("p.json") + "'", ">&-");
+  CHECK(result.exit_code == 1);
+  CHECK(result.err == "stagecut: cannot write standard output (Bad file descriptor)\n");
+  // What it would have printed landed nowhere else, such as an output file opened later.
+  const CommandResult written = stagecut::testing::runStagecutWithStdout(
+      "partition '" + dir.file("p.json") + "' --stages 2 -o '" + dir.file("out.json") + "'", ">&-");
+  CHECK(written.exit_code == 1);
+  CHECK_NOTHROW(stagecut::parseJsonDocument(stagecut::readTextFile(dir.file("out.json")), "out.json"));
+}
+
+TEST_CASE("a pipe whose reader has gone ends the command quietly", "[cli][stdout]") {
+  // More than a pipe holds, so stagecut writes after `head` has exited.
+  const TempDir dir;
+  const std::string command = "('" + std::string(STAGECUT_BINARY) +
+                              "' simulate --stages 200 --microbatches 400 --width 200 --schedule all 2>'" +
+                              dir.file("err") + "'; echo $? >'" + dir.file("code") + "') | head -c 1 >/dev/null";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string code = stagecut::readTextFile(dir.file("code"));
+  const std::string err = stagecut::readTextFile(dir.file("err"));
+  // SIGPIPE by default (128 + 13, nothing printed); where the caller ignores SIGPIPE, one line.
+  const bool killed_quietly = code == "141\n" && err.empty();
+  const bool one_line = code == "1\n" && err == "stagecut: cannot write standard output (Broken pipe)\n";
+  INFO("exit code " << code << "stderr: " << err);
+  CHECK((killed_quietly || one_line));
+}

@@ -1,3 +1,7 @@
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -188,4 +192,96 @@ TEST_CASE("a stage that recomputation makes bigger shows a negative saving", "[c
                                                      " --stages 4 --microbatches 4 --recompute full");
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Catch::Matchers::Contains("-256 B"));
+}
+
+// ---- Outputs never lose data (issue #21, item 2). Inputs are copies: a regression would
+// overwrite them, not the repository's samples. ----
+
+namespace {
+
+// `dir`/name holding `source`'s bytes.
+std::string copyInto(const TempDir& dir, const std::string& source, const std::string& name) {
+  dir.write(name, stagecut::readTextFile(source));
+  return dir.file(name);
+}
+
+}  // namespace
+
+TEST_CASE("partition -o onto its own profile is refused in one line and the profile kept byte for byte",
+          "[cli][partition][output][errors]") {
+  const TempDir dir;
+  const std::string profile = copyInto(dir, kProfile, "a.json");
+  const std::string before = stagecut::readTextFile(profile);
+  checkInputError(runStagecut("partition '" + profile + "' --stages 2 -o '" + profile + "'"),
+                  "-o " + profile + ": that is the input profile " + profile + "; write to another file");
+  CHECK(stagecut::readTextFile(profile) == before);
+  CHECK(dir.list() == std::vector<std::string>{"a.json"});
+}
+
+TEST_CASE("compare -o through a symlink or a hard link to its profile is refused and the profile kept",
+          "[cli][compare][output][errors]") {
+  const TempDir dir;
+  const std::string profile = copyInto(dir, kProfile, "a.json");
+  const std::string before = stagecut::readTextFile(profile);
+  REQUIRE(::symlink("a.json", dir.file("link.json").c_str()) == 0);
+  REQUIRE(::link(profile.c_str(), dir.file("hard.json").c_str()) == 0);
+  for (const char* name : {"link.json", "hard.json"}) {
+    checkInputError(runStagecut("compare '" + profile + "' --stages 2 -o '" + dir.file(name) + "'"),
+                    "-o " + dir.file(name) + ": that is the input profile " + profile + "; write to another file");
+  }
+  CHECK(stagecut::readTextFile(profile) == before);
+  CHECK(dir.list() == std::vector<std::string>{"a.json", "hard.json", "link.json"});
+}
+
+TEST_CASE("import -o onto its PipeDream graph is refused and the graph kept byte for byte",
+          "[cli][import][output][errors]") {
+  const TempDir dir;
+  const std::string graph = copyInto(dir, kGraph, "g.txt");
+  const std::string before = stagecut::readTextFile(graph);
+  checkInputError(runStagecut("import pipedream '" + graph + "' -o '" + graph + "'"),
+                  "-o " + graph + ": that is the PipeDream graph " + graph + "; write to another file");
+  CHECK(stagecut::readTextFile(graph) == before);
+  CHECK(dir.list() == std::vector<std::string>{"g.txt"});
+}
+
+TEST_CASE("partition, compare and import -o '' are refused in one line, exit 2", "[cli][output][errors]") {
+  const TempDir dir;
+  const std::string message = "-o '': the file name is empty; name the file to write";
+  checkInputError(partition("--stages 2 -o ''"), message);
+  checkInputError(runStagecut("compare '" + kProfile + "' --stages 2 -o ''"), message);
+  checkInputError(runStagecut("import pipedream '" + kGraph + "' -o ''"), message);
+}
+
+TEST_CASE("partition -o writes through a symlink, a link to standard output and a private /dev/full",
+          "[cli][partition][output]") {
+  const TempDir dir;
+  dir.write("target.json", "old");
+  REQUIRE(::symlink("target.json", dir.file("link.json").c_str()) == 0);
+  REQUIRE(partition("--stages 2 -o '" + dir.file("link.json") + "'").exit_code == 0);
+  struct stat info {};
+  REQUIRE(::lstat(dir.file("link.json").c_str(), &info) == 0);
+  CHECK(S_ISLNK(info.st_mode));
+  CHECK(nlohmann::json::parse(stagecut::readTextFile(dir.file("target.json")))["format"] == "stagecut.partition/1");
+  CHECK(dir.list() == std::vector<std::string>{"link.json", "target.json"});
+
+  // Standard output by a link of /dev/stdout's shape, not /dev/stdout itself: as root, a
+  // regression would replace the system's /dev/stdout with a regular file.
+  REQUIRE(::symlink("/proc/self/fd/1", dir.file("stdout").c_str()) == 0);
+  const CommandResult to_stdout = partition("--stages 2 --format json -o '" + dir.file("stdout") + "'");
+  CHECK(to_stdout.exit_code == 0);
+  CHECK(to_stdout.err.empty());
+  const nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(dir.file("target.json")));
+  CHECK(to_stdout.out == stagecut::toJsonText(document) + stagecut::toJsonText(document));
+
+  if (::mknod(dir.file("full").c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+    WARN("cannot make a device node here (needs root); -o onto a private /dev/full not tested");
+    return;
+  }
+  const CommandResult full = partition("--stages 2 -o '" + dir.file("full") + "'");
+  CHECK(full.exit_code == 1);
+  CHECK(full.out.empty());
+  CHECK(full.err == "stagecut: cannot write " + dir.file("full") +
+                        " (No space left on device); free some space or write to another disk\n");
+  REQUIRE(::lstat(dir.file("full").c_str(), &info) == 0);
+  CHECK(S_ISCHR(info.st_mode));
 }

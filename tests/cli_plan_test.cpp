@@ -103,3 +103,15 @@ TEST_CASE("partition, compare and simulate take one size of a multi-size profile
                     p + ": microbatch size 16 was not measured; the profile has sizes 2,4,8 (add it with profile "
                         "--microbatch)");
 }
+
+TEST_CASE("stagecut plan -o onto its profile is refused and the profile kept byte for byte",
+          "[cli][plan][output][errors]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), sizedProfile());
+  const std::string profile = dir.file("p.json");
+  const std::string before = stagecut::readTextFile(profile);
+  checkInputError(runStagecut("plan '" + profile + "' --stages 2 --global-batch 16 -o '" + profile + "'"),
+                  "-o " + profile + ": that is the input profile " + profile + "; write to another file");
+  CHECK(stagecut::readTextFile(profile) == before);
+  CHECK(dir.list() == std::vector<std::string>{"p.json"});
+}

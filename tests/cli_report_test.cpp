@@ -90,3 +90,23 @@ TEST_CASE("report without -o says so in one line", "[cli][report][errors]") {
   CHECK_THAT(result.err, Contains("--output is required"));
   CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
 }
+
+TEST_CASE("report -o onto its profile or a --validation file is refused and the file kept byte for byte",
+          "[cli][report][output][errors]") {
+  const TempDir dir;
+  dir.write("p.json", stagecut::readTextFile(kProfile));
+  dir.write("run.json", stagecut::testing::exampleComputeValidation().dump());
+  const std::string profile = dir.file("p.json");
+  const std::string run = dir.file("run.json");
+  const std::string profile_before = stagecut::readTextFile(profile);
+  const std::string run_before = stagecut::readTextFile(run);
+  checkInputError(runStagecut("report '" + profile + "' --stages 2 -o '" + profile + "'"),
+                  "-o " + profile + ": that is the input profile " + profile + "; write to another file");
+  checkInputError(runStagecut("report '" + profile + "' --stages 2 --validation '" + run + "' -o '" + run + "'"),
+                  "-o " + run + ": that is the --validation file " + run + "; write to another file");
+  checkInputError(runStagecut("report '" + profile + "' --stages 2 -o ''"),
+                  "-o '': the file name is empty; name the file to write");
+  CHECK(stagecut::readTextFile(profile) == profile_before);
+  CHECK(stagecut::readTextFile(run) == run_before);
+  CHECK(dir.list() == std::vector<std::string>{"p.json", "run.json"});
+}

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -188,4 +190,24 @@ TEST_CASE("stagecut simulate honours --stage-speed as partition and plan do", "[
       runStagecut("simulate --stages 2 --stage-speed 1,2"),
       "--stage-speed 1,2: unit costs are the same on every rank; give a profile and a partition to simulate "
       "devices of different speeds");
+}
+
+TEST_CASE("stagecut simulate --trace and --svg onto an input are refused before any work, inputs kept",
+          "[cli][simulate][output][errors]") {
+  const ProfileFiles files;
+  const std::string profile_before = stagecut::readTextFile(files.profile);
+  const std::string partition_before = stagecut::readTextFile(files.partition);
+  REQUIRE(::link(files.partition.c_str(), files.dir.file("hard.json").c_str()) == 0);
+  const std::string run = "simulate '" + files.profile + "' --partition '" + files.partition + "' ";
+  stagecut::testing::checkInputError(
+      runStagecut(run + "--trace '" + files.profile + "'"),
+      "--trace " + files.profile + ": that is the input profile " + files.profile + "; write to another file");
+  stagecut::testing::checkInputError(runStagecut(run + "--svg '" + files.dir.file("hard.json") + "'"),
+                                     "--svg " + files.dir.file("hard.json") + ": that is the --partition file " +
+                                         files.partition + "; write to another file");
+  stagecut::testing::checkInputError(runStagecut(run + "--svg ''"),
+                                     "--svg '': the file name is empty; name the file to write");
+  CHECK(stagecut::readTextFile(files.profile) == profile_before);
+  CHECK(stagecut::readTextFile(files.partition) == partition_before);
+  CHECK(files.dir.list() == std::vector<std::string>{"hard.json", "p.json", "part.json"});
 }

@@ -1,5 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+
+#include "core/json_document.h"
 #include "core/profile_json.h"
 #include "tests/test_support.h"
 
@@ -8,6 +14,7 @@ using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 
 namespace {
 
@@ -65,4 +72,40 @@ TEST_CASE("an unwritable output path fails with one line and leaves nothing behi
   CHECK(result.err == "stagecut: cannot write " + dir.file("missing/out.json") +
                           " (No such file or directory); check that its folder exists and is writable\n");
   CHECK(dir.list().empty());
+}
+
+TEST_CASE("stagecut profile -o onto its TorchScript model is refused before any work and the model kept",
+          "[profiler][cli][output][errors]") {
+  const TempDir dir;
+  dir.write("m.pt", "the model's bytes");  // refused before it is loaded, so any bytes do
+  checkInputError(runStagecut("profile --torchscript " + dir.file("m.pt") + " --input 4x8:float32 -o " + dir.file("m.pt")),
+                  "-o " + dir.file("m.pt") + ": that is the --torchscript model " + dir.file("m.pt") +
+                      "; write to another file");
+  checkInputError(runStagecut("profile --model mlp --layers 1 --hidden 8 -o ''"),
+                  "-o '': the file name is empty; name the file to write");
+  CHECK(stagecut::readTextFile(dir.file("m.pt")) == "the model's bytes");
+  CHECK(dir.list() == std::vector<std::string>{"m.pt"});
+}
+
+TEST_CASE("a profile whose final write hits a full disk keeps its samples for --resume and no temporary",
+          "[profiler][cli][output][errors]") {
+  const TempDir dir;
+  const std::string full = dir.file("full");
+  if (::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)) != 0) {
+    WARN("cannot make a device node here (needs root); a private /dev/full as -o not tested");
+    return;
+  }
+  const CommandResult result =
+      runStagecut("profile --model mlp --layers 1 --hidden 8 --microbatch 2" + std::string(kQuick) + " -o " + full);
+  CHECK(result.exit_code == 1);
+  CHECK(result.out.empty());
+  CHECK_THAT(result.err, StartsWith("stagecut: cannot write " + full +
+                                    " (No space left on device); free some space or write to another disk; "));
+  CHECK_THAT(result.err, Contains(" timed samples kept in " + full +
+                                  ".resume.json; rerun the same command with --resume to continue from them\n"));
+  CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+  CHECK(dir.list() == std::vector<std::string>{"full", "full.resume.json"});  // no *.tmp.* left
+  struct stat info {};
+  REQUIRE(::lstat(full.c_str(), &info) == 0);
+  CHECK(S_ISCHR(info.st_mode));
 }

@@ -121,6 +121,17 @@ CommandResult runStagecut(const std::string& args, const std::string& environmen
   return result;
 }
 
+CommandResult runStagecutWithStdout(const std::string& args, const std::string& stdout_redirect) {
+  const TempDir capture;
+  const std::string command = "'" + std::string(STAGECUT_BINARY) + "' " + args + " " + stdout_redirect + " 2>'" +
+                              capture.file("err") + "' </dev/null";
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.err = slurp(capture.file("err"));
+  return result;
+}
+
 Profile makeSizedProfile(int layers, const std::vector<int>& sizes,
                          const std::function<void(LayerCost& layer, int size)>& cost_at) {
   Profile profile = makeProfile(layers);

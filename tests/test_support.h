@@ -48,6 +48,10 @@ struct CommandResult {
 /// `environment` ("NAME=value ...") added to its environment.
 CommandResult runStagecut(const std::string& args, const std::string& environment = "");
 
+/// Runs the built stagecut binary with `args`, its stdout sent where the shell redirection
+/// `stdout_redirect` says (">/dev/full", ">&-") instead of captured: `out` stays empty.
+CommandResult runStagecutWithStdout(const std::string& args, const std::string& stdout_redirect);
+
 /// The contract for bad input: exit code 2, nothing on stdout, and exactly the one line
 /// "stagecut: <message>" on stderr.
 void checkInputError(const CommandResult& result, const std::string& message);
