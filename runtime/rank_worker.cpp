@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
+#include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
 #include "profiler/torch_runtime.h"
 #include "runtime/model_from_profile.h"
@@ -24,11 +25,6 @@ using Clock = std::chrono::steady_clock;
 
 double msSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
 }
 
 // Tags above any step's (2 x microbatches) keep the link probe's messages apart.
@@ -51,7 +47,7 @@ double oneWayMs(StageTransport& transport, int peer, bool starts, std::int64_t e
     }
     transport.flushSends();
   }
-  return starts ? median(round_trips) / 2.0 : 0.0;
+  return starts ? medianOf(round_trips) / 2.0 : 0.0;
 }
 
 // Latency from 1-float messages, bandwidth from 4 MiB ones: what the prediction charges for
@@ -130,7 +126,7 @@ void probeReplicaLink(ReplicaGroup& group, RankOutcome& outcome) {
       group.allReduceSum(payload, "the replicas' link probe");
       times.push_back(msSince(start));
     }
-    return median(times);
+    return medianOf(times);
   };
   const double replicas = group.size();
   const std::int64_t large = 1 << 20;
