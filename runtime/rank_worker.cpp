@@ -213,7 +213,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
   // from the same seed.
   const LayerChain reference = buildChainFromProfile(profile, request.profile_path);
   const torch::Tensor output = reference.forward(full_batch);
-  const torch::Tensor loss = output.numel() == 1 ? output : output.mean();
+  const torch::Tensor loss = microbatchLoss(output, 1);
   loss.backward();
   outcome.grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, outcome.worst_parameter);
   if (rank + 1 == stages) {

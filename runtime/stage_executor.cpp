@@ -19,6 +19,11 @@ std::string opName(const char* kind, int microbatch) {
 
 }  // namespace
 
+torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches) {
+  const torch::Tensor loss = output.numel() == 1 ? output : output.mean();
+  return microbatches == 1 ? loss : loss / static_cast<double>(microbatches);
+}
+
 StageExecutor::StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
                              ReplicaGroup* replicas)
     : chain_(chain),
@@ -52,9 +57,7 @@ void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& targe
     state.outputs.push_back(activation);
   }
   if (last_stage_) {
-    // Chains without a loss layer train on the mean of their output.
-    const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
-    state.root = loss / static_cast<double>(microbatch_count_);
+    state.root = microbatchLoss(activation, microbatch_count_);
   } else {
     state.root = activation;
   }
@@ -79,8 +82,7 @@ void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microba
       activation = chain_.layers[i].forward(activation, batch.target);
     }
     if (last_stage_) {
-      const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
-      last_loss_ += loss.item<double>() / static_cast<double>(microbatch_count);
+      last_loss_ += microbatchLoss(activation, microbatch_count).item<double>();
     } else {
       transport_.sendAsync(activation, transport_.rank() + 1, activationTag(microbatch));
     }

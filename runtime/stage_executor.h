@@ -29,10 +29,17 @@ struct StagePlacement {
   std::vector<std::int64_t> output_shape;  ///< of one microbatch; unused on the last stage
 };
 
+/// The rule by which microbatches add up to the full batch: the loss a chain trains on (its
+/// output when that is one number, a loss layer's; else the mean of its output, for chains without
+/// a loss layer), divided by the `microbatches` of the step. Each microbatch's loss is a mean over
+/// its equal share of the rows, so the gradients accumulated over the step equal the full batch's;
+/// `microbatches` = 1 gives the full batch's own loss.
+torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
+
 /// Runs one rank's op list of a pipeline step on its layers, exchanging activations and
 /// gradients through a StageTransport. Gradients accumulate in the parameters' .grad as in
-/// training; the loss of each microbatch is scaled by 1/M so the step's gradient equals the
-/// full batch's. With `splits_backward`, B computes only input gradients (and those of the
+/// training; the loss of each microbatch is microbatchLoss(output, M), so the step's gradient
+/// equals the full batch's. With `splits_backward`, B computes only input gradients (and those of the
 /// layer outputs inside the stage) and W the weight gradients, layer by layer.
 /// With recomputation (activation checkpointing), F runs under no-grad and keeps only the stage
 /// input of each microbatch; B first runs the stage forward again with grad, then backward through
