@@ -9,6 +9,8 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "profiler/torch_runtime.h"
+#include "runtime/gloo_transport.h"
 #include "runtime/launcher.h"
 #include "runtime/rank_worker.h"
 #include "runtime/validation_report.h"
@@ -177,13 +179,12 @@ int rankFromEnvironment(const char* name) {
 }
 
 void runWorker(const ValidateCommandOptions& options) {
-  RendezvousInfo rendezvous;
-  rendezvous.rank = std::atoi(std::getenv("RANK"));
-  rendezvous.world_size = std::atoi(std::getenv("WORLD_SIZE"));
-  if (const char* address = std::getenv("MASTER_ADDR")) rendezvous.master_addr = address;
-  if (const char* port = std::getenv("MASTER_PORT")) rendezvous.master_port = std::atoi(port);
-  rendezvous.replicas = options.request.data_parallel;
-  rendezvous.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000));
+  RendezvousInfo rendezvous = rendezvousFromEnvironment(
+      options.request.data_parallel,
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000)));
+  pinThreads(options.request.threads);
+  // The same heap as the profile's, so that predicted and measured steps pay the same for memory.
+  retainFreedMemory();
   ValidateRequest request = options.request;
   request.faults.kill_rank = rankFromEnvironment("STAGECUT_TEST_KILL_RANK");
   request.faults.stall_rank = rankFromEnvironment("STAGECUT_TEST_STALL_RANK");
@@ -192,7 +193,9 @@ void runWorker(const ValidateCommandOptions& options) {
   if (request.faults.wrong_port_rank == rendezvous.rank) rendezvous.master_port = 1;
   std::vector<RankOutcome> outcomes;
   try {
-    outcomes = runValidationRank(request, rendezvous);
+    // Scoped to the rank's run: rank 0's store and process groups are gone before it builds the report.
+    GlooWorld world(rendezvous);
+    outcomes = runValidationRank(request, world);
   } catch (const Error& e) {
     const std::string message = e.what();
     if (message.rfind("rank ", 0) == 0) throw;

@@ -6,14 +6,16 @@
 #include <vector>
 
 #include "profiler/layer_chain.h"
+#include "runtime/rank_world.h"
 #include "runtime/stage_transport.h"
 #include "runtime/weight_gradient_split.h"
 #include "schedule/pipeline_schedule.h"
 
 namespace stagecut {
 
-/// When one op of a rank ran, in steady-clock nanoseconds (one clock for all processes of a
-/// machine). A receive's wait is not part of the op: the op starts once its input is there.
+/// When one op of a rank ran, in nanoseconds of the rank's clock (the steady clock for real runs:
+/// one clock for all processes of a machine). A receive's wait is not part of the op: the op
+/// starts once its input is there.
 struct OpRecord {
   PipelineOp op;
   std::int64_t start_ns = 0;
@@ -46,8 +48,9 @@ torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
 /// it. With a ReplicaGroup, an all-reduce op (A) averages the stage's gradients over the replicas.
 class StageExecutor {
  public:
-  /// `replicas`: the data-parallel group of this stage, or nullptr (then A ops are refused).
-  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
+  /// `clock` times the op records; `replicas`: the data-parallel group of this stage, or nullptr
+  /// (then A ops are refused). All must outlive the executor.
+  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport, const RankClock& clock,
                 ReplicaGroup* replicas = nullptr);
 
   /// Turns activation recomputation on or off for the following steps.
@@ -88,6 +91,7 @@ class StageExecutor {
   const LayerChain& chain_;
   StagePlacement placement_;
   StageTransport& transport_;
+  const RankClock& clock_;
   ReplicaGroup* replicas_;
   bool recompute_ = false;
   int microbatch_count_ = 1;
