@@ -1,8 +1,5 @@
 #include "runtime/rank_worker.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 
 #include "core/error.h"
@@ -180,19 +177,10 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   if (ReplicaGroup* group = world.replicaGroup()) probeReplicaLink(*group, clock, outcome);
 
   StageExecutor executor(chain, placement, transport, clock, world.replicaGroup());
-  const FaultInjection& faults = request.faults;
-  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::int64_t& peak_bytes, bool inject) {
+  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::int64_t& peak_bytes) {
     for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
       executor.zeroGradients();
       world.barrier();
-      // Fault injection for the tests: this rank dies or stalls at the start of its first measured
-      // step, while its peers are in theirs.
-      if (inject && step == request.warmup_steps) {
-        if (faults.kill_rank == layout.rank) ::raise(SIGKILL);
-        if (faults.stall_rank == layout.rank) {
-          for (;;) ::pause();
-        }
-      }
       MemoryCounter memory;
       std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
       if (step >= request.warmup_steps) {
@@ -202,7 +190,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
     }
     world.barrier();
   };
-  runSteps(outcome.steps, outcome.peak_bytes, true);
+  runSteps(outcome.steps, outcome.peak_bytes);
   const double plain_loss = executor.lastStepLoss();
 
   // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
@@ -218,7 +206,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   }
   if (request.recompute == "full") {
     executor.setRecompute(true);
-    runSteps(outcome.recompute_steps, outcome.recompute_peak_bytes, false);
+    runSteps(outcome.recompute_steps, outcome.recompute_peak_bytes);
     std::string worst;
     outcome.recompute_grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, worst);
     if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();
