@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "core/json_document.h"
 #include "core/profile_json.h"
+#include "core/sample_stats.h"
 
 namespace {
 
@@ -42,8 +44,7 @@ double medianMs(int repeats, Fn&& fn) {
     samples.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  std::nth_element(samples.begin(), samples.begin() + repeats / 2, samples.end());
-  return samples[repeats / 2];
+  return stagecut::medianOf(std::move(samples));
 }
 
 }  // namespace

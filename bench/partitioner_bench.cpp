@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <utility>
 #include <vector>
 
+#include "core/sample_stats.h"
 #include "partitioner/exact_solver.h"
 #include "partitioner/plain_dp.h"
 #include "partitioner/split_score.h"
@@ -74,8 +76,7 @@ double medianMs(int repeats, Fn&& fn) {
     fn();
     samples.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  return stagecut::medianOf(std::move(samples));
 }
 
 struct Row {

@@ -9,6 +9,8 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "profiler/torch_runtime.h"
+#include "runtime/gloo_transport.h"
 #include "runtime/launcher.h"
 #include "runtime/rank_worker.h"
 #include "runtime/validation_report.h"
@@ -180,28 +182,18 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   if (report.recompute) printRecompute(out, report);
 }
 
-int rankFromEnvironment(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? std::atoi(value) : -1;
-}
-
 void runWorker(const ValidateCommandOptions& options) {
-  RendezvousInfo rendezvous;
-  rendezvous.rank = std::atoi(std::getenv("RANK"));
-  rendezvous.world_size = std::atoi(std::getenv("WORLD_SIZE"));
-  if (const char* address = std::getenv("MASTER_ADDR")) rendezvous.master_addr = address;
-  if (const char* port = std::getenv("MASTER_PORT")) rendezvous.master_port = std::atoi(port);
-  rendezvous.replicas = options.request.data_parallel;
-  rendezvous.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000));
-  ValidateRequest request = options.request;
-  request.faults.kill_rank = rankFromEnvironment("STAGECUT_TEST_KILL_RANK");
-  request.faults.stall_rank = rankFromEnvironment("STAGECUT_TEST_STALL_RANK");
-  request.faults.wrong_port_rank = rankFromEnvironment("STAGECUT_TEST_WRONG_PORT_RANK");
-  // Port 1 is privileged and unused on a test machine: the rank looks for a store nobody hosts.
-  if (request.faults.wrong_port_rank == rendezvous.rank) rendezvous.master_port = 1;
+  const RendezvousInfo rendezvous = rendezvousFromEnvironment(
+      options.request.data_parallel,
+      std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000)));
+  pinThreads(options.request.threads);
+  // The same heap as the profile's, so that predicted and measured steps pay the same for memory.
+  retainFreedMemory();
   std::vector<RankOutcome> outcomes;
   try {
-    outcomes = runValidationRank(request, rendezvous);
+    // Scoped to the rank's run: rank 0's store and process groups are gone before it builds the report.
+    GlooWorld world(rendezvous);
+    outcomes = runValidationRank(options.request, world);
   } catch (const Error& e) {
     const std::string message = e.what();
     if (message.rfind("rank ", 0) == 0) throw;
@@ -267,7 +259,6 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
     launch.world_size = static_cast<int>(readPartitionFile(options->request.partition_path).stages.size()) *
                         options->request.data_parallel;
     launch.arguments = arguments;
-    launch.skip_rank = rankFromEnvironment("STAGECUT_TEST_SKIP_RANK");
     launchRanks(launch);
   });
 }

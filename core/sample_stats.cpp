@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace stagecut {
 
@@ -22,5 +23,7 @@ TimeStatsMs summarizeSamples(std::vector<double> samples_ms) {
   }
   return stats;
 }
+
+double medianOf(std::vector<double> values) { return summarizeSamples(std::move(values)).median; }
 
 }  // namespace stagecut

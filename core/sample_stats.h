@@ -10,4 +10,8 @@ namespace stagecut {
 /// (sample standard deviation / mean). An empty list gives all zeros.
 TimeStatsMs summarizeSamples(std::vector<double> samples_ms);
 
+/// The median of `values` as summarizeSamples() takes it (the mean of the two middle values of an
+/// even count); 0 for an empty list. Units are the caller's.
+double medianOf(std::vector<double> values);
+
 }  // namespace stagecut

@@ -1,5 +1,7 @@
 #include "runtime/gloo_transport.h"
 
+#include <cstdlib>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -174,11 +176,6 @@ void GlooTransport::barrier() {
   waitWork(impl_->pipeline->barrier(), impl_->info, "waiting in a barrier for the other ranks");
 }
 
-void GlooTransport::worldBarrier() {
-  barrier();
-  if (impl_->replicas) impl_->replicas->barrier("the step's barrier");
-}
-
 int GlooTransport::rank() const { return impl_->info.stage(); }
 int GlooTransport::worldSize() const { return impl_->info.stages(); }
 
@@ -197,6 +194,26 @@ std::string GlooTransport::fetch(const std::string& key) {
                     firstLine(e.what()) + ")",
                 ErrorKind::kRuntime);
   }
+}
+
+RendezvousInfo rendezvousFromEnvironment(int replicas, std::chrono::milliseconds timeout) {
+  RendezvousInfo info;
+  info.rank = std::atoi(std::getenv("RANK"));
+  info.world_size = std::atoi(std::getenv("WORLD_SIZE"));
+  if (const char* address = std::getenv("MASTER_ADDR")) info.master_addr = address;
+  if (const char* port = std::getenv("MASTER_PORT")) info.master_port = std::atoi(port);
+  info.replicas = replicas;
+  info.timeout = timeout;
+  return info;
+}
+
+void GlooWorld::connect() { transport_ = std::make_unique<GlooTransport>(info_); }
+
+GlooTransport& GlooWorld::connected() {
+  if (!transport_) {
+    throw Error("rank " + std::to_string(info_.rank) + ": the world was used before connect()", ErrorKind::kRuntime);
+  }
+  return *transport_;
 }
 
 }  // namespace stagecut

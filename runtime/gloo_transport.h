@@ -3,7 +3,9 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "runtime/rank_world.h"
 #include "runtime/stage_transport.h"
 
 namespace stagecut {
@@ -22,15 +24,22 @@ struct RendezvousInfo {
   int stages() const { return world_size / replicas; }
   int stage() const { return rank % stages(); }
   int replica() const { return rank / stages(); }
+  RankLayout layout() const { return {rank, world_size, replicas}; }
 };
+
+/// torchrun's meeting from the environment: RANK and WORLD_SIZE (both must be set; see
+/// launchRanks), MASTER_ADDR and MASTER_PORT where set (else the defaults above), with the
+/// layout's `replicas` and the `timeout` of every wait, which torchrun does not carry.
+RendezvousInfo rendezvousFromEnvironment(int replicas, std::chrono::milliseconds timeout);
 
 /// StageTransport over c10d: one TCPStore for the meeting (rank 0 hosts it), a ProcessGroupGloo
 /// per pipeline (the ranks of one replica, over a PrefixStore) for point-to-point send/recv, and,
 /// with replicas, a ProcessGroupGloo per stage (the ranks holding that stage) for the gradient
-/// all-reduce. As a StageTransport, rank() is the stage and worldSize() the number of stages.
+/// all-reduce. As a StageTransport, rank() is the stage and worldSize() the number of stages; as
+/// a RankStore, it reads and writes the TCPStore.
 /// Every wait is bounded by the timeout, and a timeout or a lost peer becomes an Error (kRuntime)
 /// naming the op and the peer's global rank.
-class GlooTransport : public StageTransport {
+class GlooTransport : public StageTransport, public RankStore {
  public:
   /// Connects to the other ranks. Throws Error (kRuntime) naming the ranks that did not arrive in
   /// time, or the address when the store cannot be reached.
@@ -47,16 +56,33 @@ class GlooTransport : public StageTransport {
 
   /// The data-parallel group of this rank's stage; nullptr without replicas.
   ReplicaGroup* replicaGroup();
-  /// Waits until every rank of the world (all replicas) reaches this call.
-  void worldBarrier();
-  /// Publishes `value` under `key` for the other ranks (results gathered by rank 0).
-  void publish(const std::string& key, const std::string& value);
-  /// Waits for `key` to be published and returns it.
-  std::string fetch(const std::string& key);
+  void publish(const std::string& key, const std::string& value) override;
+  std::string fetch(const std::string& key) override;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+};
+
+/// The real RankWorld: connect() builds the GlooTransport (the meeting on the TCPStore, then the
+/// process groups), which is also the store; the clock is the steady clock. The transport, group
+/// and store exist from connect() on (before it, asking for them throws Error, kRuntime).
+class GlooWorld : public RankWorld {
+ public:
+  explicit GlooWorld(RendezvousInfo info) : info_(std::move(info)) {}
+  void connect() override;
+  RankLayout layout() const override { return info_.layout(); }
+  StageTransport& transport() override { return connected(); }
+  ReplicaGroup* replicaGroup() override { return connected().replicaGroup(); }
+  RankStore& store() override { return connected(); }
+  const RankClock& clock() const override { return clock_; }
+
+ private:
+  GlooTransport& connected();
+
+  RendezvousInfo info_;
+  SteadyClock clock_;
+  std::unique_ptr<GlooTransport> transport_;
 };
 
 }  // namespace stagecut

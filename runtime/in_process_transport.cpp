@@ -72,4 +72,33 @@ torch::Tensor InProcessTransport::recv(const std::vector<std::int64_t>& shape, i
   return tensor;
 }
 
+void InProcessStore::publish(const std::string& key, const std::string& value) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    values_[key] = value;
+  }
+  changed_.notify_all();
+}
+
+std::string InProcessStore::fetch(const std::string& key) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!changed_.wait_for(lock, timeout_, [&] { return values_.count(key) > 0; })) {
+    throw Error("timed out waiting for \"" + key + "\" in the store", ErrorKind::kRuntime);
+  }
+  return values_.at(key);
+}
+
+InProcessCluster::InProcessCluster(int stages, int replicas, std::chrono::milliseconds timeout)
+    : stages_(stages), replicas_(replicas), store_(timeout) {
+  for (int d = 0; d < replicas; ++d) pipelines_.push_back(std::make_shared<InProcessHub>(stages, timeout));
+  for (int s = 0; s < stages; ++s) stage_groups_.push_back(std::make_shared<InProcessReplicaHub>(replicas, timeout));
+}
+
+InProcessWorld::InProcessWorld(std::shared_ptr<InProcessCluster> cluster, int rank)
+    : cluster_(std::move(cluster)),
+      layout_{rank, cluster_->stages() * cluster_->replicas(), cluster_->replicas()},
+      transport_(cluster_->pipeline(layout_.replica()), layout_.stage()) {
+  if (layout_.replicas > 1) group_.emplace(cluster_->stageGroup(layout_.stage()), layout_.replica());
+}
+
 }  // namespace stagecut

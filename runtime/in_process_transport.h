@@ -5,8 +5,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <tuple>
+#include <vector>
 
+#include "runtime/rank_world.h"
 #include "runtime/stage_transport.h"
 
 namespace stagecut {
@@ -86,6 +90,62 @@ class InProcessReplicaGroup : public ReplicaGroup {
  private:
   std::shared_ptr<InProcessReplicaHub> hub_;
   int replica_;
+};
+
+/// The fake RankStore of an in-process run: a map that fetch() waits on.
+class InProcessStore : public RankStore {
+ public:
+  explicit InProcessStore(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+  void publish(const std::string& key, const std::string& value) override;
+  /// Throws Error (kRuntime) naming the key when it is not published within the timeout.
+  std::string fetch(const std::string& key) override;
+
+ private:
+  std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> values_;
+};
+
+/// What the ranks of an in-process run share (one thread per rank, in tests): `replicas`
+/// pipelines of `stages` ranks, each with its own InProcessHub; for each stage, the InProcessReplicaHub
+/// of its replicas; one store. Every wait is bounded by `timeout`.
+class InProcessCluster {
+ public:
+  InProcessCluster(int stages, int replicas, std::chrono::milliseconds timeout);
+  int stages() const { return stages_; }
+  int replicas() const { return replicas_; }
+  const std::shared_ptr<InProcessHub>& pipeline(int replica) const { return pipelines_.at(replica); }
+  const std::shared_ptr<InProcessReplicaHub>& stageGroup(int stage) const { return stage_groups_.at(stage); }
+  InProcessStore& store() { return store_; }
+
+ private:
+  int stages_;
+  int replicas_;
+  std::vector<std::shared_ptr<InProcessHub>> pipelines_;
+  std::vector<std::shared_ptr<InProcessReplicaHub>> stage_groups_;
+  InProcessStore store_;
+};
+
+/// One rank's view of an InProcessCluster (global rank = replica x stages + stage): the fake
+/// RankWorld. connect() has nothing to do; the clock is the steady clock, which the threads share
+/// as the processes of a machine do. Without replicas, replicaGroup() is nullptr.
+class InProcessWorld : public RankWorld {
+ public:
+  InProcessWorld(std::shared_ptr<InProcessCluster> cluster, int rank);
+  void connect() override {}
+  RankLayout layout() const override { return layout_; }
+  StageTransport& transport() override { return transport_; }
+  ReplicaGroup* replicaGroup() override { return group_ ? &*group_ : nullptr; }
+  RankStore& store() override { return cluster_->store(); }
+  const RankClock& clock() const override { return clock_; }
+
+ private:
+  std::shared_ptr<InProcessCluster> cluster_;
+  RankLayout layout_;
+  InProcessTransport transport_;
+  std::optional<InProcessReplicaGroup> group_;
+  SteadyClock clock_;
 };
 
 }  // namespace stagecut

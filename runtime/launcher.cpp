@@ -207,7 +207,6 @@ void launchRanks(const LaunchOptions& options) {
   const ChildSignalScope signals;
   std::map<pid_t, RankProcess> running;
   for (int rank = 0; rank < options.world_size; ++rank) {
-    if (rank == options.skip_rank) continue;
     int pipe_fds[2];
     pid_t pid = -1;
     if (::pipe2(pipe_fds, O_CLOEXEC) == 0) {

@@ -11,8 +11,6 @@ struct LaunchOptions {
   std::string executable = "/proc/self/exe";  ///< the stagecut binary itself
   std::vector<std::string> arguments;          ///< argv for every rank, argv[0] included
   double grace_s = 2.0;  ///< after a failure, how long ranks get to stop before SIGKILL
-  /// Fault injection for tests: this rank is never started (its peers must notice). -1: none.
-  int skip_rank = -1;
 };
 
 /// Starts `world_size` processes with torchrun's environment (RANK, WORLD_SIZE, MASTER_ADDR,

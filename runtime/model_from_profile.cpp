@@ -1,5 +1,7 @@
 #include "runtime/model_from_profile.h"
 
+#include <mutex>
+
 #include "core/error.h"
 #include "profiler/input_spec.h"
 #include "profiler/torchscript_chain.h"
@@ -51,6 +53,11 @@ InputSpec inputSpecFrom(const nlohmann::json& config, const std::string& source_
 }  // namespace
 
 LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
+  // The zoo seeds LibTorch's global generator (torch::manual_seed) and draws the weights from it:
+  // ranks that are threads of one process (the in-process world) take turns, or their draws would
+  // interleave and their weights differ.
+  static std::mutex building;
+  const std::lock_guard<std::mutex> lock(building);
   const std::string& source = profile.model.source;
   LayerChain chain;
   if (source.rfind("zoo:", 0) == 0) {

@@ -10,7 +10,8 @@ namespace stagecut {
 /// Rebuilds the model a profile was measured on, from its metadata: a zoo model from
 /// model.source "zoo:<family>" and model.config (weights from the seed recorded there), or a
 /// TorchScript chain from "torchscript:<path>" and the recorded input. Every process that calls
-/// it gets identical weights. Throws Error (input) naming `source_name` when the profile was
+/// it gets identical weights; threads calling it take turns (the weights come from LibTorch's global
+/// generator). Throws Error (input) naming `source_name` when the profile was
 /// imported (nothing to run) or its layers do not match the rebuilt model's.
 LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name);
 

@@ -1,17 +1,12 @@
 #include "runtime/rank_worker.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <chrono>
 
 #include "core/error.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
+#include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
-#include "profiler/torch_runtime.h"
 #include "runtime/model_from_profile.h"
 #include "prediction/pipeline_prediction.h"
 
@@ -19,52 +14,46 @@ namespace stagecut {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+double msSince(const RankClock& clock, std::int64_t start_ns) {
+  return static_cast<double>(clock.nowNs() - start_ns) / 1e6;
 }
 
 // Tags above any step's (2 x microbatches) keep the link probe's messages apart.
 constexpr int kProbeTagBase = 1 << 20;
 
 // One-way time of a `elements`-float message between this rank and `peer`, by ping-pong.
-double oneWayMs(StageTransport& transport, int peer, bool starts, std::int64_t elements, int rounds, int tag) {
+double oneWayMs(StageTransport& transport, const RankClock& clock, int peer, bool starts, std::int64_t elements,
+                int rounds, int tag) {
   const std::vector<std::int64_t> shape = {elements};
   const torch::Tensor payload = torch::ones(shape);
   std::vector<double> round_trips;
   for (int i = 0; i < rounds; ++i) {
-    const auto start = Clock::now();
+    const std::int64_t start_ns = clock.nowNs();
     if (starts) {
       transport.sendAsync(payload, peer, tag);
       transport.recv(shape, peer, tag + 1, "the link probe's reply");
-      round_trips.push_back(msSince(start));
+      round_trips.push_back(msSince(clock, start_ns));
     } else {
       const torch::Tensor echo = transport.recv(shape, peer, tag, "the link probe");
       transport.sendAsync(echo, peer, tag + 1);
     }
     transport.flushSends();
   }
-  return starts ? median(round_trips) / 2.0 : 0.0;
+  return starts ? medianOf(round_trips) / 2.0 : 0.0;
 }
 
 // Latency from 1-float messages, bandwidth from 4 MiB ones: what the prediction charges for
 // each boundary. Boundaries are probed in chain order so that no rank waits in a cycle.
-void probeLinks(StageTransport& transport, RankOutcome& outcome) {
+void probeLinks(StageTransport& transport, const RankClock& clock, RankOutcome& outcome) {
   const int rank = transport.rank();
   const std::int64_t large = 1 << 20;
   if (rank > 0) {
-    oneWayMs(transport, rank - 1, false, 1, 20, kProbeTagBase);
-    oneWayMs(transport, rank - 1, false, large, 5, kProbeTagBase + 2);
+    oneWayMs(transport, clock, rank - 1, false, 1, 20, kProbeTagBase);
+    oneWayMs(transport, clock, rank - 1, false, large, 5, kProbeTagBase + 2);
   }
   if (rank + 1 < transport.worldSize()) {
-    const double latency_ms = oneWayMs(transport, rank + 1, true, 1, 20, kProbeTagBase);
-    const double large_ms = oneWayMs(transport, rank + 1, true, large, 5, kProbeTagBase + 2);
+    const double latency_ms = oneWayMs(transport, clock, rank + 1, true, 1, 20, kProbeTagBase);
+    const double large_ms = oneWayMs(transport, clock, rank + 1, true, large, 5, kProbeTagBase + 2);
     outcome.link_latency_ms = latency_ms;
     const double transfer_ms = std::max(large_ms - latency_ms, 1e-6);
     outcome.link_bandwidth_bytes_per_s = 4.0 * large / (transfer_ms / 1000.0);
@@ -120,16 +109,16 @@ double compareGradients(const LayerChain& pipeline, const LayerChain& reference,
 
 // The replicas' link as the prediction charges it (ringAllReduceMs): all-reduces of 1 float give
 // the latency terms 2 (D - 1) x latency, of 4 MiB the bandwidth from 2 (D - 1) / D x bytes.
-void probeReplicaLink(ReplicaGroup& group, RankOutcome& outcome) {
+void probeReplicaLink(ReplicaGroup& group, const RankClock& clock, RankOutcome& outcome) {
   auto medianAllReduceMs = [&](std::int64_t elements, int rounds) {
     std::vector<double> times;
     for (int i = 0; i < rounds; ++i) {
       torch::Tensor payload = torch::ones({elements});
-      const auto start = Clock::now();
+      const std::int64_t start_ns = clock.nowNs();
       group.allReduceSum(payload, "the replicas' link probe");
-      times.push_back(msSince(start));
+      times.push_back(msSince(clock, start_ns));
     }
-    return median(times);
+    return medianOf(times);
   };
   const double replicas = group.size();
   const std::int64_t large = 1 << 20;
@@ -142,31 +131,29 @@ void probeReplicaLink(ReplicaGroup& group, RankOutcome& outcome) {
 
 }  // namespace
 
-std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const RendezvousInfo& rendezvous) {
-  pinThreads(request.threads);
-  // The same heap as the profile's, so that predicted and measured steps pay the same for memory.
-  retainFreedMemory();
+std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankWorld& world) {
+  const RankLayout layout = world.layout();
   const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
   const int stages = static_cast<int>(partition.stages.size());
-  const int replicas = rendezvous.replicas;
-  if (stages * replicas != rendezvous.world_size) {
+  const int replicas = layout.replicas;
+  if (stages * replicas != layout.world_size) {
     throw Error(request.partition_path + ": the partition has " + std::to_string(stages) + " stages and " +
                 std::to_string(replicas) + " replica(s) need " + std::to_string(stages * replicas) + " ranks, but " +
-                std::to_string(rendezvous.world_size) + " were started; start stages x replicas ranks");
+                std::to_string(layout.world_size) + " were started; start stages x replicas ranks");
   }
   const Schedule schedule =
       pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches, 1, replicas);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
 
-  const int rank = rendezvous.stage();
+  const int rank = layout.stage();
   const StageCost& stage = partition.stages[rank];
   RankOutcome outcome;
-  outcome.rank = rendezvous.rank;
+  outcome.rank = layout.rank;
   outcome.stage = rank;
-  outcome.replica = rendezvous.replica();
+  outcome.replica = layout.replica();
   outcome.first_layer = stage.first;
   outcome.last_layer = stage.last;
   StagePlacement placement;
@@ -182,24 +169,17 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
   const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,
                                              all_microbatches.begin() + (outcome.replica + 1) * request.microbatches);
 
-  GlooTransport transport(rendezvous);
-  probeLinks(transport, outcome);
-  if (ReplicaGroup* group = transport.replicaGroup()) probeReplicaLink(*group, outcome);
+  world.connect();
+  StageTransport& transport = world.transport();
+  const RankClock& clock = world.clock();
+  probeLinks(transport, clock, outcome);
+  if (ReplicaGroup* group = world.replicaGroup()) probeReplicaLink(*group, clock, outcome);
 
-  StageExecutor executor(chain, placement, transport, transport.replicaGroup());
-  const FaultInjection& faults = request.faults;
-  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::int64_t& peak_bytes, bool inject) {
+  StageExecutor executor(chain, placement, transport, clock, world.replicaGroup());
+  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::int64_t& peak_bytes) {
     for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
       executor.zeroGradients();
-      transport.worldBarrier();
-      // Fault injection for the tests: this rank dies or stalls at the start of its first measured
-      // step, while its peers are in theirs.
-      if (inject && step == request.warmup_steps) {
-        if (faults.kill_rank == rendezvous.rank) ::raise(SIGKILL);
-        if (faults.stall_rank == rendezvous.rank) {
-          for (;;) ::pause();
-        }
-      }
+      world.barrier();
       MemoryCounter memory;
       std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
       if (step >= request.warmup_steps) {
@@ -207,16 +187,16 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
         peak_bytes = std::max<std::int64_t>(peak_bytes, memory.peakBytes());
       }
     }
-    transport.worldBarrier();
+    world.barrier();
   };
-  runSteps(outcome.steps, outcome.peak_bytes, true);
+  runSteps(outcome.steps, outcome.peak_bytes);
   const double plain_loss = executor.lastStepLoss();
 
   // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
   // from the same seed.
   const LayerChain reference = buildChainFromProfile(profile, request.profile_path);
   const torch::Tensor output = reference.forward(full_batch);
-  const torch::Tensor loss = output.numel() == 1 ? output : output.mean();
+  const torch::Tensor loss = microbatchLoss(output, 1);
   loss.backward();
   outcome.grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, outcome.worst_parameter);
   if (rank + 1 == stages) {
@@ -225,22 +205,23 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, const
   }
   if (request.recompute == "full") {
     executor.setRecompute(true);
-    runSteps(outcome.recompute_steps, outcome.recompute_peak_bytes, false);
+    runSteps(outcome.recompute_steps, outcome.recompute_peak_bytes);
     std::string worst;
     outcome.recompute_grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, worst);
     if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();
   }
 
-  transport.publish("stagecut/outcome/" + std::to_string(rendezvous.rank), rankOutcomeToJson(outcome).dump());
+  RankStore& store = world.store();
+  store.publish("stagecut/outcome/" + std::to_string(layout.rank), rankOutcomeToJson(outcome).dump());
   std::vector<RankOutcome> all;
-  if (rendezvous.rank == 0) {
-    for (int r = 0; r < rendezvous.world_size; ++r) {
-      all.push_back(rankOutcomeFromJson(nlohmann::json::parse(transport.fetch("stagecut/outcome/" + std::to_string(r)))));
+  if (layout.rank == 0) {
+    for (int r = 0; r < layout.world_size; ++r) {
+      all.push_back(rankOutcomeFromJson(nlohmann::json::parse(store.fetch("stagecut/outcome/" + std::to_string(r)))));
     }
-    transport.publish("stagecut/done", "1");
+    store.publish("stagecut/done", "1");
   } else {
     // Rank 0 hosts the store: keep it alive until rank 0 has read every outcome.
-    transport.fetch("stagecut/done");
+    store.fetch("stagecut/done");
   }
   return all;
 }

@@ -1,17 +1,10 @@
 #include "runtime/stage_executor.h"
 
-#include <chrono>
-
 #include "core/error.h"
 
 namespace stagecut {
 
 namespace {
-
-std::int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string opName(const char* kind, int microbatch) {
   return std::string(kind) + "(" + std::to_string(microbatch) + ")";
@@ -19,11 +12,17 @@ std::string opName(const char* kind, int microbatch) {
 
 }  // namespace
 
+torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches) {
+  const torch::Tensor loss = output.numel() == 1 ? output : output.mean();
+  return microbatches == 1 ? loss : loss / static_cast<double>(microbatches);
+}
+
 StageExecutor::StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
-                             ReplicaGroup* replicas)
+                             const RankClock& clock, ReplicaGroup* replicas)
     : chain_(chain),
       placement_(std::move(placement)),
       transport_(transport),
+      clock_(clock),
       replicas_(replicas),
       first_stage_(transport.rank() == 0),
       last_stage_(transport.rank() == transport.worldSize() - 1) {}
@@ -52,9 +51,7 @@ void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& targe
     state.outputs.push_back(activation);
   }
   if (last_stage_) {
-    // Chains without a loss layer train on the mean of their output.
-    const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
-    state.root = loss / static_cast<double>(microbatch_count_);
+    state.root = microbatchLoss(activation, microbatch_count_);
   } else {
     state.root = activation;
   }
@@ -68,7 +65,7 @@ void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microba
     state.input = transport_.recv(placement_.input_shape, transport_.rank() - 1, activationTag(microbatch),
                                   opName("F", microbatch) + "'s activation");
   }
-  compute_start_ns_ = nowNs();
+  compute_start_ns_ = clock_.nowNs();
   microbatch_count_ = microbatch_count;
   if (recompute_) {
     // Checkpointing: no graph and no saved activations now; B runs this forward again with grad.
@@ -79,8 +76,7 @@ void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microba
       activation = chain_.layers[i].forward(activation, batch.target);
     }
     if (last_stage_) {
-      const torch::Tensor loss = activation.numel() == 1 ? activation : activation.mean();
-      last_loss_ += loss.item<double>() / static_cast<double>(microbatch_count);
+      last_loss_ += microbatchLoss(activation, microbatch_count).item<double>();
     } else {
       transport_.sendAsync(activation, transport_.rank() + 1, activationTag(microbatch));
     }
@@ -103,7 +99,7 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
     grad = transport_.recv(placement_.output_shape, transport_.rank() + 1, gradientTag(microbatch),
                            opName("B", microbatch) + "'s gradient");
   }
-  compute_start_ns_ = nowNs();
+  compute_start_ns_ = clock_.nowNs();
   if (!last_stage_) {
     // The next rank answered this microbatch: it has our activation, whose buffer can go.
     transport_.releaseSend(transport_.rank() + 1, activationTag(microbatch));
@@ -137,7 +133,7 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
 }
 
 void StageExecutor::weightBackward(int microbatch) {
-  compute_start_ns_ = nowNs();
+  compute_start_ns_ = clock_.nowNs();
   MicrobatchState& state = live_.at(microbatch);
   state.weight_split->runWeightBackward(state.root_grad, state.target_grads);
   live_.erase(microbatch);
@@ -152,7 +148,7 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
   // As a receive is not part of its op, waiting for replicas that are behind is not part of A:
   // its clock starts once every replica is there, so it measures what the ring all-reduce costs.
   replicas_->barrier(describeOp(op, 1));
-  compute_start_ns_ = nowNs();
+  compute_start_ns_ = clock_.nowNs();
   // One flat buffer for all of the stage's gradients: one collective instead of one per tensor
   // (Gloo's allreduce also wants tensors of one size).
   std::vector<torch::Tensor> grads;
@@ -200,7 +196,7 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
         break;
     }
     record.start_ns = compute_start_ns_;
-    record.end_ns = nowNs();
+    record.end_ns = clock_.nowNs();
     records.push_back(record);
   }
   transport_.flushSends();

@@ -6,14 +6,16 @@
 #include <vector>
 
 #include "profiler/layer_chain.h"
+#include "runtime/rank_world.h"
 #include "runtime/stage_transport.h"
 #include "runtime/weight_gradient_split.h"
 #include "schedule/pipeline_schedule.h"
 
 namespace stagecut {
 
-/// When one op of a rank ran, in steady-clock nanoseconds (one clock for all processes of a
-/// machine). A receive's wait is not part of the op: the op starts once its input is there.
+/// When one op of a rank ran, in nanoseconds of the rank's clock (the steady clock for real runs:
+/// one clock for all processes of a machine). A receive's wait is not part of the op: the op
+/// starts once its input is there.
 struct OpRecord {
   PipelineOp op;
   std::int64_t start_ns = 0;
@@ -29,18 +31,26 @@ struct StagePlacement {
   std::vector<std::int64_t> output_shape;  ///< of one microbatch; unused on the last stage
 };
 
+/// The rule by which microbatches add up to the full batch: the loss a chain trains on (its
+/// output when that is one number, a loss layer's; else the mean of its output, for chains without
+/// a loss layer), divided by the `microbatches` of the step. Each microbatch's loss is a mean over
+/// its equal share of the rows, so the gradients accumulated over the step equal the full batch's;
+/// `microbatches` = 1 gives the full batch's own loss.
+torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
+
 /// Runs one rank's op list of a pipeline step on its layers, exchanging activations and
 /// gradients through a StageTransport. Gradients accumulate in the parameters' .grad as in
-/// training; the loss of each microbatch is scaled by 1/M so the step's gradient equals the
-/// full batch's. With `splits_backward`, B computes only input gradients (and those of the
+/// training; the loss of each microbatch is microbatchLoss(output, M), so the step's gradient
+/// equals the full batch's. With `splits_backward`, B computes only input gradients (and those of the
 /// layer outputs inside the stage) and W the weight gradients, layer by layer.
 /// With recomputation (activation checkpointing), F runs under no-grad and keeps only the stage
 /// input of each microbatch; B first runs the stage forward again with grad, then backward through
 /// it. With a ReplicaGroup, an all-reduce op (A) averages the stage's gradients over the replicas.
 class StageExecutor {
  public:
-  /// `replicas`: the data-parallel group of this stage, or nullptr (then A ops are refused).
-  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
+  /// `clock` times the op records; `replicas`: the data-parallel group of this stage, or nullptr
+  /// (then A ops are refused). All must outlive the executor.
+  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport, const RankClock& clock,
                 ReplicaGroup* replicas = nullptr);
 
   /// Turns activation recomputation on or off for the following steps.
@@ -81,6 +91,7 @@ class StageExecutor {
   const LayerChain& chain_;
   StagePlacement placement_;
   StageTransport& transport_;
+  const RankClock& clock_;
   ReplicaGroup* replicas_;
   bool recompute_ = false;
   int microbatch_count_ = 1;

@@ -14,11 +14,6 @@ namespace stagecut {
 
 namespace {
 
-double medianOf(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0.0 : values[values.size() / 2];
-}
-
 const std::vector<std::vector<OpRecord>>& stepsOf(const RankOutcome& outcome, bool recompute) {
   return recompute ? outcome.recompute_steps : outcome.steps;
 }

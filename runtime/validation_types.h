@@ -11,13 +11,6 @@
 
 namespace stagecut {
 
-/// Faults that the tests inject into a run, from STAGECUT_TEST_* variables (-1: none).
-struct FaultInjection {
-  int kill_rank = -1;        ///< dies by SIGKILL at the start of its first measured step
-  int stall_rank = -1;       ///< sleeps forever at the start of its first measured step
-  int wrong_port_rank = -1;  ///< looks for the rendezvous on a port where nobody listens
-};
-
 /// What `stagecut validate` runs: a profile's model, split by a partition, under a schedule.
 struct ValidateRequest {
   std::string profile_path;
@@ -37,7 +30,6 @@ struct ValidateRequest {
   std::string recompute = "none";
   /// D: data-parallel replicas of the pipeline (N x D ranks), each on its own M microbatches.
   int data_parallel = 1;
-  FaultInjection faults;
 };
 
 /// One rank's measurements, sent to rank 0 at the end.

@@ -14,3 +14,9 @@ TEST_CASE("repeated timings reduce to median, extremes and coefficient of variat
   CHECK(stagecut::summarizeSamples({5.0}).cv == 0.0);
   CHECK(stagecut::summarizeSamples({}).median == 0.0);
 }
+
+TEST_CASE("medianOf is summarizeSamples' median", "[core][stats]") {
+  CHECK(stagecut::medianOf({3.0, 1.0, 2.0}) == 2.0);
+  CHECK(stagecut::medianOf({4.0, 1.0, 2.0, 3.0}) == 2.5);
+  CHECK(stagecut::medianOf({}) == 0.0);
+}

@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 
 #include "core/json_document.h"
 #include "core/profile_json.h"
@@ -44,6 +47,29 @@ int processesWithEnvironment(const std::string& marker) {
   }
   ::closedir(proc);
   return count;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs validate's ranks with one of them faulty: the test-only launcher and rank
+// (tests/fault_rank_main.cpp, the same launchRanks, GlooWorld and runValidationRank as
+// `stagecut validate`) with `args` (PROFILE PARTITION [options] --fault ... --fault-rank R), and
+// `marker` ("NAME=value") in its environment and so in its ranks'.
+CommandResult runFaultyRanks(const std::string& args, const std::string& marker) {
+  const TempDir capture;
+  const std::string command = marker + " '" + STAGECUT_FAULT_RANK_BINARY + "' " + args + " >'" +
+                              capture.file("out") + "' 2>'" + capture.file("err") + "' </dev/null";
+  const int status = std::system(command.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = slurp(capture.file("out"));
+  result.err = slurp(capture.file("err"));
+  return result;
 }
 
 }  // namespace
@@ -94,14 +120,15 @@ TEST_CASE("a rank killed mid-run ends validate with exit 1 naming it, leaving no
   const TempDir dir;
   makeTinySplit(dir);
   const auto start = std::chrono::steady_clock::now();
-  const CommandResult result =
-      runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
-                      " --microbatches 4 --steps 2 --timeout 30",
-                  "STAGECUT_TEST_KILL_RANK=1");
+  // Killed at its first measured step (step 1, after the default warm-up step).
+  const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
+                                                  " --microbatches 4 --steps 2 --timeout 30 --fault kill --fault-rank 1 "
+                                                  "--fault-step 1",
+                                              "STAGECUT_FAULT_TEST=kill");
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.err, Contains("stagecut: rank 1 was killed by signal Killed; stopped the other 1 running rank(s)"));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
-  CHECK(processesWithEnvironment("STAGECUT_TEST_KILL_RANK=1") == 0);
+  CHECK(processesWithEnvironment("STAGECUT_FAULT_TEST=kill") == 0);
 }
 
 TEST_CASE("validate rejects requests it cannot run before starting ranks", "[runtime][cli][errors]") {
@@ -132,16 +159,18 @@ int stagecutLines(const std::string& err) {
   return count;
 }
 
-// Runs validate on the tiny split with a fault injected by `environment` and a short --timeout;
-// checks exit 1, a message naming `blamed`, the time it took and that no process of the run is left.
-void checkFaultEndsRun(const std::string& environment, const std::string& expected_message, int timeout_s) {
+// Runs validate's ranks on the tiny split with `fault` (kill, stall, skip or wrong-port) on rank 1
+// at its first step and a short --timeout; checks exit 1, one line holding `expected_message`, the time it
+// took and that no process of the run is left.
+void checkFaultEndsRun(const std::string& fault, const std::string& expected_message, int timeout_s) {
   const TempDir dir;
   makeTinySplit(dir);
+  const std::string environment = "STAGECUT_FAULT_TEST=" + fault;
   const auto start = std::chrono::steady_clock::now();
-  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
-                                               " --microbatches 4 --steps 1 --warmup-steps 0 --timeout " +
-                                               std::to_string(timeout_s),
-                                           environment);
+  const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
+                                                  " --microbatches 4 --steps 1 --warmup-steps 0 --timeout " +
+                                                  std::to_string(timeout_s) + " --fault " + fault + " --fault-rank 1",
+                                              environment);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(result.err);
   CHECK(result.exit_code == 1);
@@ -156,12 +185,13 @@ void checkFaultEndsRun(const std::string& environment, const std::string& expect
 
 TEST_CASE("a stalled rank ends validate within the timeout with its peer's wait named", "[runtime][cli][errors]") {
   // 5 s: the ranks must first meet within the timeout, even on a loaded machine.
-  checkFaultEndsRun("STAGECUT_TEST_STALL_RANK=1", "waiting for B(0)'s gradient from rank 1 failed or timed out after 5 s",
+  checkFaultEndsRun("stall", "waiting for B(0)'s gradient from rank 1 failed or timed out after 5 s",
                     5);
 }
 
 TEST_CASE("a rank that never starts ends validate within the timeout naming it", "[runtime][cli][errors]") {
-  checkFaultEndsRun("STAGECUT_TEST_SKIP_RANK=1",
+  // Rank 1 exits at once without joining: to its peers, a rank that never started.
+  checkFaultEndsRun("skip",
                     "stagecut: rank 0 exited with code 1: rank 1 did not join within 3 s at 127.0.0.1:", 3);
 }
 
@@ -170,9 +200,10 @@ TEST_CASE("a rank given a port where nobody listens ends validate within the tim
   // Whichever notices first: rank 1 cannot reach the store, or rank 0 misses rank 1.
   const TempDir dir;
   makeTinySplit(dir);
-  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
-                                               " --microbatches 4 --steps 1 --warmup-steps 0 --timeout 3",
-                                           "STAGECUT_TEST_WRONG_PORT_RANK=1");
+  const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
+                                                  " --microbatches 4 --steps 1 --warmup-steps 0 --timeout 3 --fault "
+                                                  "wrong-port --fault-rank 1",
+                                              "STAGECUT_FAULT_TEST=wrong-port");
   INFO(result.err);
   CHECK(result.exit_code == 1);
   CHECK(stagecutLines(result.err) == 1);
@@ -180,7 +211,7 @@ TEST_CASE("a rank given a port where nobody listens ends validate within the tim
                      result.err.find("rank 1 exited with code 1: could not reach rank 0's rendezvous store at "
                                      "127.0.0.1:1 within 3 s") != std::string::npos;
   CHECK(named);
-  CHECK(processesWithEnvironment("STAGECUT_TEST_WRONG_PORT_RANK=1") == 0);
+  CHECK(processesWithEnvironment("STAGECUT_FAULT_TEST=wrong-port") == 0);
 }
 
 TEST_CASE("validate --recompute full runs the checkpointed steps beside the plain ones", "[runtime][cli][recompute]") {

@@ -17,6 +17,7 @@ using stagecut::ChainBatch;
 using stagecut::InProcessHub;
 using stagecut::InProcessTransport;
 using stagecut::LayerChain;
+using stagecut::SteadyClock;
 using Catch::Matchers::Contains;
 
 namespace {
@@ -51,12 +52,13 @@ double runPipeline(const LayerChain& chain, const std::string& schedule_name, co
     threads.emplace_back([&, rank] {
       try {
         InProcessTransport transport(hub, rank);
+        const SteadyClock clock;
         stagecut::StagePlacement placement;
         placement.first_layer = 2 * rank;
         placement.last_layer = 2 * rank + 1;
         placement.input_shape = {2, 16};
         placement.output_shape = {2, 16};
-        stagecut::StageExecutor executor(chain, placement, transport);
+        stagecut::StageExecutor executor(chain, placement, transport, clock);
         executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
         losses[rank] = executor.lastStepLoss();
       } catch (const std::exception& e) {
@@ -94,11 +96,12 @@ TEST_CASE("a rank whose peer never sends fails with the op and the peer named", 
   const LayerChain chain = smallMlp();
   auto hub = std::make_shared<InProcessHub>(2, std::chrono::milliseconds(200));
   InProcessTransport transport(hub, 1);
+  const SteadyClock clock;
   stagecut::StagePlacement placement;
   placement.first_layer = 3;
   placement.last_layer = 5;
   placement.input_shape = {2, 16};
-  stagecut::StageExecutor executor(chain, placement, transport);
+  stagecut::StageExecutor executor(chain, placement, transport, clock);
   const auto schedule = stagecut::generateSchedule("1f1b", 2, 2, 1);
   const ChainBatch full = chain.make_batch(4, 0);
   try {
@@ -139,12 +142,13 @@ std::vector<std::vector<stagecut::OpRecord>> runReplicated(const std::vector<con
           stagecut::pinThreads(1);
           InProcessTransport transport(pipelines[d], rank);
           stagecut::InProcessReplicaGroup group(stage_groups[rank], d);
+          const SteadyClock clock;
           stagecut::StagePlacement placement;
           placement.first_layer = 2 * rank;
           placement.last_layer = 2 * rank + 1;
           placement.input_shape = {2, 16};
           placement.output_shape = {2, 16};
-          stagecut::StageExecutor executor(*chains[d], placement, transport, replicas > 1 ? &group : nullptr);
+          stagecut::StageExecutor executor(*chains[d], placement, transport, clock, replicas > 1 ? &group : nullptr);
           executor.setRecompute(recompute);
           records[index] = executor.runStep(schedule.ranks[rank], shards[d], schedule.splits_backward);
         } catch (const std::exception& e) {
@@ -209,10 +213,11 @@ TEST_CASE("recomputation keeps one microbatch's activations and runs the forward
   const int rows = 64;
   auto hub = std::make_shared<InProcessHub>(1, std::chrono::milliseconds(20000));
   InProcessTransport transport(hub, 0);
+  const SteadyClock clock;
   stagecut::StagePlacement placement;
   placement.first_layer = 0;
   placement.last_layer = static_cast<int>(chain.layers.size()) - 1;
-  stagecut::StageExecutor executor(chain, placement, transport);
+  stagecut::StageExecutor executor(chain, placement, transport, clock);
   // Peak bytes of the step (its parameters' gradients exist from the warm-up) and the median
   // time of its F and B ops over a few steps.
   auto measure = [&](int microbatches, bool recompute, double& forward_ms, double& backward_ms) {
@@ -251,4 +256,36 @@ TEST_CASE("recomputation keeps one microbatch's activations and runs the forward
   INFO("ms: F " << f_plain << ", B " << b_plain << ", recomputed B " << b_recompute);
   CHECK(b_recompute / (f_plain + b_plain) == Approx(1.0).margin(0.6));
   CHECK(f_recompute < f_plain * 1.5);
+}
+
+namespace {
+
+// Moves 1 us at each reading: a clock whose readings the test can predict.
+class TickingClock : public stagecut::RankClock {
+ public:
+  std::int64_t nowNs() const override { return ticks_ns_ += 1000; }
+
+ private:
+  mutable std::int64_t ticks_ns_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("an op record's start and end are read from the executor's clock", "[runtime][executor]") {
+  const LayerChain chain = smallMlp();
+  auto hub = std::make_shared<InProcessHub>(1, std::chrono::milliseconds(20000));
+  InProcessTransport transport(hub, 0);
+  const TickingClock clock;
+  stagecut::StagePlacement placement;
+  placement.first_layer = 0;
+  placement.last_layer = static_cast<int>(chain.layers.size()) - 1;
+  stagecut::StageExecutor executor(chain, placement, transport, clock);
+  const auto schedule = stagecut::generateSchedule("gpipe", 1, 2, 1);
+  const auto records = executor.runStep(schedule.ranks[0], split(chain.make_batch(4, 0), 2, 2), false);
+  REQUIRE(records.size() == 4u);
+  // Two readings per op, in order: its start once the input is there, its end.
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    CHECK(records[i].start_ns == static_cast<std::int64_t>(2 * i + 1) * 1000);
+    CHECK(records[i].end_ns == static_cast<std::int64_t>(2 * i + 2) * 1000);
+  }
 }

@@ -69,11 +69,3 @@ TEST_CASE("a failed rank's own stagecut message ends up in the launcher's one li
                     "rank 1 exited with code 1: waiting for F(0) from rank 0 timed out; stopped the other 2 running "
                     "rank(s)");
 }
-
-TEST_CASE("the launcher's skip_rank hook never starts that rank", "[runtime][launcher]") {
-  const TempDir dir;
-  auto options = shellRanks(3, "touch " + dir.path() + "/$RANK.ran");
-  options.skip_rank = 1;
-  stagecut::launchRanks(options);
-  CHECK(dir.list() == std::vector<std::string>{"0.ran", "2.ran"});
-}
