@@ -1,5 +1,7 @@
 #include "core/units.h"
 
+#include <sstream>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -154,6 +156,15 @@ std::string joinNumbers(const std::vector<int>& values, const std::string& separ
   std::string text;
   for (std::size_t i = 0; i < values.size(); ++i) text += (i ? separator : "") + std::to_string(values[i]);
   return text;
+}
+
+std::vector<std::string> splitCommaList(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  std::string part;
+  while (std::getline(stream, part, ',')) parts.push_back(part);
+  if (!text.empty() && text.back() == ',') parts.push_back("");
+  return parts;
 }
 
 std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what) {

@@ -28,6 +28,10 @@ std::string formatBytes(std::uint64_t bytes);
 /// Whole numbers joined by `separator`: "4,5,5,3" (layers per stage, sizes) for tables and messages.
 std::string joinNumbers(const std::vector<int>& values, const std::string& separator = ",");
 
+/// Splits "a,b,,c" at commas into {"a", "b", "", "c"}, keeping empty parts (a trailing comma
+/// gives a last empty part) so that the flag's parser can name them. "" gives {}.
+std::vector<std::string> splitCommaList(const std::string& text);
+
 /// Parses `--microbatch 4` or `--microbatch 1,2,4,8`: whole numbers >= 1, each once. Returns them
 /// ascending. Throws Error (input) naming `what` for an empty item, a zero, a non-number or a
 /// duplicate.

@@ -16,15 +16,6 @@ namespace stagecut {
 
 namespace {
 
-std::vector<std::string> splitCommas(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  std::string part;
-  while (std::getline(stream, part, ',')) parts.push_back(part);
-  if (!text.empty() && text.back() == ',') parts.push_back("");
-  return parts;
-}
-
 constexpr double kMinStageSpeed = 1e-3;
 
 // The most bytes stagecut reports (uint64 with room): memory beyond it is a wrong input.
@@ -59,7 +50,7 @@ double optimizerBytesPerParam(const std::string& name) {
 }
 
 std::vector<double> parseStageSpeeds(const std::string& text, int stages) {
-  const std::vector<std::string> parts = splitCommas(text);
+  const std::vector<std::string> parts = splitCommaList(text);
   std::vector<double> speeds;
   for (const std::string& part : parts) {
     char* end = nullptr;
@@ -87,7 +78,7 @@ std::vector<double> parseStageSpeeds(const std::string& text, int stages) {
 
 std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages) {
   std::vector<std::uint64_t> caps;
-  for (const std::string& part : splitCommas(text)) caps.push_back(parseBytes(part, "--memory-cap"));
+  for (const std::string& part : splitCommaList(text)) caps.push_back(parseBytes(part, "--memory-cap"));
   if (caps.size() != 1 && static_cast<int>(caps.size()) != stages) {
     throw Error("--memory-cap " + text + ": " + std::to_string(caps.size()) + " caps for " +
                 std::to_string(stages) + " stages; give one for all stages or one per stage");

@@ -1,25 +1,12 @@
 #include "prediction/recompute.h"
 
 #include <algorithm>
-#include <sstream>
 
 #include "core/error.h"
 #include "core/suggest.h"
+#include "core/units.h"
 
 namespace stagecut {
-
-namespace {
-
-std::vector<std::string> splitKinds(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream stream(text);
-  std::string part;
-  while (std::getline(stream, part, ',')) parts.push_back(part);
-  if (!text.empty() && text.back() == ',') parts.push_back("");
-  return parts;
-}
-
-}  // namespace
 
 std::string RecomputePolicy::text() const {
   switch (mode) {
@@ -63,7 +50,7 @@ RecomputePolicy parseRecomputePolicy(const std::string& text, const Profile& pro
   policy.mode = automatic ? RecomputePolicy::Mode::kAuto : RecomputePolicy::Mode::kSelective;
   std::string rest = text.substr(prefix.size());
   std::replace(rest.begin(), rest.end(), '+', ',');
-  std::vector<std::string> kinds = splitKinds(rest);
+  std::vector<std::string> kinds = splitCommaList(rest);
   if (kinds.empty()) kinds.push_back("");
   for (const std::string& kind : kinds) {
     if (kind.empty()) {

@@ -49,27 +49,12 @@ int processesWithEnvironment(const std::string& marker) {
   return count;
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // Runs validate's ranks with one of them faulty: the test-only launcher and rank
 // (tests/fault_rank_main.cpp, the same launchRanks, GlooWorld and runValidationRank as
 // `stagecut validate`) with `args` (PROFILE PARTITION [options] --fault ... --fault-rank R), and
 // `marker` ("NAME=value") in its environment and so in its ranks'.
 CommandResult runFaultyRanks(const std::string& args, const std::string& marker) {
-  const TempDir capture;
-  const std::string command = marker + " '" + STAGECUT_FAULT_RANK_BINARY + "' " + args + " >'" +
-                              capture.file("out") + "' 2>'" + capture.file("err") + "' </dev/null";
-  const int status = std::system(command.c_str());
-  CommandResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = slurp(capture.file("out"));
-  result.err = slurp(capture.file("err"));
-  return result;
+  return stagecut::testing::runProgram(STAGECUT_FAULT_RANK_BINARY, args, marker);
 }
 
 }  // namespace

@@ -110,8 +110,12 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 CommandResult runStagecut(const std::string& args, const std::string& environment) {
+  return runProgram(STAGECUT_BINARY, args, environment);
+}
+
+CommandResult runProgram(const std::string& binary, const std::string& args, const std::string& environment) {
   const TempDir capture;
-  const std::string command = environment + " '" + STAGECUT_BINARY + "' " + args + " >'" +
+  const std::string command = environment + " '" + binary + "' " + args + " >'" +
                               capture.file("out") + "' 2>'" + capture.file("err") + "' </dev/null";
   const int status = std::system(command.c_str());
   CommandResult result;

@@ -44,6 +44,10 @@ struct CommandResult {
   std::string err;
 };
 
+/// Runs `binary` with `args` (already shell-quoted where needed), with `environment`
+/// ("NAME=value ...") added to its environment, and captures its stdout, stderr and exit code.
+CommandResult runProgram(const std::string& binary, const std::string& args, const std::string& environment = "");
+
 /// Runs the built stagecut binary with `args` (already shell-quoted where needed), with
 /// `environment` ("NAME=value ...") added to its environment.
 CommandResult runStagecut(const std::string& args, const std::string& environment = "");
