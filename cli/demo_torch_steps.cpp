@@ -26,8 +26,6 @@ namespace {
 
 std::string layersText(const Partition& partition) { return joinNumbers(partition.layersPerStage()); }
 
-std::string signedPercent(double fraction) { return (fraction >= 0 ? "+" : "") + formatPercent(fraction); }
-
 std::string ratio(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2fx", value);
@@ -115,14 +113,14 @@ void printComparison(std::ostream& out, const DemoComparison& comparison) {
   for (const Partition* partition : {&comparison.uniform, &comparison.params, &comparison.compute}) {
     table.addRow({partition->method, layersText(*partition), formatMs(partition->bottleneck_ms),
                   formatMs(partition->predicted_step_ms), formatPercent(partition->predicted_bubble),
-                  signedPercent(partition->predicted_step_ms / comparison.compute.predicted_step_ms - 1.0)});
+                  formatSignedPercent(partition->predicted_step_ms / comparison.compute.predicted_step_ms - 1.0)});
   }
   table.print(out, "  ");
   out << "\n  (no communication cost modelled; 1f1b; lower bound on the bottleneck "
       << formatMs(comparison.compute.lower_bound_ms) << " ms)\n";
   out << "  for Megatron (embedding first, head and loss last): " << layersText(comparison.megatron)
       << ", bottleneck " << formatMs(comparison.megatron.bottleneck_ms) << " ms ("
-      << signedPercent(comparison.megatron.bottleneck_ms / comparison.compute.bottleneck_ms - 1.0)
+      << formatSignedPercent(comparison.megatron.bottleneck_ms / comparison.compute.bottleneck_ms - 1.0)
       << " against the free optimum)\n";
 }
 
@@ -192,7 +190,7 @@ void printValidations(std::ostream& out, const DemoValidations& validations) {
   }
   const auto row = [&](const Partition& partition, const nlohmann::json& run) {
     table.addRow({partition.method, layersText(partition), formatMs(run["predicted_step_ms"].get<double>()),
-                  formatMs(run["measured_step_ms"].get<double>()), signedPercent(run["error"].get<double>()),
+                  formatMs(run["measured_step_ms"].get<double>()), formatSignedPercent(run["error"].get<double>()),
                   formatPercent(run["measured_bubble"].get<double>()),
                   run["grad_check"].get<std::string>() + " (" +
                       [&] {

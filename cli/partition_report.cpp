@@ -2,19 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "cli/text_table.h"
 #include "core/units.h"
 
 namespace stagecut {
-
-std::string formatSignedPercent(double fraction) {
-  char buffer[32];
-  const double percent = 100.0 * fraction;
-  std::snprintf(buffer, sizeof buffer, "%+.1f%%", std::fabs(percent) < 0.05 ? 0.0 : percent);
-  return std::string(buffer) == "+0.0%" ? "0.0%" : buffer;
-}
 
 void printPartitionTable(std::ostream& out, const Partition& partition, const Profile& profile) {
   TextTable table;

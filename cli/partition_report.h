@@ -29,7 +29,4 @@ void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& s
 std::vector<StageRecompute> stageRecompute(const Profile& profile, const PartitionOptions& options,
                                            const Partition& partition, const std::string& source);
 
-/// "+16.7%" / "-3.0%" / "0.0%": a relative difference for comparison columns.
-std::string formatSignedPercent(double fraction);
-
 }  // namespace stagecut

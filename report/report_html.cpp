@@ -77,12 +77,6 @@ std::string joinedCounts(const std::vector<int>& counts) {
   return text;
 }
 
-std::string signedPercent(double fraction) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%+.1f%%", fraction * 100);
-  return buffer;
-}
-
 std::string ratioText(double ratio) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2f\xc3\x97", ratio);  // "1.23×"
@@ -212,7 +206,7 @@ std::string headerSection(const ReportInputs& inputs, const std::vector<Validati
     }
     html += card("vs " + escapeMarkup(split.method) + " split",
                  "<span class=\"" + std::string(slower > 0.005 ? "worse" : "") + "\">" +
-                     escapeMarkup(signedPercent(slower)) + "</span>",
+                     escapeMarkup(formatSignedPercent(slower)) + "</span>",
                  "its predicted step (" + escapeMarkup(joinedCounts(split.layersPerStage())) + ": " +
                      escapeMarkup(formatMs(split.predicted_step_ms)) + " ms)");
   }
@@ -274,7 +268,7 @@ std::string splitsSection(const ReportInputs& inputs) {
             "</td><td>" + formatMs(split.predicted_step_ms) + "</td><td>" +
             formatPercent(split.predicted_bubble) + "</td><td" +
             (versus > 0.005 ? " class=\"worse\"" : "") + ">" +
-            (is_chosen ? std::string("&ndash;") : signedPercent(versus)) + "</td><td>" +
+            (is_chosen ? std::string("&ndash;") : formatSignedPercent(versus)) + "</td><td>" +
             formatBytes(memory) + "</td></tr>\n";
   }
   html += "</table>\n";
@@ -356,7 +350,7 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
     html += "<table>\n<tr><th>measured step</th><th>predicted step</th><th>error</th><th>gradient check</th>";
     for (std::size_t r = 0; r < view.ranks.size(); ++r) html += "<th>rank " + std::to_string(r) + " peak memory</th>";
     html += "</tr>\n<tr><td>" + formatMs(view.measured_step_ms) + " ms</td><td>" +
-            formatMs(view.predicted_step_ms) + " ms</td><td>" + signedPercent(view.error) + "</td><td>";
+            formatMs(view.predicted_step_ms) + " ms</td><td>" + formatSignedPercent(view.error) + "</td><td>";
     if (view.grad_check.empty()) {
       html += "&ndash;";
     } else {
