@@ -93,9 +93,10 @@ DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan) {
   options.stages = plan.stages;
   options.microbatches = plan.microbatches;
   DemoComparison comparison;
-  comparison.uniform = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kUniform);
-  comparison.params = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kParams);
-  comparison.compute = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kCompute);
+  std::vector<Partition> splits = partitionForComparison(profile, options, plan.profilePath());
+  comparison.uniform = std::move(splits[0]);
+  comparison.params = std::move(splits[1]);
+  comparison.compute = std::move(splits[2]);
   comparison.megatron = partitionForMegatron(profile, options, plan.profilePath(), false).chosen;
   const auto layout = comparison.megatron.outputs.find("megatron");
   comparison.megatron_layout = layout == comparison.megatron.outputs.end() ? "(none)" : layout->second;
