@@ -8,32 +8,6 @@
 
 namespace stagecut {
 
-void printPartitionTable(std::ostream& out, const Partition& partition, const Profile& profile) {
-  TextTable table;
-  table.addColumn("stage", TextTable::Align::kRight);
-  table.addColumn("layers", TextTable::Align::kLeft);
-  table.addColumn("count", TextTable::Align::kRight);
-  table.addColumn("fwd ms", TextTable::Align::kRight);
-  table.addColumn("bwd ms", TextTable::Align::kRight);
-  table.addColumn("comm ms", TextTable::Align::kRight);
-  table.addColumn("cost ms", TextTable::Align::kRight);
-  table.addColumn("params", TextTable::Align::kRight);
-  table.addColumn("memory", TextTable::Align::kRight);
-  for (std::size_t s = 0; s < partition.stages.size(); ++s) {
-    const StageCost& stage = partition.stages[s];
-    const std::string range = profile.layers[stage.first].name +
-                              (stage.last > stage.first ? " .. " + profile.layers[stage.last].name : "");
-    table.addRow({std::to_string(s), range, std::to_string(stage.layerCount()),
-                  formatMs(stage.forward_ms), formatMs(stage.backward_ms), formatMs(stage.comm_ms),
-                  formatMs(stage.cost_ms), formatCount(stage.params), formatBytes(stage.memory_bytes)});
-  }
-  table.print(out, "  ");
-  out << "\n  bottleneck " << formatMs(partition.bottleneck_ms) << " ms (lower bound "
-      << formatMs(partition.lower_bound_ms) << " ms), predicted step "
-      << formatMs(partition.predicted_step_ms) << " ms, bubble "
-      << formatPercent(partition.predicted_bubble) << "\n";
-}
-
 void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& stages,
                          const PartitionOptions& options) {
   const bool recompute = options.recompute.mode != RecomputePolicy::Mode::kNone;
