@@ -13,6 +13,10 @@ struct SvgGanttOptions {
   std::string time_unit = "ms";   ///< how simulated times are labelled ("ms", "units")
 };
 
+/// The Gantt chart's width in px, which suits a 16:9 slide; the report's other charts take it
+/// too, so that its page reads as one column.
+inline constexpr double kChartWidthPx = 1200;
+
 /// "GPipe", "1F1B", "Interleaved 1F1B", "ZB-H1": a schedule's name as charts and tables print it.
 std::string scheduleDisplayName(const std::string& name);
 
