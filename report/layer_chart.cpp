@@ -66,8 +66,6 @@ bool hasSplitBackward(const Profile& profile) {
   });
 }
 
-double layerComputeMs(const LayerCost& layer) { return layer.forward_ms.median + layer.backward_ms.median; }
-
 // Layer names under the columns: level when they fit, slanted otherwise, and only every k-th one
 // when even slanted names would overlap.
 double drawLayerNames(SvgBuilder* svg, const Profile& profile, const LayerColumns& columns, double y) {
@@ -152,6 +150,8 @@ void drawBarPanel(SvgBuilder* svg, const Profile& profile, const LayerColumns& c
 }
 
 }  // namespace
+
+double layerComputeMs(const LayerCost& layer) { return layer.forward_ms.median + layer.backward_ms.median; }
 
 std::string splitColour(const std::string& method) {
   if (method == "uniform") return "#9d9d9d";

@@ -93,9 +93,7 @@ void drawPanel(SvgBuilder* svg, const SimulatedSchedule& run, double top, double
   const double rows_bottom = rows_top + schedule.stages * (row + gap) - gap;
   auto x = [&](double t) { return kLeft + t * time_scale; };
 
-  std::string name = scheduleDisplayName(schedule.name);
-  if (schedule.chunks > 1) name += " (v = " + std::to_string(schedule.chunks) + ")";
-  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeMarkup(name) + "</tspan>" +
+  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeMarkup(scheduleTitle(schedule)) + "</tspan>" +
             "<tspan fill=\"#555\">   step " + escapeMarkup(formatStep(result.step_ms, unit)) +
             "  ·  bubble " + svgNumber(std::round(result.bubble * 1000) / 10) + "%</tspan>",
             "font-size=\"17\" fill=\"#222\"");
@@ -144,6 +142,12 @@ std::string scheduleDisplayName(const std::string& name) {
   if (name == "interleaved-1f1b") return "Interleaved 1F1B";
   if (name == "zb-h1") return "ZB-H1";
   return name;
+}
+
+std::string scheduleTitle(const Schedule& schedule) {
+  std::string title = scheduleDisplayName(schedule.name);
+  if (schedule.chunks > 1) title += " (v = " + std::to_string(schedule.chunks) + ")";
+  return title;
 }
 
 std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,

@@ -20,6 +20,9 @@ inline constexpr double kChartWidthPx = 1200;
 /// "GPipe", "1F1B", "Interleaved 1F1B", "ZB-H1": a schedule's name as charts and tables print it.
 std::string scheduleDisplayName(const std::string& name);
 
+/// "1F1B", "Interleaved 1F1B (v = 2)": the display name and, with several chunks per rank, v.
+std::string scheduleTitle(const Schedule& schedule);
+
 /// An SVG Gantt chart of simulated schedules, one panel per schedule on a shared time scale, so
 /// a shorter step is a shorter row: bars coloured by op kind (later chunks lighter) with their
 /// microbatch numbers, idle time hatched, a legend, and each panel's step time and bubble in its

@@ -131,6 +131,8 @@ TEST_CASE("the SVG Gantt draws every op, the idle hatch, a legend and the figure
   CHECK_THAT(svg, Contains("</svg>\n"));
   CHECK(stagecut::scheduleDisplayName("zb-h1") == "ZB-H1");
   CHECK(stagecut::scheduleDisplayName("custom") == "custom");
+  CHECK(stagecut::scheduleTitle(gpipe) == "GPipe");
+  CHECK(stagecut::scheduleTitle(interleaved) == "Interleaved 1F1B (v = 2)");
 }
 
 TEST_CASE("charts draw the all-reduce as its own op", "[schedule][charts][data-parallel]") {
