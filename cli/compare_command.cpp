@@ -62,10 +62,7 @@ void addCompareCommand(CLI::App& app) {
     const std::string& path = flags->profile_path;
     const Profile profile = readProfileFile(path, flags->microbatch_size);
     const PartitionOptions options = resolvePartitionFlags(*flags, profile);
-    std::vector<Partition> splits;
-    for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {
-      splits.push_back(partitionProfile(profile, options, path, method));
-    }
+    const std::vector<Partition> splits = partitionForComparison(profile, options, path);
     const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
     nlohmann::json document = {{"format", kComparisonFormat}, {"splits", nlohmann::json::array()}};
     std::vector<StageRecompute> optimum_extras;

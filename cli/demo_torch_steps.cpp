@@ -26,8 +26,6 @@ namespace {
 
 std::string layersText(const Partition& partition) { return joinNumbers(partition.layersPerStage()); }
 
-std::string signedPercent(double fraction) { return (fraction >= 0 ? "+" : "") + formatPercent(fraction); }
-
 std::string ratio(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2fx", value);
@@ -95,9 +93,10 @@ DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan) {
   options.stages = plan.stages;
   options.microbatches = plan.microbatches;
   DemoComparison comparison;
-  comparison.uniform = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kUniform);
-  comparison.params = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kParams);
-  comparison.compute = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kCompute);
+  std::vector<Partition> splits = partitionForComparison(profile, options, plan.profilePath());
+  comparison.uniform = std::move(splits[0]);
+  comparison.params = std::move(splits[1]);
+  comparison.compute = std::move(splits[2]);
   comparison.megatron = partitionForMegatron(profile, options, plan.profilePath(), false).chosen;
   const auto layout = comparison.megatron.outputs.find("megatron");
   comparison.megatron_layout = layout == comparison.megatron.outputs.end() ? "(none)" : layout->second;
@@ -115,14 +114,14 @@ void printComparison(std::ostream& out, const DemoComparison& comparison) {
   for (const Partition* partition : {&comparison.uniform, &comparison.params, &comparison.compute}) {
     table.addRow({partition->method, layersText(*partition), formatMs(partition->bottleneck_ms),
                   formatMs(partition->predicted_step_ms), formatPercent(partition->predicted_bubble),
-                  signedPercent(partition->predicted_step_ms / comparison.compute.predicted_step_ms - 1.0)});
+                  formatSignedPercent(partition->predicted_step_ms / comparison.compute.predicted_step_ms - 1.0)});
   }
   table.print(out, "  ");
   out << "\n  (no communication cost modelled; 1f1b; lower bound on the bottleneck "
       << formatMs(comparison.compute.lower_bound_ms) << " ms)\n";
   out << "  for Megatron (embedding first, head and loss last): " << layersText(comparison.megatron)
       << ", bottleneck " << formatMs(comparison.megatron.bottleneck_ms) << " ms ("
-      << signedPercent(comparison.megatron.bottleneck_ms / comparison.compute.bottleneck_ms - 1.0)
+      << formatSignedPercent(comparison.megatron.bottleneck_ms / comparison.compute.bottleneck_ms - 1.0)
       << " against the free optimum)\n";
 }
 
@@ -192,7 +191,7 @@ void printValidations(std::ostream& out, const DemoValidations& validations) {
   }
   const auto row = [&](const Partition& partition, const nlohmann::json& run) {
     table.addRow({partition.method, layersText(partition), formatMs(run["predicted_step_ms"].get<double>()),
-                  formatMs(run["measured_step_ms"].get<double>()), signedPercent(run["error"].get<double>()),
+                  formatMs(run["measured_step_ms"].get<double>()), formatSignedPercent(run["error"].get<double>()),
                   formatPercent(run["measured_bubble"].get<double>()),
                   run["grad_check"].get<std::string>() + " (" +
                       [&] {

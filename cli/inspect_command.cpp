@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/partition_table.h"
 #include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
@@ -81,30 +82,8 @@ void printPartition(std::ostream& out, const Partition& partition, const std::st
   out << path << ": " << kPartitionFormat << ", method " << orUnknown(partition.method) << ", "
       << partition.stages.size() << " stages over " << partition.stages.back().last + 1
       << " layers\n\n";
-  TextTable table;
-  table.addColumn("stage", TextTable::Align::kRight);
-  table.addColumn("layers", TextTable::Align::kLeft);
-  table.addColumn("count", TextTable::Align::kRight);
-  table.addColumn("fwd ms", TextTable::Align::kRight);
-  table.addColumn("bwd ms", TextTable::Align::kRight);
-  table.addColumn("comm ms", TextTable::Align::kRight);
-  table.addColumn("cost ms", TextTable::Align::kRight);
-  table.addColumn("params", TextTable::Align::kRight);
-  table.addColumn("memory", TextTable::Align::kRight);
-  for (std::size_t s = 0; s < partition.stages.size(); ++s) {
-    const StageCost& stage = partition.stages[s];
-    table.addRow({std::to_string(s), std::to_string(stage.first) + "-" + std::to_string(stage.last),
-                  std::to_string(stage.layerCount()), formatMs(stage.forward_ms),
-                  formatMs(stage.backward_ms), formatMs(stage.comm_ms), formatMs(stage.cost_ms),
-                  formatCount(stage.params), formatBytes(stage.memory_bytes)});
-  }
-  table.print(out, "  ");
-  const std::string counts = joinNumbers(partition.layersPerStage());
-  out << "\n  bottleneck " << formatMs(partition.bottleneck_ms) << " ms (lower bound "
-      << formatMs(partition.lower_bound_ms) << " ms), predicted step "
-      << formatMs(partition.predicted_step_ms) << " ms, bubble "
-      << formatPercent(partition.predicted_bubble) << "\n";
-  out << "  layers per stage: " << counts << "\n";
+  printPartitionTable(out, partition, layerIndexRanges(partition));
+  out << "  layers per stage: " << joinNumbers(partition.layersPerStage()) << "\n";
   for (const auto& [name, text] : partition.outputs) out << "  " << name << ": " << text << "\n";
 }
 

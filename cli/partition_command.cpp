@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
 #include "cli/partition_report.h"
+#include "cli/partition_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/partition_json.h"
@@ -83,7 +84,7 @@ void runPartition(const PartitionCommandFlags& flags) {
                  "layer and loss on the last\n";
   }
   std::cout << "\n";
-  printPartitionTable(std::cout, partition, profile);
+  printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
   if (extras) {
     std::cout << "\n";
     printRecomputeTable(std::cout, stage_extras, options);

@@ -15,10 +15,6 @@
 
 namespace stagecut {
 
-/// Prints a partition's per-stage table (layers, times, params, memory) and its summary line
-/// (bottleneck against the lower bound, predicted step and bubble), indented by two spaces.
-void printPartitionTable(std::ostream& out, const Partition& partition, const Profile& profile);
-
 /// Per stage of `partition`: its recompute mode, memory without and with it, the memory saved
 /// against the forward added (per microbatch and per step of `options.microbatches`), and with
 /// data parallelism its all-reduce and the part of it left exposed. Indented by two spaces.
@@ -28,8 +24,5 @@ void printRecomputeTable(std::ostream& out, const std::vector<StageRecompute>& s
 /// The per-stage figures of describeRecompute() for a split of `profile` under `options`.
 std::vector<StageRecompute> stageRecompute(const Profile& profile, const PartitionOptions& options,
                                            const Partition& partition, const std::string& source);
-
-/// "+16.7%" / "-3.0%" / "0.0%": a relative difference for comparison columns.
-std::string formatSignedPercent(double fraction);
 
 }  // namespace stagecut

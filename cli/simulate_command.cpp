@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/partition_table.h"
 #include "cli/simulate_report.h"
 #include "core/error.h"
 #include "core/json_document.h"
@@ -150,9 +151,7 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
                             "before the backward and keep only what the mode keeps");
   }
   report->boundary_comm_ms = one_chunk.costs.comm_ms;
-  for (const StageCost& stage : inputs.partition.stages) {
-    report->stage_layers.push_back(std::to_string(stage.first) + "-" + std::to_string(stage.last));
-  }
+  report->stage_layers = layerIndexRanges(inputs.partition);
   // Both notes are about how W is built, which only a schedule that splits W off uses.
   const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
   const bool splits_w = std::any_of(kinds.begin(), kinds.end(), [](ScheduleKind kind) { return splitsBackward(kind); });

@@ -28,10 +28,9 @@ std::string formatTime(double value, bool unit_costs) {
 }
 
 std::string runTitle(const SimulatedRun& run, const SimulationReport& report) {
-  std::string title = scheduleDisplayName(run.schedule.name);
-  if (run.schedule.chunks > 1) title += " (v = " + std::to_string(run.schedule.chunks) + ")";
-  title += ": step " + formatTime(run.result.step_ms, report.unit_costs) + " " +
-           report.timeUnit() + ", bubble " + formatPercent(run.result.bubble);
+  std::string title = scheduleTitle(run.schedule) + ": step " +
+                      formatTime(run.result.step_ms, report.unit_costs) + " " + report.timeUnit() +
+                      ", bubble " + formatPercent(run.result.bubble);
   if (run.plain_step_ms) {
     title += ", all-reduce exposed " +
              formatTime(std::max(0.0, run.result.step_ms - *run.plain_step_ms), report.unit_costs) +

@@ -34,10 +34,6 @@ struct ValidateCommandOptions {
   }
 };
 
-std::string signedPercent(double fraction) {
-  return (fraction >= 0 ? "+" : "") + formatPercent(fraction);
-}
-
 std::string scientific(double value) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.1e", value);
@@ -91,7 +87,7 @@ void printRecompute(std::ostream& out, const ValidationReport& report) {
   summary.addColumn("", TextTable::Align::kLeft);
   for (const char* header : {"plain", "recompute", "predicted", "difference"}) summary.addColumn(header, TextTable::Align::kRight);
   summary.addRow({"step ms (median)", formatMs(report.measured_step_median_ms), formatMs(recompute.measured_step_median_ms),
-                  formatMs(recompute.predicted_step_ms), signedPercent(recompute.error)});
+                  formatMs(recompute.predicted_step_ms), formatSignedPercent(recompute.error)});
   summary.print(out, "  ");
   out << "\n";
   TextTable ranks;
@@ -132,9 +128,9 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   summary.addColumn("predicted", TextTable::Align::kRight);
   summary.addColumn("difference", TextTable::Align::kRight);
   summary.addRow({"step ms (median)", formatMs(report.measured_step_median_ms), formatMs(report.predicted_step_ms),
-                  signedPercent(report.error)});
+                  formatSignedPercent(report.error)});
   summary.addRow({"bubble", formatPercent(report.measured_bubble), formatPercent(report.predicted_bubble),
-                  signedPercent(report.measured_bubble - report.predicted_bubble).substr(0) + " pts"});
+                  formatSignedPercent(report.measured_bubble - report.predicted_bubble).substr(0) + " pts"});
   summary.print(out, "  ");
   out << "\n";
   TextTable ranks;
@@ -174,7 +170,7 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   op_table.print(out, "  ");
   out << "\n  steps ms:";
   for (double ms : report.measured_step_ms) out << " " << formatMs(ms);
-  out << "\n  largest op deviation: " << report.worst_op << " " << signedPercent(report.worst_op_deviation) << "\n";
+  out << "\n  largest op deviation: " << report.worst_op << " " << formatSignedPercent(report.worst_op_deviation) << "\n";
   out << "  gradient check: " << (report.grad_pass ? "pass" : "FAIL") << " (largest relative difference "
       << scientific(report.grad_max_rel_diff) << ", tolerance " << scientific(report.grad_tolerance) << "); loss "
       << report.loss_pipeline << " pipelined vs " << report.loss_reference << " full batch"

@@ -30,4 +30,22 @@ std::string svgNumber(double value) {
   return text;
 }
 
+void SvgBuilder::rect(double x, double y, double w, double h, const std::string& fill,
+                      const std::string& extra) {
+  out_ += "<rect x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" width=\"" + svgNumber(w) +
+          "\" height=\"" + svgNumber(h) + "\" fill=\"" + fill + "\"" + extra + "/>\n";
+}
+
+void SvgBuilder::line(double x1, double y1, double x2, double y2, const std::string& stroke,
+                      double width, const std::string& extra) {
+  out_ += "<line x1=\"" + svgNumber(x1) + "\" y1=\"" + svgNumber(y1) + "\" x2=\"" +
+          svgNumber(x2) + "\" y2=\"" + svgNumber(y2) + "\" stroke=\"" + stroke +
+          "\" stroke-width=\"" + svgNumber(width) + "\"" + extra + "/>\n";
+}
+
+void SvgBuilder::text(double x, double y, const std::string& content, const std::string& style) {
+  out_ += "<text x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" " + style + ">" + content +
+          "</text>\n";
+}
+
 }  // namespace stagecut

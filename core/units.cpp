@@ -141,6 +141,15 @@ std::string formatPercent(double fraction, int decimals) {
   return buffer;
 }
 
+std::string formatSignedPercent(double fraction) {
+  const double percent = 100.0 * fraction;
+  // "+0.0%" or "-0.0%" would claim a direction the printed digits do not show.
+  if (std::fabs(percent) < 0.05) return "0.0%";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%+.1f%%", percent);
+  return buffer;
+}
+
 std::string formatMs(double ms) {
   char buffer[64];
   const int decimals = ms >= 1000 ? 0 : ms >= 100 ? 1 : ms >= 1 ? 2 : 3;

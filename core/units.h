@@ -43,6 +43,10 @@ std::string formatCount(std::uint64_t count);
 /// "27.3%" from a fraction 0.273.
 std::string formatPercent(double fraction, int decimals = 1);
 
+/// "+16.7%", "-3.0%": a relative difference (a split's step against the optimum's, a measured
+/// step against its prediction) with its sign; "0.0%" when it rounds to zero either way.
+std::string formatSignedPercent(double fraction);
+
 /// A time in ms with a sensible number of decimals: "0.412", "41.0", "1234".
 std::string formatMs(double ms);
 

@@ -36,6 +36,15 @@ Partition partitionProfile(const Profile& profile, const PartitionOptions& optio
   return partition;
 }
 
+std::vector<Partition> partitionForComparison(const Profile& profile, const PartitionOptions& options,
+                                              const std::string& source) {
+  std::vector<Partition> splits;
+  for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {
+    splits.push_back(partitionProfile(profile, options, source, method));
+  }
+  return splits;
+}
+
 MegatronPartition partitionForMegatron(const Profile& profile, const PartitionOptions& options,
                                        const std::string& source, bool first_last) {
   const MegatronGroups groups = megatronGroups(profile);

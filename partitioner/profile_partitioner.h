@@ -23,6 +23,12 @@ const char* splitMethodName(SplitMethod method);
 Partition partitionProfile(const Profile& profile, const PartitionOptions& options,
                            const std::string& source, SplitMethod method);
 
+/// The splits `stagecut compare`, the report and the demo set side by side: uniform, params and
+/// compute, in that order (the optimum last), each as partitionProfile() makes it. Throws as
+/// partitionProfile.
+std::vector<Partition> partitionForComparison(const Profile& profile, const PartitionOptions& options,
+                                              const std::string& source);
+
 /// A split Megatron-LM can take, and what the restriction costs.
 struct MegatronPartition {
   Partition chosen;        ///< the split to use (method "compute" or "megatron-first-last")

@@ -5,29 +5,30 @@
 
 #include "core/units.h"
 #include "report/html_text.h"
+#include "schedule/op_palette.h"
+#include "schedule/svg_gantt.h"
 
 namespace stagecut {
 
 namespace {
 
-using report::SvgBuilder;
+using report::inlineSvgChart;
 
-// Layout in px: the width matches the Gantt charts (schedule/svg_gantt.cpp) so the page reads
-// as one column; the left margin holds the panel labels.
-constexpr double kWidth = 1200;
+// Layout in px: the left margin holds the panel labels.
+constexpr double kWidth = kChartWidthPx;
 constexpr double kLeft = 170;
 constexpr double kRight = 24;
 // Helvetica's average glyph is about 0.6 em wide for these labels.
 constexpr double kGlyphEm = 0.6;
 
-const char* const kForwardColour = "#4e79a7";
-const char* const kBackwardColour = "#f28e2b";
-const char* const kWeightColour = "#59a14f";
 const char* const kParamsColour = "#b07aa1";
 const char* const kActivationColour = "#9c755f";
 const char* const kBottleneckColour = "#e15759";
 const char* const kStageColour = "#8fa9c4";
 const char* const kLabelStyle = "font-size=\"12\" fill=\"#555\"";
+
+// F, B and W bars take the colours the Gantt charts give those ops.
+std::string opColour(OpKind kind) { return hexColour(opKindColour(kind)); }
 
 double textWidth(const std::string& text, double font_px) {
   return kGlyphEm * font_px * static_cast<double>(text.size());
@@ -65,8 +66,6 @@ bool hasSplitBackward(const Profile& profile) {
   });
 }
 
-double layerComputeMs(const LayerCost& layer) { return layer.forward_ms.median + layer.backward_ms.median; }
-
 // Layer names under the columns: level when they fit, slanted otherwise, and only every k-th one
 // when even slanted names would overlap.
 double drawLayerNames(SvgBuilder* svg, const Profile& profile, const LayerColumns& columns, double y) {
@@ -98,7 +97,7 @@ void legendItem(SvgBuilder* svg, double* x, double y, const std::string& fill, c
 // One panel of per-layer bars growing up from `base`: values[i] as stacked segments.
 struct Segment {
   double value;
-  const char* colour;
+  std::string colour;
 };
 
 void drawPanelLabel(SvgBuilder* svg, double top, double height, const std::string& title,
@@ -152,10 +151,12 @@ void drawBarPanel(SvgBuilder* svg, const Profile& profile, const LayerColumns& c
 
 }  // namespace
 
+double layerComputeMs(const LayerCost& layer) { return layer.forward_ms.median + layer.backward_ms.median; }
+
 std::string splitColour(const std::string& method) {
   if (method == "uniform") return "#9d9d9d";
   if (method == "params") return kParamsColour;
-  if (method == "compute") return kForwardColour;
+  if (method == "compute") return opColour(OpKind::kForward);
   return "#76b7b2";
 }
 
@@ -166,12 +167,12 @@ std::string renderLayerChart(const Profile& profile) {
   double total_ms = 0, total_params = 0, total_activations = 0;
   for (const LayerCost& layer : profile.layers) {
     if (split_backward) {
-      compute.push_back({{layer.forward_ms.median, kForwardColour},
-                         {backwardInputMs(layer), kBackwardColour},
-                         {backwardWeightMs(layer), kWeightColour}});
+      compute.push_back({{layer.forward_ms.median, opColour(OpKind::kForward)},
+                         {backwardInputMs(layer), opColour(OpKind::kBackward)},
+                         {backwardWeightMs(layer), opColour(OpKind::kWeight)}});
     } else {
-      compute.push_back({{layer.forward_ms.median, kForwardColour},
-                         {layer.backward_ms.median, kBackwardColour}});
+      compute.push_back({{layer.forward_ms.median, opColour(OpKind::kForward)},
+                         {layer.backward_ms.median, opColour(OpKind::kBackward)}});
     }
     params.push_back({{static_cast<double>(layer.params), kParamsColour}});
     activations.push_back({{static_cast<double>(layer.activation_bytes), kActivationColour}});
@@ -185,12 +186,12 @@ std::string renderLayerChart(const Profile& profile) {
   SvgBuilder svg;
   double x = kLeft;
   const double legend_y = 22;
-  legendItem(&svg, &x, legend_y, kForwardColour, "Forward (F)");
+  legendItem(&svg, &x, legend_y, opColour(OpKind::kForward), "Forward (F)");
   if (split_backward) {
-    legendItem(&svg, &x, legend_y, kBackwardColour, "Backward, input grad. (B)");
-    legendItem(&svg, &x, legend_y, kWeightColour, "Backward, weight grad. (W)");
+    legendItem(&svg, &x, legend_y, opColour(OpKind::kBackward), "Backward, input grad. (B)");
+    legendItem(&svg, &x, legend_y, opColour(OpKind::kWeight), "Backward, weight grad. (W)");
   } else {
-    legendItem(&svg, &x, legend_y, kBackwardColour, "Backward (B + W)");
+    legendItem(&svg, &x, legend_y, opColour(OpKind::kBackward), "Backward (B + W)");
   }
   legendItem(&svg, &x, legend_y, kParamsColour, "Parameters");
   legendItem(&svg, &x, legend_y, kActivationColour, "Activations kept for backward");
@@ -210,7 +211,7 @@ std::string renderLayerChart(const Profile& profile) {
   drawBarPanel(&svg, profile, columns, top, small_h, activations, total_activations, "bytes");
   top += small_h;
   top += drawLayerNames(&svg, profile, columns, top);
-  return svg.finish(kWidth, top + 8, "Per-layer compute, parameters and activation memory");
+  return inlineSvgChart(svg.take(), kWidth, top + 8, "Per-layer compute, parameters and activation memory");
 }
 
 std::string renderSplitChart(const Profile& profile, const Partition& split,
@@ -279,8 +280,8 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
     const LayerCost& layer = profile.layers[i];
     const double f = layer.forward_ms.median * layer_scale, b = layer.backward_ms.median * layer_scale;
     if (f + b > 0) {
-      svg.rect(columns.barX(i), axis_y - f - b, columns.bar(), b, kBackwardColour);
-      svg.rect(columns.barX(i), axis_y - f, columns.bar(), f, kForwardColour);
+      svg.rect(columns.barX(i), axis_y - f - b, columns.bar(), b, opColour(OpKind::kBackward));
+      svg.rect(columns.barX(i), axis_y - f, columns.bar(), f, opColour(OpKind::kForward));
     }
     const double p = static_cast<double>(layer.params) * params_scale;
     if (p > 0) svg.rect(columns.barX(i), axis_y, columns.bar(), p, kParamsColour);
@@ -290,7 +291,7 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
     const double x = columns.x(split.stages[s].first);
     svg.line(x, stage_top - 18, x, bottom + 22, "#333", 1.5, " stroke-dasharray=\"5 3\"");
   }
-  return svg.finish(kWidth, bottom + 24, "Split '" + split.method + "' drawn over the layers");
+  return inlineSvgChart(svg.take(), kWidth, bottom + 24, "Split '" + split.method + "' drawn over the layers");
 }
 
 }  // namespace stagecut

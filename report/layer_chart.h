@@ -11,6 +11,10 @@ namespace stagecut {
 /// Colours the report gives each split method, so a method reads the same in every chart.
 std::string splitColour(const std::string& method);
 
+/// A layer's forward and whole backward medians together: the compute the report's layer
+/// chart draws and its text weighs against the layer's share of the parameters.
+double layerComputeMs(const LayerCost& layer);
+
 /// The per-layer chart, inline SVG: three panels over one layer axis (compute as stacked
 /// forward, B and W bars; parameters; activation memory per microbatch), each bar labelled with
 /// its share of the panel's total, so layers heavy in parameters but light in compute (a GPT's

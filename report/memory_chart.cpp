@@ -7,15 +7,16 @@
 #include "core/units.h"
 #include "report/html_text.h"
 #include "report/layer_chart.h"
+#include "schedule/svg_gantt.h"
 #include "schedule/time_axis.h"
 
 namespace stagecut {
 
 namespace {
 
-using report::SvgBuilder;
+using report::inlineSvgChart;
 
-constexpr double kWidth = 1200;
+constexpr double kWidth = kChartWidthPx;
 constexpr double kLeft = 90;
 constexpr double kRight = 24;
 constexpr double kTop = 40;
@@ -121,7 +122,7 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
     svg.text(group_x + group_w / 2, base + 20, "stage " + std::to_string(s),
              "font-size=\"13\" fill=\"#333\" text-anchor=\"middle\"");
   }
-  return svg.finish(kWidth, base + 34, "Memory per stage of each split");
+  return inlineSvgChart(svg.take(), kWidth, base + 34, "Memory per stage of each split");
 }
 
 }  // namespace stagecut

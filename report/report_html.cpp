@@ -71,18 +71,6 @@ footer { color: var(--muted); font-size: 12.5px; margin-top: 22px; text-align: c
 @media print { body { background: #fff; } section { break-inside: avoid; } }
 )css";
 
-std::string joinedCounts(const std::vector<int>& counts) {
-  std::string text;
-  for (int count : counts) text += (text.empty() ? "" : ",") + std::to_string(count);
-  return text;
-}
-
-std::string signedPercent(double fraction) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%+.1f%%", fraction * 100);
-  return buffer;
-}
-
 std::string ratioText(double ratio) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2f\xc3\x97", ratio);  // "1.23×"
@@ -147,8 +135,6 @@ std::optional<MeasuredSpeedup> measuredSpeedup(const ReportInputs& inputs,
   return speedup;
 }
 
-double layerComputeMs(const LayerCost& layer) { return layer.forward_ms.median + layer.backward_ms.median; }
-
 // One sentence naming the layers where parameter share and compute share disagree most.
 std::string disagreementSentence(const Profile& profile) {
   double total_ms = 0, total_params = 0;
@@ -196,7 +182,7 @@ std::string headerSection(const ReportInputs& inputs, const std::vector<Validati
           std::to_string(chosen.stages.size()) + " stages &middot; " +
           std::to_string(inputs.microbatches) + " microbatches per step</p>\n<div class=\"cards\">\n";
   html += card("Chosen split (" + escapeMarkup(chosen.method) + ")",
-               escapeMarkup(joinedCounts(chosen.layersPerStage())),
+               escapeMarkup(joinNumbers(chosen.layersPerStage())),
                "layers per stage; bottleneck " + escapeMarkup(formatMs(chosen.bottleneck_ms)) + " ms", true);
   html += card("Predicted step", escapeMarkup(formatMs(chosen.predicted_step_ms)) + " ms",
                "bubble " + escapeMarkup(formatPercent(chosen.predicted_bubble)) + "; lower bound " +
@@ -212,8 +198,8 @@ std::string headerSection(const ReportInputs& inputs, const std::vector<Validati
     }
     html += card("vs " + escapeMarkup(split.method) + " split",
                  "<span class=\"" + std::string(slower > 0.005 ? "worse" : "") + "\">" +
-                     escapeMarkup(signedPercent(slower)) + "</span>",
-                 "its predicted step (" + escapeMarkup(joinedCounts(split.layersPerStage())) + ": " +
+                     escapeMarkup(formatSignedPercent(slower)) + "</span>",
+                 "its predicted step (" + escapeMarkup(joinNumbers(split.layersPerStage())) + ": " +
                      escapeMarkup(formatMs(split.predicted_step_ms)) + " ms)");
   }
   if (const auto speedup = measuredSpeedup(inputs, views)) {
@@ -270,17 +256,17 @@ std::string splitsSection(const ReportInputs& inputs) {
     const bool is_chosen = split.method == chosen.method;
     html += std::string("<tr") + (is_chosen ? " class=\"chosen\"" : "") + "><td>" +
             swatch(splitColour(split.method)) + escapeMarkup(split.method) + "</td><td>" +
-            escapeMarkup(joinedCounts(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
+            escapeMarkup(joinNumbers(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
             "</td><td>" + formatMs(split.predicted_step_ms) + "</td><td>" +
             formatPercent(split.predicted_bubble) + "</td><td" +
             (versus > 0.005 ? " class=\"worse\"" : "") + ">" +
-            (is_chosen ? std::string("&ndash;") : signedPercent(versus)) + "</td><td>" +
+            (is_chosen ? std::string("&ndash;") : formatSignedPercent(versus)) + "</td><td>" +
             formatBytes(memory) + "</td></tr>\n";
   }
   html += "</table>\n";
   for (const Partition& split : inputs.splits) {
     html += "<div class=\"split-head\"><h3>" + swatch(splitColour(split.method)) + escapeMarkup(split.method) +
-            " split: " + escapeMarkup(joinedCounts(split.layersPerStage())) + "</h3><p class=\"note\">"
+            " split: " + escapeMarkup(joinNumbers(split.layersPerStage())) + "</h3><p class=\"note\">"
             "bottleneck " + formatMs(split.bottleneck_ms) + " ms (red), stages on one scale for all splits; "
             "dashed lines are stage boundaries</p></div>\n";
     html += renderSplitChart(inputs.profile, split, inputs.splits);
@@ -314,9 +300,7 @@ std::string schedulesSection(const ReportInputs& inputs, int* chart_index) {
         in_flight = std::max(in_flight, rank.peak_in_flight);
         activations = std::max(activations, rank.peak_activation_bytes);
       }
-      std::string name = scheduleDisplayName(run.schedule.name);
-      if (run.schedule.chunks > 1) name += " (v = " + std::to_string(run.schedule.chunks) + ")";
-      html += "<tr><td>" + escapeMarkup(name) + "</td><td>" + formatMs(run.result.step_ms) + "</td><td>" +
+      html += "<tr><td>" + escapeMarkup(scheduleTitle(run.schedule)) + "</td><td>" + formatMs(run.result.step_ms) + "</td><td>" +
               formatPercent(run.result.bubble) + "</td><td>" + std::to_string(in_flight) + "</td><td>" +
               formatBytes(activations) + "</td></tr>\n";
       views.push_back({&run.schedule, &run.result});
@@ -350,13 +334,13 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
     for (std::size_t i = 1; i < names.size(); ++i) which += (i == 1 ? " (same as " : ", ") + names[i];
     if (names.size() > 1) which += ")";
     html += "<h3>" + escapeMarkup(which) + " " +
-            escapeMarkup(joinedCounts(view.layersPerStage())) + ", " +
+            escapeMarkup(joinNumbers(view.layersPerStage())) + ", " +
             escapeMarkup(scheduleDisplayName(view.schedule)) + ", " + std::to_string(view.microbatches) +
             " microbatches <span class=\"note\">(" + escapeMarkup(view.source) + ")</span></h3>\n";
     html += "<table>\n<tr><th>measured step</th><th>predicted step</th><th>error</th><th>gradient check</th>";
     for (std::size_t r = 0; r < view.ranks.size(); ++r) html += "<th>rank " + std::to_string(r) + " peak memory</th>";
     html += "</tr>\n<tr><td>" + formatMs(view.measured_step_ms) + " ms</td><td>" +
-            formatMs(view.predicted_step_ms) + " ms</td><td>" + signedPercent(view.error) + "</td><td>";
+            formatMs(view.predicted_step_ms) + " ms</td><td>" + formatSignedPercent(view.error) + "</td><td>";
     if (view.grad_check.empty()) {
       html += "&ndash;";
     } else {

@@ -75,9 +75,7 @@ ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& o
   inputs.profile_source = source;
   inputs.microbatches = options.microbatches;
   inputs.memory_cap_bytes = options.memory_cap_bytes;
-  for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {
-    inputs.splits.push_back(partitionProfile(profile, options, source, method));
-  }
+  inputs.splits = partitionForComparison(profile, options, source);
   inputs.chosen = inputs.splits.back();
   // The schedules are drawn under the options the splits were priced with.
   ReportScheduleOptions simulated = schedules;

@@ -5,15 +5,15 @@
 #include <cstdio>
 
 #include "core/markup_text.h"
+#include "schedule/op_palette.h"
 #include "schedule/time_axis.h"
 
 namespace stagecut {
 
 namespace {
 
-// Layout in px. The width suits a 16:9 slide; rows shrink for deep pipelines so the chart stays
-// about one screen tall.
-constexpr double kWidth = 1200;
+// Layout in px. Rows shrink for deep pipelines so the chart stays about one screen tall.
+constexpr double kWidth = kChartWidthPx;
 constexpr double kLeft = 84;
 constexpr double kRight = 28;
 constexpr double kPanelTitle = 34;
@@ -22,35 +22,9 @@ constexpr double kPanelGap = 18;
 constexpr double kLabelFontPx = 12;
 const char* const kFont = "Helvetica, Arial, sans-serif";
 
-struct Rgb {
-  double r, g, b;
-};
-
-// Tableau's blue, orange and green: distinct for colour-blind readers and in greyscale print.
-Rgb baseColour(OpKind kind) {
-  switch (kind) {
-    case OpKind::kForward:
-      return {0x4e, 0x79, 0xa7};
-    case OpKind::kBackward:
-      return {0xf2, 0x8e, 0x2b};
-    case OpKind::kWeight:
-      return {0x59, 0xa1, 0x4f};
-    case OpKind::kAllReduce:
-      return {0xe1, 0x57, 0x59};  // Tableau's red
-  }
-  return {0x88, 0x88, 0x88};
-}
-
 Rgb lighten(Rgb colour, double amount) {
   return {colour.r + (255 - colour.r) * amount, colour.g + (255 - colour.g) * amount,
           colour.b + (255 - colour.b) * amount};
-}
-
-std::string hex(Rgb colour) {
-  char buffer[8];
-  std::snprintf(buffer, sizeof buffer, "#%02x%02x%02x", static_cast<int>(std::lround(colour.r)),
-                static_cast<int>(std::lround(colour.g)), static_cast<int>(std::lround(colour.b)));
-  return buffer;
 }
 
 bool needsDarkText(Rgb colour) {
@@ -59,9 +33,8 @@ bool needsDarkText(Rgb colour) {
 
 Rgb opColour(const PipelineOp& op, int chunks) {
   const double amount = chunks > 1 ? 0.45 * op.chunk / (chunks - 1) : 0.0;
-  return lighten(baseColour(op.kind), amount);
+  return lighten(opKindColour(op.kind), amount);
 }
-
 
 std::string formatStep(double step, const std::string& unit) {
   char buffer[48];
@@ -75,28 +48,6 @@ std::string formatStep(double step, const std::string& unit) {
   return text;
 }
 
-class SvgWriter {
- public:
-  void rect(double x, double y, double w, double h, const std::string& fill,
-            const std::string& extra = "") {
-    out_ += "<rect x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" width=\"" + svgNumber(w) +
-            "\" height=\"" + svgNumber(h) + "\" fill=\"" + fill + "\"" + extra + "/>\n";
-  }
-  void line(double x1, double y1, double x2, double y2, const std::string& style) {
-    out_ += "<line x1=\"" + svgNumber(x1) + "\" y1=\"" + svgNumber(y1) + "\" x2=\"" + svgNumber(x2) +
-            "\" y2=\"" + svgNumber(y2) + "\" " + style + "/>\n";
-  }
-  void text(double x, double y, const std::string& content, const std::string& style) {
-    out_ += "<text x=\"" + svgNumber(x) + "\" y=\"" + svgNumber(y) + "\" " + style + ">" + content +
-            "</text>\n";
-  }
-  void raw(const std::string& text) { out_ += text; }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
 double rowHeight(int stages) { return std::clamp(440.0 / stages, 9.0, 30.0); }
 double rowGap(int stages) { return rowHeight(stages) >= 20 ? 6.0 : 2.0; }
 
@@ -105,7 +56,7 @@ double panelHeight(const Schedule& schedule) {
          kAxis + kPanelGap;
 }
 
-void legendItem(SvgWriter* svg, double* x, double y, const std::string& fill,
+void legendItem(SvgBuilder* svg, double* x, double y, const std::string& fill,
                 const std::string& label) {
   svg->rect(*x, y - 12, 16, 16, fill, " rx=\"3\" stroke=\"#9a9a9a\" stroke-width=\"0.5\"");
   svg->text(*x + 22, y + 1, escapeMarkup(label), "font-size=\"14\" fill=\"#333\"");
@@ -113,7 +64,7 @@ void legendItem(SvgWriter* svg, double* x, double y, const std::string& fill,
   *x += 22 + 6.6 * static_cast<double>(label.size()) + 28;
 }
 
-void drawLegend(SvgWriter* svg, const std::vector<SimulatedSchedule>& runs, double y) {
+void drawLegend(SvgBuilder* svg, const std::vector<SimulatedSchedule>& runs, double y) {
   bool splits = false, chunked = false, reduces = false;
   for (const SimulatedSchedule& run : runs) {
     splits = splits || run.schedule->splits_backward;
@@ -121,18 +72,18 @@ void drawLegend(SvgWriter* svg, const std::vector<SimulatedSchedule>& runs, doub
     chunked = chunked || run.schedule->chunks > 1;
   }
   double x = kLeft;
-  legendItem(svg, &x, y, hex(baseColour(OpKind::kForward)), "Forward (F)");
-  legendItem(svg, &x, y, hex(baseColour(OpKind::kBackward)),
+  legendItem(svg, &x, y, hexColour(opKindColour(OpKind::kForward)), "Forward (F)");
+  legendItem(svg, &x, y, hexColour(opKindColour(OpKind::kBackward)),
              splits ? "Backward (B: input grad. where W is split off)" : "Backward (B)");
-  if (splits) legendItem(svg, &x, y, hex(baseColour(OpKind::kWeight)), "Weight grad. (W)");
-  if (reduces) legendItem(svg, &x, y, hex(baseColour(OpKind::kAllReduce)), "All-reduce (A)");
+  if (splits) legendItem(svg, &x, y, hexColour(opKindColour(OpKind::kWeight)), "Weight grad. (W)");
+  if (reduces) legendItem(svg, &x, y, hexColour(opKindColour(OpKind::kAllReduce)), "All-reduce (A)");
   legendItem(svg, &x, y, "url(#idle)", "Idle");
   if (chunked) {
     svg->text(x, y + 1, "lighter = later model chunk", "font-size=\"14\" fill=\"#666\"");
   }
 }
 
-void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double time_scale,
+void drawPanel(SvgBuilder* svg, const SimulatedSchedule& run, double top, double time_scale,
                double tick, const std::string& unit) {
   const Schedule& schedule = *run.schedule;
   const SimulationResult& result = *run.result;
@@ -142,9 +93,7 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
   const double rows_bottom = rows_top + schedule.stages * (row + gap) - gap;
   auto x = [&](double t) { return kLeft + t * time_scale; };
 
-  std::string name = scheduleDisplayName(schedule.name);
-  if (schedule.chunks > 1) name += " (v = " + std::to_string(schedule.chunks) + ")";
-  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeMarkup(name) + "</tspan>" +
+  svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeMarkup(scheduleTitle(schedule)) + "</tspan>" +
             "<tspan fill=\"#555\">   step " + escapeMarkup(formatStep(result.step_ms, unit)) +
             "  ·  bubble " + svgNumber(std::round(result.bubble * 1000) / 10) + "%</tspan>",
             "font-size=\"17\" fill=\"#222\"");
@@ -152,7 +101,7 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
   char buffer[32];
   const double axis_end = (kWidth - kRight - kLeft) / time_scale;
   for (double t = 0; t <= axis_end + 1e-9; t += tick) {
-    svg->line(x(t), rows_top - 3, x(t), rows_bottom + 4, "stroke=\"#e3e3e3\" stroke-width=\"1\"");
+    svg->line(x(t), rows_top - 3, x(t), rows_bottom + 4, "#e3e3e3");
     svg->text(x(t), rows_bottom + 19, formatTick(t, tick, buffer, sizeof buffer),
               "font-size=\"12\" fill=\"#666\" text-anchor=\"middle\"");
   }
@@ -171,7 +120,7 @@ void drawPanel(SvgWriter* svg, const SimulatedSchedule& run, double top, double 
       const double width = (timing.end_ms - timing.start_ms) * time_scale;
       if (width <= 0) continue;
       const Rgb colour = opColour(ops[i], schedule.chunks);
-      svg->rect(x(timing.start_ms), y, width, row, hex(colour),
+      svg->rect(x(timing.start_ms), y, width, row, hexColour(colour),
                 width >= 4 ? " stroke=\"#ffffff\" stroke-width=\"1\"" : "");
       const std::string label =
           ops[i].kind == OpKind::kAllReduce ? "A" : std::to_string(ops[i].microbatch);
@@ -195,6 +144,12 @@ std::string scheduleDisplayName(const std::string& name) {
   return name;
 }
 
+std::string scheduleTitle(const Schedule& schedule) {
+  std::string title = scheduleDisplayName(schedule.name);
+  if (schedule.chunks > 1) title += " (v = " + std::to_string(schedule.chunks) + ")";
+  return title;
+}
+
 std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
                            const SvgGanttOptions& options) {
   const double header = options.title.empty() ? 44 : 80;
@@ -210,7 +165,7 @@ std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
   const double axis_end = std::max(tick, std::ceil(longest_step / tick - 1e-9) * tick);
   const double time_scale = chart_width / axis_end;
 
-  SvgWriter svg;
+  SvgBuilder svg;
   svg.raw("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"http://www.w3.org/2000/svg\" "
           "version=\"1.1\" width=\"" + svgNumber(kWidth) + "\" height=\"" + svgNumber(height) +
           "\" viewBox=\"0 0 " + svgNumber(kWidth) + " " + svgNumber(height) + "\" font-family=\"" +

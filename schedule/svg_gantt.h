@@ -13,8 +13,15 @@ struct SvgGanttOptions {
   std::string time_unit = "ms";   ///< how simulated times are labelled ("ms", "units")
 };
 
+/// The Gantt chart's width in px, which suits a 16:9 slide; the report's other charts take it
+/// too, so that its page reads as one column.
+inline constexpr double kChartWidthPx = 1200;
+
 /// "GPipe", "1F1B", "Interleaved 1F1B", "ZB-H1": a schedule's name as charts and tables print it.
 std::string scheduleDisplayName(const std::string& name);
+
+/// "1F1B", "Interleaved 1F1B (v = 2)": the display name and, with several chunks per rank, v.
+std::string scheduleTitle(const Schedule& schedule);
 
 /// An SVG Gantt chart of simulated schedules, one panel per schedule on a shared time scale, so
 /// a shorter step is a shorter row: bars coloured by op kind (later chunks lighter) with their

@@ -62,6 +62,18 @@ TEST_CASE("sizes and counts format for people", "[core][units]") {
   CHECK(stagecut::formatPercent(3.0 / 11.0) == "27.3%");
 }
 
+TEST_CASE("formatSignedPercent signs a relative difference, and not one that rounds to zero", "[core][units]") {
+  CHECK(stagecut::formatSignedPercent(1.0 / 6.0) == "+16.7%");
+  CHECK(stagecut::formatSignedPercent(-0.03) == "-3.0%");
+  CHECK(stagecut::formatSignedPercent(0.0) == "0.0%");
+  CHECK(stagecut::formatSignedPercent(-0.0) == "0.0%");
+  CHECK(stagecut::formatSignedPercent(0.0004) == "0.0%");
+  CHECK(stagecut::formatSignedPercent(-0.0004) == "0.0%");
+  CHECK(stagecut::formatSignedPercent(0.0006) == "+0.1%");
+  CHECK(stagecut::formatSignedPercent(-0.0006) == "-0.1%");
+  CHECK(stagecut::formatSignedPercent(2.5) == "+250.0%");
+}
+
 TEST_CASE("a mistyped name gets the nearest known one", "[core][suggest]") {
   const std::vector<std::string> schedules = {"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"};
   CHECK(stagecut::closestName("1f1", schedules) == "1f1b");

@@ -5,6 +5,7 @@
 #include "partitioner/framework_formats.h"
 #include "partitioner/megatron_layout.h"
 #include "partitioner/partition_summary.h"
+#include "partitioner/profile_partitioner.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::makeProfile;
@@ -39,6 +40,23 @@ TEST_CASE("params split reproduces DeepSpeed's partition_balanced", "[partitione
   CHECK(stagecut::deepspeedParamsSplit({10, 10, 10, 10}, 2) == std::vector<int>{2, 2});
   CHECK(stagecut::deepspeedParamsSplit({100, 1, 1, 1, 1, 100}, 2) == std::vector<int>{3, 3});
   CHECK(stagecut::deepspeedParamsSplit({5, 5}, 3) == std::vector<int>{1, 1, 0});
+}
+
+TEST_CASE("partitionForComparison gives uniform, params and compute in that order", "[partitioner][baselines]") {
+  const stagecut::Profile profile = gptLike(6);
+  stagecut::PartitionOptions options;
+  options.stages = 3;
+  options.microbatches = 6;
+  const std::vector<stagecut::Partition> splits = stagecut::partitionForComparison(profile, options, "p");
+  REQUIRE(splits.size() == 3);
+  const stagecut::SplitMethod methods[] = {stagecut::SplitMethod::kUniform, stagecut::SplitMethod::kParams,
+                                           stagecut::SplitMethod::kCompute};
+  for (std::size_t i = 0; i < splits.size(); ++i) {
+    const stagecut::Partition alone = stagecut::partitionProfile(profile, options, "p", methods[i]);
+    CHECK(splits[i].method == stagecut::splitMethodName(methods[i]));
+    CHECK(splits[i].layersPerStage() == alone.layersPerStage());
+    CHECK(splits[i].predicted_step_ms == alone.predicted_step_ms);
+  }
 }
 
 TEST_CASE("megatron layout marks embedding, blocks and loss and shortens runs", "[partitioner][formats]") {

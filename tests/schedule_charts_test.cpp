@@ -6,6 +6,7 @@
 #include "schedule/chrome_trace.h"
 #include "schedule/data_parallel.h"
 #include "schedule/generators.h"
+#include "schedule/op_palette.h"
 #include "schedule/simulator.h"
 #include "schedule/stage_costs.h"
 #include "schedule/svg_gantt.h"
@@ -34,6 +35,16 @@ TEST_CASE("niceStep rounds up to 1, 2, 2.5 or 5 times a power of ten", "[schedul
   CHECK(stagecut::niceStep(7) == Approx(10));
   CHECK(stagecut::niceStep(0.3 / 0.1) == Approx(5));
   CHECK(stagecut::niceStep(0) == 1.0);
+}
+
+TEST_CASE("every chart colours F, B, W and A from one palette", "[schedule][charts]") {
+  using stagecut::OpKind;
+  CHECK(stagecut::hexColour(stagecut::opKindColour(OpKind::kForward)) == "#4e79a7");
+  CHECK(stagecut::hexColour(stagecut::opKindColour(OpKind::kBackward)) == "#f28e2b");
+  CHECK(stagecut::hexColour(stagecut::opKindColour(OpKind::kWeight)) == "#59a14f");
+  CHECK(stagecut::hexColour(stagecut::opKindColour(OpKind::kAllReduce)) == "#e15759");
+  // Channels are rounded, as the Gantt chart's lighter chunks need.
+  CHECK(stagecut::hexColour({254.4, 0.6, 127.5}) == "#fe0180");
 }
 
 TEST_CASE("the text Gantt of a two-stage 1F1B step", "[schedule][charts]") {
@@ -120,6 +131,8 @@ TEST_CASE("the SVG Gantt draws every op, the idle hatch, a legend and the figure
   CHECK_THAT(svg, Contains("</svg>\n"));
   CHECK(stagecut::scheduleDisplayName("zb-h1") == "ZB-H1");
   CHECK(stagecut::scheduleDisplayName("custom") == "custom");
+  CHECK(stagecut::scheduleTitle(gpipe) == "GPipe");
+  CHECK(stagecut::scheduleTitle(interleaved) == "Interleaved 1F1B (v = 2)");
 }
 
 TEST_CASE("charts draw the all-reduce as its own op", "[schedule][charts][data-parallel]") {
