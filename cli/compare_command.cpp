@@ -14,9 +14,6 @@ namespace stagecut {
 
 namespace {
 
-/// Format tag of `stagecut compare --json` documents (DESIGN.md, "Partition").
-constexpr const char* kComparisonFormat = "stagecut.comparison/1";
-
 void printComparison(std::ostream& out, const std::vector<Partition>& splits,
                      const PartitionOptions& options) {
   const Partition& optimum = splits.back();
@@ -64,12 +61,9 @@ void addCompareCommand(CLI::App& app) {
     const PartitionOptions options = resolvePartitionFlags(*flags, profile);
     const std::vector<Partition> splits = partitionForComparison(profile, options, path);
     const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
-    nlohmann::json document = {{"format", kComparisonFormat}, {"splits", nlohmann::json::array()}};
-    std::vector<StageRecompute> optimum_extras;
-    for (const Partition& split : splits) {
-      if (extras) optimum_extras = stageRecompute(profile, options, split, path);
-      document["splits"].push_back(partitionToJson(split));
-    }
+    const nlohmann::json document = comparisonToJson(splits);
+    const std::vector<StageRecompute> optimum_extras =
+        extras ? stageRecompute(profile, options, splits.back(), path) : std::vector<StageRecompute>{};
     const std::optional<OutputPath> output = flags->output();
     if (output) writeOutputFile(*output, toJsonText(document));
     if (flags->json) {

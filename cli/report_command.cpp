@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/output_path.h"
+#include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/partition_options.h"
@@ -62,7 +63,7 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
                   " already holds them; drop " + flag + ", or drop --comparison to split again");
     }
   }
-  const std::vector<Partition> splits = splitsFromComparisonJson(
+  const std::vector<Partition> splits = comparisonFromJson(
       parseJsonDocument(readTextFile(flags.comparison_path), flags.comparison_path), flags.comparison_path);
   if (!flags.partition.bandwidth.empty()) {
     schedules.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.partition.bandwidth, "--bandwidth");

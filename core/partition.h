@@ -11,6 +11,9 @@ namespace stagecut {
 /// Format tag of partition files this build reads and writes.
 inline constexpr const char* kPartitionFormat = "stagecut.partition/1";
 
+/// Format tag of `stagecut compare --json` documents: {"format", "splits": [<partition>, ...]}.
+inline constexpr const char* kComparisonFormat = "stagecut.comparison/1";
+
 /// One pipeline stage: the inclusive layer range [first, last] and what it costs per microbatch.
 struct StageCost {
   int first = 0;

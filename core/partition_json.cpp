@@ -121,6 +121,28 @@ void writePartitionFile(const OutputPath& output, const Partition& partition) {
   writeOutputFile(output, toJsonText(partitionToJson(partition)));
 }
 
+json comparisonToJson(const std::vector<Partition>& splits) {
+  json list = json::array();
+  for (const Partition& split : splits) list.push_back(partitionToJson(split));
+  return {{"format", kComparisonFormat}, {"splits", std::move(list)}};
+}
+
+std::vector<Partition> comparisonFromJson(const json& document, const std::string& source) {
+  const std::string format = documentFormat(document, source);
+  if (format != kComparisonFormat) {
+    throw Error(source + ": is a " + format + " document, not " + kComparisonFormat +
+                "; write one with 'stagecut compare PROFILE --stages N -o FILE'");
+  }
+  if (!document.contains("splits") || !document["splits"].is_array()) {
+    throw Error(source + ": field \"splits\" is missing or not a list");
+  }
+  std::vector<Partition> splits;
+  for (std::size_t i = 0; i < document["splits"].size(); ++i) {
+    splits.push_back(partitionFromJson(document["splits"][i], source + " split " + std::to_string(i)));
+  }
+  return splits;
+}
+
 void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_count,
                                 const std::string& source) {
   const int last = partition.stages.empty() ? -1 : partition.stages.back().last;

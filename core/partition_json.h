@@ -26,6 +26,14 @@ void writePartitionFile(const OutputPath& output, const Partition& partition);
 
 /// Checks that the partition covers layers 0..layer_count-1 of a profile exactly.
 /// Throws Error (input) naming `source` and the fix otherwise.
+/// The stagecut.comparison/1 document of `splits` (each as partitionToJson writes it).
+nlohmann::json comparisonToJson(const std::vector<Partition>& splits);
+
+/// Reads a stagecut.comparison/1 document back, every field of every split kept (its per-stage
+/// recompute and all-reduce included). Throws Error (input) naming `source` for another format,
+/// a missing "splits" list, or a split the partition reader rejects ("<source> split <i>: ...").
+std::vector<Partition> comparisonFromJson(const nlohmann::json& document, const std::string& source);
+
 void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_count,
                                 const std::string& source);
 

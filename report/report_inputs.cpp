@@ -15,8 +15,6 @@ namespace stagecut {
 
 namespace {
 
-constexpr const char* kComparisonFormat = "stagecut.comparison/1";
-
 void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& options) {
   const int stages = static_cast<int>(inputs->chosen.stages.size());
   for (ScheduleKind kind : options.kinds) {
@@ -110,23 +108,6 @@ ReportInputs reportInputsFromSplits(const Profile& profile, const std::string& s
   if (inputs.microbatches <= 0) inputs.microbatches = 4 * static_cast<int>(inputs.chosen.stages.size());
   simulateSchedules(&inputs, schedules);
   return inputs;
-}
-
-std::vector<Partition> splitsFromComparisonJson(const nlohmann::json& document,
-                                                const std::string& source) {
-  const std::string format = documentFormat(document, source);
-  if (format != kComparisonFormat) {
-    throw Error(source + ": is a " + format + " document, not " + kComparisonFormat +
-                "; write one with 'stagecut compare PROFILE --stages N -o FILE'");
-  }
-  if (!document.contains("splits") || !document["splits"].is_array()) {
-    throw Error(source + ": field \"splits\" is missing or not a list");
-  }
-  std::vector<Partition> splits;
-  for (std::size_t i = 0; i < document["splits"].size(); ++i) {
-    splits.push_back(partitionFromJson(document["splits"][i], source + " split " + std::to_string(i)));
-  }
-  return splits;
 }
 
 std::string currentUtcDate() {

@@ -84,11 +84,6 @@ ReportInputs reportInputsFromSplits(const Profile& profile, const std::string& s
                                     std::vector<Partition> splits, const std::string& splits_source,
                                     int microbatches, const ReportScheduleOptions& schedules = {});
 
-/// Reads a `stagecut.comparison/1` document's splits. Throws Error (input) naming `source` for
-/// another format or a split that is not a valid `stagecut.partition/1` document.
-std::vector<Partition> splitsFromComparisonJson(const nlohmann::json& document,
-                                                const std::string& source);
-
 /// "2024-05-01 12:00 UTC": the current time, for ReportProvenance::date.
 std::string currentUtcDate();
 

@@ -59,6 +59,23 @@ TEST_CASE("a split's per-stage recompute and all-reduce survive write, read and 
   CHECK_THAT(rejectionOf(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute_ms\""));
 }
 
+TEST_CASE("a comparison survives write, read and write byte for byte, recompute included",
+          "[core][partition][comparison]") {
+  Partition uniform = makePartition({3, 2});
+  uniform.method = "uniform";
+  Partition compute = makePartition({2, 3});
+  compute.stages[1].recompute = "full";
+  compute.stages[1].recompute_ms = 2.5;
+  const std::string text = stagecut::toJsonText(stagecut::comparisonToJson({uniform, compute}));
+  const std::vector<Partition> back = stagecut::comparisonFromJson(json::parse(text), "c.json");
+  REQUIRE(back.size() == 2);
+  CHECK(back[0] == uniform);
+  CHECK(back[1] == compute);
+  CHECK(stagecut::toJsonText(stagecut::comparisonToJson(back)) == text);
+  CHECK_THROWS_WITH(stagecut::comparisonFromJson(json{{"format", stagecut::kComparisonFormat}}, "c.json"),
+                    "c.json: field \"splits\" is missing or not a list");
+}
+
 TEST_CASE("the partition reader rejects stages with a gap, an overlap or no layers",
           "[core][partition][errors]") {
   json document = partitionToJson(makePartition({2, 3, 2}));

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "partitioner/partition_options.h"
 #include "report/report_html.h"
@@ -173,7 +174,7 @@ TEST_CASE("splits read back from a comparison keep compute as the chosen one and
   CHECK(stagecut::reportInputsFromSplits(built.profile, "p.json", built.splits, "cmp.json", 12).microbatches == 12);
   CHECK_THROWS_WITH(stagecut::reportInputsFromSplits(built.profile, "p.json", {}, "cmp.json", 0),
                     "cmp.json: holds no splits; write it with 'stagecut compare p.json --stages N -o FILE'");
-  CHECK_THROWS_WITH(stagecut::splitsFromComparisonJson({{"format", "stagecut.partition/1"}}, "cmp.json"),
+  CHECK_THROWS_WITH(stagecut::comparisonFromJson({{"format", "stagecut.partition/1"}}, "cmp.json"),
                     "cmp.json: is a stagecut.partition/1 document, not stagecut.comparison/1; write one "
                     "with 'stagecut compare PROFILE --stages N -o FILE'");
 }
