@@ -82,13 +82,7 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
         ++left_out_by_memory;
         continue;
       }
-      PredictionOptions prediction;
-      prediction.schedule = kind;
-      prediction.microbatches = microbatches;
-      prediction.chunks = options.chunks;
-      prediction.data_parallel = replicas;
-      prediction.link = options.pipeline_link;
-      prediction.dp_link = options.dp_link;
+      const PredictionOptions prediction = predictionOptions(partition_options);
       const PipelinePrediction predicted = predictPipeline(profile, partition, prediction, source);
       const SimulationResult& simulated = predicted.simulated;
       const double plain_step_ms = predicted.pipeline_step_ms;

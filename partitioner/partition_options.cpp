@@ -49,6 +49,18 @@ double optimizerBytesPerParam(const std::string& name) {
   throw Error("--optimizer: unknown optimizer '" + name + "'" + unknownNameHint(name, optimizerNames()));
 }
 
+PredictionOptions predictionOptions(const PartitionOptions& options) {
+  PredictionOptions prediction;
+  prediction.schedule = options.schedule;
+  prediction.microbatches = options.microbatches;
+  prediction.chunks = options.chunks;
+  prediction.stage_speed = options.stage_speed;
+  prediction.data_parallel = options.data_parallel;
+  prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
+  prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
+  return prediction;
+}
+
 std::vector<double> parseStageSpeeds(const std::string& text, int stages) {
   const std::vector<std::string> parts = splitCommaList(text);
   std::vector<double> speeds;

@@ -6,6 +6,7 @@
 
 #include "core/profile.h"
 #include "partitioner/cost_model.h"
+#include "prediction/pipeline_prediction.h"
 #include "prediction/recompute.h"
 #include "schedule/schedule_kind.h"
 
@@ -45,6 +46,10 @@ double optimizerBytesPerParam(const std::string& name);
 
 /// Names optimizerBytesPerParam() knows.
 const std::vector<std::string>& optimizerNames();
+
+/// What predictPipeline() needs of a split's options: schedule, M, chunks, stage speeds, data
+/// parallelism and both links, so that a split is simulated under the options it was made with.
+PredictionOptions predictionOptions(const PartitionOptions& options);
 
 /// Parses `--stage-speed 1,1,0.5,1`: one relative speed per stage, from 0.001 to 1000. Throws
 /// Error (input) naming the flag for a wrong count or a value that is not such a number.

@@ -32,14 +32,7 @@ double simulatedStepMs(const Profile& profile, const PredictionOptions& predicti
 
 SimulatedRefinement refineBySimulatedStep(const Profile& profile, const PartitionOptions& options,
                                           const CostModel& model, const std::vector<int>& exact_split) {
-  PredictionOptions prediction;
-  prediction.schedule = options.schedule;
-  prediction.microbatches = options.microbatches;
-  prediction.chunks = options.chunks;
-  prediction.stage_speed = model.costs().stage_speed;
-  prediction.data_parallel = options.data_parallel;
-  prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
-  prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
+  const PredictionOptions prediction = predictionOptions(options);
   SimulatedRefinement result;
   result.layers_per_stage = exact_split;
   result.exact_split_simulated_ms = simulatedStepMs(profile, prediction, model, exact_split);

@@ -62,14 +62,7 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   }
   row.bottleneck_ms = row.partition.bottleneck_ms;
 
-  PredictionOptions prediction;
-  prediction.schedule = options.schedule;
-  prediction.microbatches = row.microbatches;
-  prediction.chunks = options.chunks;
-  prediction.stage_speed = options.stage_speed;
-  prediction.data_parallel = options.data_parallel;
-  prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
-  prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
+  const PredictionOptions prediction = predictionOptions(options);
   const SimulationResult simulated = predictPipeline(at_size, row.partition, prediction, source).simulated;
   row.step_ms = simulated.step_ms;
   row.bubble = simulated.bubble;
