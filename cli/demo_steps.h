@@ -7,13 +7,12 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/progress_bar.h"
 #include "core/partition.h"
 #include "core/profile.h"
 #include "profiler/profile_request.h"
 #include "schedule/simulator.h"
+#include "validation/validation_report.h"
 
 namespace stagecut {
 
@@ -68,8 +67,8 @@ void printSimulations(std::ostream& out, const DemoSimulations& simulations);
 struct DemoValidations {
   Partition compute;
   Partition params;
-  nlohmann::json compute_run;
-  nlohmann::json params_run;
+  ValidationReport compute_run;
+  ValidationReport params_run;
 };
 DemoValidations validateSplits(const Profile& profile, const DemoPlan& plan, ProgressBar& bar);
 void printValidations(std::ostream& out, const DemoValidations& validations);

@@ -19,6 +19,7 @@
 #include "schedule/ascii_gantt.h"
 #include "schedule/generators.h"
 #include "schedule/profile_costs.h"
+#include "validation/validation_json.h"
 
 namespace stagecut {
 
@@ -43,7 +44,7 @@ std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
 // Runs `stagecut validate` as its own launcher (it starts one process per rank) and returns
 // its stagecut.validation/1 document.
-nlohmann::json runValidate(const DemoPlan& plan, const std::string& partition_path, const std::string& name) {
+ValidationReport runValidate(const DemoPlan& plan, const std::string& partition_path, const std::string& name) {
   const std::string trace = plan.output_dir + "/trace-" + name + ".json";
   const std::string command = quoted(selfExecutable()) + " validate " + quoted(plan.profilePath()) + " --partition " +
                               quoted(partition_path) + " --schedule 1f1b --microbatches " +
@@ -59,7 +60,7 @@ nlohmann::json runValidate(const DemoPlan& plan, const std::string& partition_pa
     throw Error("the validation of the " + name + " split failed (see the rank's message above)", ErrorKind::kRuntime);
   }
   writeOutputFile(plan.output_dir + "/validation-" + name + ".json", output);
-  return parseJsonDocument(output, "stagecut validate");
+  return validationFromJson(parseJsonDocument(output, "stagecut validate"), "stagecut validate");
 }
 
 }  // namespace
@@ -189,17 +190,13 @@ void printValidations(std::ostream& out, const DemoValidations& validations) {
                                 ? TextTable::Align::kLeft
                                 : TextTable::Align::kRight);
   }
-  const auto row = [&](const Partition& partition, const nlohmann::json& run) {
-    table.addRow({partition.method, layersText(partition), formatMs(run["predicted_step_ms"].get<double>()),
-                  formatMs(run["measured_step_ms"].get<double>()), formatSignedPercent(run["error"].get<double>()),
-                  formatPercent(run["measured_bubble"].get<double>()),
-                  run["grad_check"].get<std::string>() + " (" +
-                      [&] {
-                        char buffer[32];
-                        std::snprintf(buffer, sizeof buffer, "%.1e", run["grad_max_rel_diff"].get<double>());
-                        return std::string(buffer);
-                      }() +
-                      ")"});
+  const auto row = [&](const Partition& partition, const ValidationReport& run) {
+    char difference[32];
+    std::snprintf(difference, sizeof difference, "%.1e", run.grad_max_rel_diff);
+    table.addRow({partition.method, layersText(partition), formatMs(run.predicted_step_ms),
+                  formatMs(run.measured_step_median_ms), formatSignedPercent(run.error),
+                  formatPercent(run.measured_bubble),
+                  std::string(run.grad_pass ? "pass" : "fail") + " (" + difference + ")"});
   };
   row(validations.compute, validations.compute_run);
   row(validations.params, validations.params_run);
@@ -209,9 +206,8 @@ void printValidations(std::ostream& out, const DemoValidations& validations) {
 
 std::string speedupText(const DemoValidations& validations) {
   const double measured =
-      validations.params_run["measured_step_ms"].get<double>() / validations.compute_run["measured_step_ms"].get<double>();
-  const double predicted = validations.params_run["predicted_step_ms"].get<double>() /
-                           validations.compute_run["predicted_step_ms"].get<double>();
+      validations.params_run.measured_step_median_ms / validations.compute_run.measured_step_median_ms;
+  const double predicted = validations.params_run.predicted_step_ms / validations.compute_run.predicted_step_ms;
   return ratio(measured) + " measured (" + ratio(predicted) + " predicted)";
 }
 

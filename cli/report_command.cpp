@@ -11,6 +11,7 @@
 #include "partitioner/partition_options.h"
 #include "report/report_html.h"
 #include "report/report_inputs.h"
+#include "validation/validation_json.h"
 #include "schedule/generators.h"
 
 namespace stagecut {
@@ -138,7 +139,7 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
     checkOutputPath(output);
     ReportInputs inputs = buildInputs(*flags, command);
     for (const std::string& path : flags->validation_paths) {
-      inputs.validations.push_back({path, parseJsonDocument(readTextFile(path), path)});
+      inputs.validations.push_back({path, validationFromJson(parseJsonDocument(readTextFile(path), path), path)});
     }
     inputs.provenance.stagecut_version = versionText();
     inputs.provenance.command_line = command_line;

@@ -10,12 +10,14 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "profiler/torch_runtime.h"
+#include "prediction/pipeline_prediction.h"
+#include "runtime/build_validation_report.h"
 #include "runtime/gloo_transport.h"
 #include "runtime/launcher.h"
 #include "runtime/rank_worker.h"
-#include "runtime/validation_report.h"
-#include "prediction/pipeline_prediction.h"
 #include "schedule/generators.h"
+#include "validation/validation_json.h"
+#include "validation/validation_trace.h"
 
 namespace stagecut {
 

@@ -421,7 +421,7 @@ std::string provenanceSection(const ReportInputs& inputs) {
 std::string renderReportHtml(const ReportInputs& inputs) {
   std::vector<ValidationView> views;
   for (const ReportValidation& validation : inputs.validations) {
-    views.push_back(readValidationView(validation.document, validation.source, inputs.profile.layerCount()));
+    views.push_back(validationView(validation.report, validation.source, inputs.profile.layerCount()));
   }
   const std::string model = inputs.profile.model.name.empty() ? inputs.profile_source : inputs.profile.model.name;
   int chart_index = 0;

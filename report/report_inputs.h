@@ -13,6 +13,7 @@
 #include "schedule/profile_costs.h"
 #include "schedule/schedule_kind.h"
 #include "schedule/simulator.h"
+#include "validation/validation_report.h"
 
 namespace stagecut {
 
@@ -36,7 +37,7 @@ struct ReportSchedule {
 /// A `stagecut.validation/1` document (a split run for real) and the file it came from.
 struct ReportValidation {
   std::string source;
-  nlohmann::json document;
+  ValidationReport report;
 };
 
 /// Everything the HTML report shows. Build it with buildReportInputs() or

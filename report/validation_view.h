@@ -8,6 +8,7 @@
 
 #include "schedule/pipeline_schedule.h"
 #include "schedule/simulator.h"
+#include "validation/validation_report.h"
 
 namespace stagecut {
 
@@ -45,9 +46,11 @@ struct ValidationView {
   std::vector<int> layersPerStage() const;
 };
 
-/// Reads a validation document. `layer_count` is the profile's: rank layer ranges must lie in
-/// it. Throws Error (input) naming `source` and the field for another format, a missing field,
-/// or a timeline whose ranks, op kinds or times do not make sense.
+/// The view of a validation run of a profile with `layer_count` layers: rank layer ranges must
+/// lie in it. Throws Error (input) naming `source` otherwise.
+ValidationView validationView(const ValidationReport& report, const std::string& source, std::size_t layer_count);
+
+/// validationView of a document as validationFromJson reads it (and rejects it).
 ValidationView readValidationView(const nlohmann::json& document, const std::string& source,
                                   std::size_t layer_count);
 

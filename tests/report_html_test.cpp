@@ -12,6 +12,7 @@
 #include "report/validation_view.h"
 #include "tests/report_fixtures.h"
 #include "tests/test_support.h"
+#include "validation/validation_json.h"
 
 using Catch::Matchers::Contains;
 using stagecut::Error;
@@ -59,7 +60,7 @@ TEST_CASE("the report names every layer and every split's layers per stage", "[r
 
 TEST_CASE("the report fetches nothing: its only URLs are the SVG namespace", "[report]") {
   ReportInputs inputs = exampleInputs(2, 4);
-  inputs.validations.push_back({"compute.json", stagecut::testing::exampleComputeValidation()});
+  inputs.validations.push_back({"compute.json", stagecut::validationFromJson(stagecut::testing::exampleComputeValidation(), "compute.json")});
   const std::string html = stagecut::renderReportHtml(inputs);
   CHECK(countOf(html, "<script") == 0);
   CHECK(countOf(html, "<link") == 0);
@@ -103,8 +104,8 @@ TEST_CASE("validations show predicted above measured on one axis, and the measur
   CHECK_THAT(without, !Contains("Predicted 1F1B"));
   CHECK_THAT(without, !Contains("id=\"validation\""));
 
-  inputs.validations.push_back({"compute-run.json", stagecut::testing::exampleComputeValidation()});
-  inputs.validations.push_back({"params-run.json", stagecut::testing::exampleParamsValidation()});
+  inputs.validations.push_back({"compute-run.json", stagecut::validationFromJson(stagecut::testing::exampleComputeValidation(), "compute-run.json")});
+  inputs.validations.push_back({"params-run.json", stagecut::validationFromJson(stagecut::testing::exampleParamsValidation(), "params-run.json")});
   const std::string html = stagecut::renderReportHtml(inputs);
   CHECK(countOf(html, ">Predicted 1F1B</tspan>") == 2);
   CHECK(countOf(html, ">Measured 1F1B</tspan>") == 2);
@@ -234,29 +235,16 @@ TEST_CASE("the schedules of a recomputing split are drawn with its recomputation
 
 TEST_CASE("the report takes a data-parallel validation: every replica's ranks and the all-reduce ops",
           "[report][data-parallel]") {
-  nlohmann::json document = stagecut::testing::exampleComputeValidation();
   // What validate --data-parallel 2 writes: N x D ranks and an all-reduce op A closing each rank.
-  document["data_parallel"] = 2;
-  nlohmann::json ranks = document["ranks"];
-  for (nlohmann::json rank : document["ranks"]) {
-    rank["replica"] = 1;
-    ranks.push_back(rank);
-  }
-  document["ranks"] = ranks;
-  for (const char* timeline : {"predicted", "measured"}) {
-    for (auto& rank : document["timeline"][timeline]) {
-      const double end = rank.back()[3].get<double>();
-      rank.push_back({"A", 0, end, end + 2.0});
-    }
-  }
+  nlohmann::json document = stagecut::testing::exampleComputeValidation(2);
   const stagecut::ValidationView view = stagecut::readValidationView(document, "dp.json", 11);
   CHECK(view.data_parallel == 2);
   CHECK(view.layersPerStage() == std::vector<int>{6, 5});
   CHECK(view.measured_ops.ranks[0].back().kind == stagecut::OpKind::kAllReduce);
-  CHECK(view.measured.ranks[0].allreduce_ms == Approx(2.0));
+  CHECK(view.measured.ranks[0].allreduce_ms == Approx(2.0 * 1.08));  // the fixture stretches every op
 
   ReportInputs inputs = exampleInputs(2, 4);
-  inputs.validations.push_back({"dp.json", document});
+  inputs.validations.push_back({"dp.json", stagecut::validationFromJson(document, "dp.json")});
   CHECK_THAT(stagecut::renderReportHtml(inputs), Contains("dp.json"));
 
   document["ranks"].erase(3);

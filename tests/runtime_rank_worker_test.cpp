@@ -4,15 +4,17 @@
 #include <cstdint>
 #include <thread>
 
+#include "core/json_document.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "profiler/profile_request.h"
 #include "profiler/torch_runtime.h"
+#include "runtime/build_validation_report.h"
 #include "runtime/in_process_transport.h"
 #include "runtime/rank_worker.h"
-#include "runtime/validation_report.h"
 #include "tests/fault_transport.h"
 #include "tests/test_support.h"
+#include "validation/validation_json.h"
 
 using stagecut::RankOutcome;
 using stagecut::ValidateRequest;
@@ -123,6 +125,10 @@ void checkReport(const stagecut::ValidationReport& report, const std::vector<Ran
   }
   CHECK(report.measured_step_median_ms > 0);
   CHECK(report.measured_step_median_ms == Approx(static_cast<double>(last_ns - first_ns) / 1e6));
+  // The document validate prints reads back into a report that writes the same bytes.
+  const std::string written = stagecut::toJsonText(stagecut::validationToJson(report));
+  CHECK(stagecut::toJsonText(stagecut::validationToJson(
+            stagecut::validationFromJson(nlohmann::json::parse(written), "validation.json"))) == written);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "runtime/validation_report.h"
+#include "runtime/build_validation_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,6 @@
 
 #include "core/sample_stats.h"
 #include "prediction/pipeline_prediction.h"
-#include "schedule/chrome_trace.h"
 #include "schedule/generators.h"
 
 namespace stagecut {
@@ -128,9 +127,9 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   // The plain steps run every stage without recomputation, whatever the partition file chose.
   Partition plain = partition;
   for (StageCost& stage : plain.stages) stage.recompute.reset();
-  PipelinePrediction predicted = predictPipeline(profile, plain, prediction, request.partition_path);
-  report.ops = predicted.schedule;
-  report.predicted = predicted.simulated;
+  PipelinePrediction plain_prediction = predictPipeline(profile, plain, prediction, request.partition_path);
+  report.ops = plain_prediction.schedule;
+  report.predicted = plain_prediction.simulated;
   report.predicted_step_ms = report.predicted.step_ms;
   report.predicted_bubble = report.predicted.bubble;
 
@@ -224,7 +223,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
           s == 0 ? 0 : profile.layers[static_cast<std::size_t>(partition.stages[s].first - 1)].output_bytes;
       recompute.measured_peak_bytes.push_back(outcome.recompute_peak_bytes);
       recompute.predicted_peak_bytes.push_back(recomputePeakActivationBytes(
-          report.ops.ranks[s], input_bytes, predicted.costs.stages[s].activation_bytes, report.ops.splits_backward));
+          report.ops.ranks[s], input_bytes, plain_prediction.costs.stages[s].activation_bytes, report.ops.splits_backward));
       recompute.measured_busy_ms.push_back(replicas.at(static_cast<std::size_t>(outcome.replica)).ranks[s].busy_ms);
       recompute.predicted_busy_ms.push_back(recompute.predicted.ranks[s].busy_ms);
       recompute.grad_max_rel_diff = std::max(recompute.grad_max_rel_diff, outcome.recompute_grad_max_rel_diff);
@@ -237,127 +236,6 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     report.recompute = std::move(recompute);
   }
   return report;
-}
-
-namespace {
-
-// Per rank, each op as [kind letter, microbatch, start ms, end ms] from the step's start.
-nlohmann::json timelineJson(const Schedule& ops, const SimulationResult& result) {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (std::size_t r = 0; r < ops.ranks.size(); ++r) {
-    nlohmann::json rank = nlohmann::json::array();
-    for (std::size_t i = 0; i < ops.ranks[r].size(); ++i) {
-      rank.push_back({opKindLetter(ops.ranks[r][i].kind), ops.ranks[r][i].microbatch, result.op_times[r][i].start_ms,
-                      result.op_times[r][i].end_ms});
-    }
-    ranks.push_back(std::move(rank));
-  }
-  return ranks;
-}
-
-}  // namespace
-
-nlohmann::json validationToJson(const ValidationReport& report) {
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& rank : report.ranks) {
-    ranks.push_back({{"rank", rank.rank},
-                     {"first", rank.first_layer},
-                     {"last", rank.last_layer},
-                     {"busy_ms", rank.measured_busy_ms},
-                     {"predicted_busy_ms", rank.predicted_busy_ms},
-                     {"bubble", rank.measured_bubble},
-                     {"predicted_bubble", rank.predicted_bubble},
-                     {"peak_memory_bytes", rank.measured_peak_bytes},
-                     {"predicted_peak_memory_bytes", rank.predicted_peak_bytes},
-                     {"grad_max_rel_diff", rank.grad_max_rel_diff},
-                     {"worst_parameter", rank.worst_parameter},
-                     {"op_median_ms", {{"F", {{"measured", rank.measured_forward_ms}, {"predicted", rank.predicted_forward_ms}}},
-                                       {"B", {{"measured", rank.measured_backward_ms}, {"predicted", rank.predicted_backward_ms}}},
-                                       {"W", {{"measured", rank.measured_weight_ms}, {"predicted", rank.predicted_weight_ms}}}}}});
-    if (report.replicas > 1) {
-      ranks.back()["stage"] = rank.stage;
-      ranks.back()["replica"] = rank.replica;
-      ranks.back()["allreduce_ms"] = rank.measured_allreduce_ms;
-    }
-  }
-  nlohmann::json document = {{"format", "stagecut.validation/1"},
-          {"schedule", report.schedule},
-          {"stages", report.stages},
-          {"microbatches", report.microbatches},
-          {"microbatch_size", report.microbatch_size},
-          {"measured_step_ms", report.measured_step_median_ms},
-          {"measured_steps_ms", report.measured_step_ms},
-          {"predicted_step_ms", report.predicted_step_ms},
-          {"error", report.error},
-          {"measured_bubble", report.measured_bubble},
-          {"predicted_bubble", report.predicted_bubble},
-          {"grad_max_rel_diff", report.grad_max_rel_diff},
-          {"grad_tolerance", report.grad_tolerance},
-          {"grad_check", report.grad_pass ? "pass" : "fail"},
-          {"loss", report.loss_pipeline},
-          {"reference_loss", report.loss_reference},
-          {"worst_op", report.worst_op},
-          {"worst_op_deviation", report.worst_op_deviation},
-          {"link_latency_ms", report.link_latency_ms},
-          {"link_bandwidth_bytes_per_s", report.link_bandwidth_bytes_per_s},
-          {"ranks", std::move(ranks)},
-          {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
-                        {"measured", timelineJson(report.ops, report.measured)}}}};
-  // Optional fields (stagecut.validation/1 readers ignore what they do not know).
-  if (report.replicas > 1) {
-    document["data_parallel"] = report.replicas;
-    document["replica_link_latency_ms"] = report.replica_link_latency_ms;
-    document["replica_link_bandwidth_bytes_per_s"] = report.replica_link_bandwidth_bytes_per_s;
-    nlohmann::json replicas = nlohmann::json::array();
-    for (const auto& replica : report.measured_replicas) replicas.push_back(timelineJson(report.ops, replica));
-    document["timeline"]["measured_replicas"] = std::move(replicas);
-  }
-  if (report.recompute) {
-    const RecomputeComparison& recompute = *report.recompute;
-    nlohmann::json recompute_ranks = nlohmann::json::array();
-    for (std::size_t i = 0; i < report.ranks.size(); ++i) {
-      recompute_ranks.push_back({{"rank", report.ranks[i].rank},
-                                 {"busy_ms", recompute.measured_busy_ms[i]},
-                                 {"predicted_busy_ms", recompute.predicted_busy_ms[i]},
-                                 {"peak_memory_bytes", recompute.measured_peak_bytes[i]},
-                                 {"predicted_peak_memory_bytes", recompute.predicted_peak_bytes[i]}});
-    }
-    document["recompute"] = {{"mode", "full"},
-                             {"measured_step_ms", recompute.measured_step_median_ms},
-                             {"measured_steps_ms", recompute.measured_step_ms},
-                             {"predicted_step_ms", recompute.predicted_step_ms},
-                             {"error", recompute.error},
-                             {"grad_max_rel_diff", recompute.grad_max_rel_diff},
-                             {"ranks", std::move(recompute_ranks)},
-                             {"timeline", {{"predicted", timelineJson(report.ops, recompute.predicted)},
-                                           {"measured", timelineJson(report.ops, recompute.measured)}}}};
-  }
-  return document;
-}
-
-std::string validationTrace(const ValidationReport& report) {
-  // The trace names each process after its schedule: two copies tell predicted from measured.
-  Schedule predicted_ops = report.ops;
-  predicted_ops.name = "predicted " + report.schedule;
-  Schedule measured_ops = report.ops;
-  measured_ops.name = "measured " + report.schedule;
-  std::vector<Schedule> named;
-  named.reserve(2 + report.measured_replicas.size());
-  std::vector<SimulatedSchedule> runs = {{&predicted_ops, &report.predicted}, {&measured_ops, &report.measured}};
-  for (std::size_t d = 1; d < report.measured_replicas.size(); ++d) {
-    named.push_back(report.ops);
-    named.back().name = "measured " + report.schedule + " replica " + std::to_string(d);
-    runs.push_back({&named.back(), &report.measured_replicas[d]});
-  }
-  if (report.recompute) {
-    named.push_back(report.ops);
-    named.back().name = "predicted " + report.schedule + " recompute";
-    runs.push_back({&named.back(), &report.recompute->predicted});
-    named.push_back(report.ops);
-    named.back().name = "measured " + report.schedule + " recompute";
-    runs.push_back({&named.back(), &report.recompute->measured});
-  }
-  return renderChromeTrace(runs);
 }
 
 }  // namespace stagecut

@@ -1,14 +1,12 @@
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "core/partition.h"
-#include "core/profile.h"
-#include "runtime/validation_types.h"
+#include "schedule/pipeline_schedule.h"
 #include "schedule/simulator.h"
 
 namespace stagecut {
@@ -43,8 +41,7 @@ struct RecomputeComparison {
   double predicted_step_ms = 0.0;  ///< the simulator with each stage's recompute added to its backward
   double error = 0.0;              ///< measured / predicted - 1
   double grad_max_rel_diff = 0.0;
-  /// Per global rank: peak bytes measured, and predicted: stage input x microbatches between F and
-  /// B + one microbatch's activations of the stage (see recomputePeakActivationBytes()).
+  /// Per global rank: peak bytes measured and predicted.
   std::vector<std::int64_t> measured_peak_bytes;
   std::vector<std::uint64_t> predicted_peak_bytes;
   std::vector<double> measured_busy_ms;
@@ -53,14 +50,8 @@ struct RecomputeComparison {
   SimulationResult measured;  ///< replica 0's median step
 };
 
-/// The most activation bytes that one rank keeps alive under checkpointing, walking its op list:
-/// `input_bytes` for every microbatch between its F and its B, plus `activation_bytes` (the
-/// stage's layers, one microbatch) from B's recomputation until the op that frees them (B, or W
-/// where W is split off).
-std::uint64_t recomputePeakActivationBytes(const RankOps& ops, std::uint64_t input_bytes,
-                                           std::uint64_t activation_bytes, bool splits_backward);
-
-/// The answer of `stagecut validate`: the split run for real against its prediction.
+/// The answer of `stagecut validate`: the split run for real against its prediction. It is the
+/// typed form of the stagecut.validation/1 document (validation_json.h reads and writes it).
 struct ValidationReport {
   std::string schedule;
   int stages = 0;
@@ -75,6 +66,7 @@ struct ValidationReport {
   double grad_max_rel_diff = 0.0;
   double grad_tolerance = 0.0;
   bool grad_pass = false;
+  /// NaN when the last rank had no loss to report (written as null).
   double loss_pipeline = 0.0;
   double loss_reference = 0.0;
   std::string worst_op;  ///< e.g. "rank 1 B(3)"
@@ -91,16 +83,5 @@ struct ValidationReport {
   std::vector<SimulationResult> measured_replicas;  ///< the same step on every replica (D entries)
   std::optional<RecomputeComparison> recompute;     ///< with --recompute full
 };
-
-/// Builds the report from every rank's outcome: prediction from the profile's medians plus the
-/// measured links, on the same op lists.
-ValidationReport buildValidationReport(const ValidateRequest& request, const Profile& profile,
-                                       const Partition& partition, const std::vector<RankOutcome>& outcomes);
-
-/// The `stagecut.validation/1` document.
-nlohmann::json validationToJson(const ValidationReport& report);
-
-/// A Chrome trace with the predicted and the measured step as two processes, one track per rank.
-std::string validationTrace(const ValidationReport& report);
 
 }  // namespace stagecut

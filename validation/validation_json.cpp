@@ -1,0 +1,364 @@
+#include "validation/validation_json.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.h"
+#include "core/json_document.h"
+#include "core/json_fields.h"
+
+namespace stagecut {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMaxCount = 1 << 20;
+
+// Per rank, each op as [kind letter, microbatch, start ms, end ms] from the step's start.
+json timelineJson(const Schedule& ops, const SimulationResult& result) {
+  json ranks = json::array();
+  for (std::size_t r = 0; r < ops.ranks.size(); ++r) {
+    json rank = json::array();
+    for (std::size_t i = 0; i < ops.ranks[r].size(); ++i) {
+      rank.push_back({opKindLetter(ops.ranks[r][i].kind), ops.ranks[r][i].microbatch, result.op_times[r][i].start_ms,
+                      result.op_times[r][i].end_ms});
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
+// NaN (no loss reported) is written as null, and null read back as NaN.
+json lossJson(double loss) { return std::isnan(loss) ? json(nullptr) : json(loss); }
+
+double lossField(const JsonFields& fields, const char* key) {
+  if (fields.has(key) && fields.json()[key].is_null()) return std::numeric_limits<double>::quiet_NaN();
+  return fields.finite(key);
+}
+
+OpKind opKindFromLetter(const json& letter, const std::string& where) {
+  if (letter == "F") return OpKind::kForward;
+  if (letter == "B") return OpKind::kBackward;
+  if (letter == "W") return OpKind::kWeight;
+  if (letter == "A") return OpKind::kAllReduce;
+  throw Error(where + ": op kind " + describeJsonValue(letter) + " is not \"F\", \"B\", \"W\" or \"A\"");
+}
+
+// One timeline: its op lists and what a simulation result says of them (busy, idle and
+// all-reduce time per rank, step, bubble), rebuilt from the op times alone.
+void readTimeline(const json& ranks, const std::string& where, Schedule* ops, SimulationResult* result) {
+  if (!ranks.is_array() || ranks.empty()) {
+    throw Error(where + ": must be a non-empty list with one list of ops per rank");
+  }
+  ops->ranks.assign(ranks.size(), {});
+  result->op_times.assign(ranks.size(), {});
+  result->ranks.assign(ranks.size(), {});
+  result->step_ms = 0.0;
+  double busy_total = 0.0;
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    if (!ranks[r].is_array()) throw Error(where + "[" + std::to_string(r) + "]: must be a list of ops");
+    for (std::size_t i = 0; i < ranks[r].size(); ++i) {
+      const json& op = ranks[r][i];
+      const std::string at = where + "[" + std::to_string(r) + "][" + std::to_string(i) + "]";
+      if (!op.is_array() || op.size() != 4 || !op[1].is_number_integer() || !op[2].is_number() ||
+          !op[3].is_number()) {
+        throw Error(at + ": expected [kind, microbatch, start_ms, end_ms], found " + describeJsonValue(op));
+      }
+      const double start = op[2].get<double>(), end = op[3].get<double>();
+      if (!std::isfinite(start) || !std::isfinite(end) || end < start) {
+        throw Error(at + ": start_ms and end_ms must be finite with end >= start");
+      }
+      const auto microbatch = op[1].get<std::int64_t>();
+      if (microbatch < 0 || microbatch >= kMaxCount) {
+        throw Error(at + ": microbatch " + std::to_string(microbatch) + " is out of range");
+      }
+      PipelineOp pipeline_op;
+      pipeline_op.kind = opKindFromLetter(op[0], at);
+      pipeline_op.microbatch = static_cast<int>(microbatch);
+      ops->splits_backward = ops->splits_backward || pipeline_op.kind == OpKind::kWeight;
+      ops->ranks[r].push_back(pipeline_op);
+      result->op_times[r].push_back({start, end});
+      // An all-reduce is communication: the simulator counts it as idle compute, and so does this.
+      (pipeline_op.kind == OpKind::kAllReduce ? result->ranks[r].allreduce_ms : result->ranks[r].busy_ms) +=
+          end - start;
+      result->step_ms = std::max(result->step_ms, end);
+    }
+    busy_total += result->ranks[r].busy_ms;
+  }
+  for (RankStats& rank : result->ranks) rank.idle_ms = result->step_ms - rank.busy_ms;
+  const double capacity = result->step_ms * static_cast<double>(ranks.size());
+  result->bubble = capacity > 0 ? std::max(0.0, 1.0 - busy_total / capacity) : 0.0;
+  result->stages = ops->stages = static_cast<int>(ranks.size());
+}
+
+// A timeline of the same run as `ops` (the predicted one): the same ops in the same order.
+SimulationResult readTimelineOf(const Schedule& ops, const json& ranks, const std::string& where) {
+  Schedule own = ops;
+  SimulationResult result;
+  readTimeline(ranks, where, &own, &result);
+  if (own.ranks.size() != ops.ranks.size()) {
+    throw Error(where + ": has " + std::to_string(own.ranks.size()) + " ranks but the predicted timeline has " +
+                std::to_string(ops.ranks.size()));
+  }
+  for (std::size_t r = 0; r < ops.ranks.size(); ++r) {
+    if (own.ranks[r] != ops.ranks[r]) {
+      throw Error(where + "[" + std::to_string(r) + "]: the ops differ from the predicted timeline's; both runs follow "
+                  "the same op lists");
+    }
+  }
+  result.schedule = ops.name;
+  result.microbatches = ops.microbatches;
+  return result;
+}
+
+json opMediansJson(const RankComparison& rank) {
+  return {{"F", {{"measured", rank.measured_forward_ms}, {"predicted", rank.predicted_forward_ms}}},
+          {"B", {{"measured", rank.measured_backward_ms}, {"predicted", rank.predicted_backward_ms}}},
+          {"W", {{"measured", rank.measured_weight_ms}, {"predicted", rank.predicted_weight_ms}}}};
+}
+
+void readOpMedians(const JsonFields& rank_fields, RankComparison* rank) {
+  if (!rank_fields.has("op_median_ms")) return;
+  const JsonFields medians = rank_fields.object("op_median_ms");
+  const auto pair = [&](const char* kind, double* measured, double* predicted) {
+    const JsonFields op = medians.object(kind);
+    *measured = op.nonNegative("measured");
+    *predicted = op.nonNegative("predicted");
+  };
+  pair("F", &rank->measured_forward_ms, &rank->predicted_forward_ms);
+  pair("B", &rank->measured_backward_ms, &rank->predicted_backward_ms);
+  pair("W", &rank->measured_weight_ms, &rank->predicted_weight_ms);
+}
+
+std::vector<double> readSteps(const JsonFields& fields, const char* key) {
+  const json& steps = fields.array(key);
+  std::vector<double> values;
+  for (const json& step : steps) {
+    if (!step.is_number() || !std::isfinite(step.get<double>()) || step.get<double>() < 0) {
+      fields.fail(key, "must list step times in ms (finite, >= 0), found " + describeJsonValue(step));
+    }
+    values.push_back(step.get<double>());
+  }
+  return values;
+}
+
+RankComparison readRank(const json& item, const std::string& where, int index, int stages, int replicas) {
+  const JsonFields fields(item, where, "ranks[].");
+  RankComparison rank;
+  rank.rank = fields.integer("rank", 0, kMaxCount);
+  if (rank.rank != index) fields.fail("rank", "must be " + std::to_string(index) + " (ranks are listed in order)");
+  rank.first_layer = fields.integer("first", 0, 1 << 30);
+  rank.last_layer = fields.integer("last", rank.first_layer, 1 << 30);
+  rank.measured_busy_ms = fields.nonNegative("busy_ms");
+  rank.predicted_busy_ms = fields.nonNegative("predicted_busy_ms");
+  rank.measured_bubble = fields.nonNegative("bubble");
+  rank.predicted_bubble = fields.nonNegative("predicted_bubble");
+  rank.measured_peak_bytes = static_cast<std::int64_t>(fields.count("peak_memory_bytes"));
+  rank.predicted_peak_bytes = fields.count("predicted_peak_memory_bytes");
+  rank.grad_max_rel_diff = fields.nonNegative("grad_max_rel_diff");
+  rank.worst_parameter = fields.string("worst_parameter");
+  readOpMedians(fields, &rank);
+  rank.stage = index % stages;
+  rank.replica = index / stages;
+  if (replicas > 1) {
+    if (fields.integer("stage", 0, stages - 1) != rank.stage || fields.integer("replica", 0, replicas - 1) != rank.replica) {
+      fields.fail("stage", "and \"replica\" must place rank " + std::to_string(index) + " at stage " +
+                               std::to_string(rank.stage) + " of replica " + std::to_string(rank.replica) +
+                               " (rank = replica x stages + stage)");
+    }
+    rank.measured_allreduce_ms = fields.nonNegative("allreduce_ms");
+  }
+  return rank;
+}
+
+RecomputeComparison readRecompute(const JsonFields& fields, const Schedule& ops, std::size_t rank_count,
+                                  const std::string& source) {
+  RecomputeComparison recompute;
+  const std::string mode = fields.string("mode");
+  if (mode != "full") fields.fail("mode", "must be \"full\" (the one mode validate runs), got \"" + mode + "\"");
+  recompute.measured_step_median_ms = fields.nonNegative("measured_step_ms");
+  recompute.measured_step_ms = readSteps(fields, "measured_steps_ms");
+  recompute.predicted_step_ms = fields.nonNegative("predicted_step_ms");
+  recompute.error = fields.finite("error");
+  recompute.grad_max_rel_diff = fields.nonNegative("grad_max_rel_diff");
+  const json& ranks = fields.array("ranks");
+  if (ranks.size() != rank_count) {
+    fields.fail("ranks", "lists " + std::to_string(ranks.size()) + " ranks, the run has " + std::to_string(rank_count));
+  }
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    const JsonFields rank(ranks[r], source + ": recompute rank " + std::to_string(r), "recompute.ranks[].");
+    if (rank.integer("rank", 0, kMaxCount) != static_cast<int>(r)) {
+      rank.fail("rank", "must be " + std::to_string(r) + " (ranks are listed in order)");
+    }
+    recompute.measured_busy_ms.push_back(rank.nonNegative("busy_ms"));
+    recompute.predicted_busy_ms.push_back(rank.nonNegative("predicted_busy_ms"));
+    recompute.measured_peak_bytes.push_back(static_cast<std::int64_t>(rank.count("peak_memory_bytes")));
+    recompute.predicted_peak_bytes.push_back(rank.count("predicted_peak_memory_bytes"));
+  }
+  const JsonFields timeline = fields.object("timeline");
+  recompute.predicted = readTimelineOf(ops, timeline.array("predicted"), source + ": recompute.timeline.predicted");
+  recompute.measured = readTimelineOf(ops, timeline.array("measured"), source + ": recompute.timeline.measured");
+  return recompute;
+}
+
+}  // namespace
+
+json validationToJson(const ValidationReport& report) {
+  json ranks = json::array();
+  for (const auto& rank : report.ranks) {
+    ranks.push_back({{"rank", rank.rank},
+                     {"first", rank.first_layer},
+                     {"last", rank.last_layer},
+                     {"busy_ms", rank.measured_busy_ms},
+                     {"predicted_busy_ms", rank.predicted_busy_ms},
+                     {"bubble", rank.measured_bubble},
+                     {"predicted_bubble", rank.predicted_bubble},
+                     {"peak_memory_bytes", rank.measured_peak_bytes},
+                     {"predicted_peak_memory_bytes", rank.predicted_peak_bytes},
+                     {"grad_max_rel_diff", rank.grad_max_rel_diff},
+                     {"worst_parameter", rank.worst_parameter},
+                     {"op_median_ms", opMediansJson(rank)}});
+    if (report.replicas > 1) {
+      ranks.back()["stage"] = rank.stage;
+      ranks.back()["replica"] = rank.replica;
+      ranks.back()["allreduce_ms"] = rank.measured_allreduce_ms;
+    }
+  }
+  json document = {{"format", kValidationFormat},
+                   {"schedule", report.schedule},
+                   {"stages", report.stages},
+                   {"microbatches", report.microbatches},
+                   {"microbatch_size", report.microbatch_size},
+                   {"measured_step_ms", report.measured_step_median_ms},
+                   {"measured_steps_ms", report.measured_step_ms},
+                   {"predicted_step_ms", report.predicted_step_ms},
+                   {"error", report.error},
+                   {"measured_bubble", report.measured_bubble},
+                   {"predicted_bubble", report.predicted_bubble},
+                   {"grad_max_rel_diff", report.grad_max_rel_diff},
+                   {"grad_tolerance", report.grad_tolerance},
+                   {"grad_check", report.grad_pass ? "pass" : "fail"},
+                   {"loss", lossJson(report.loss_pipeline)},
+                   {"reference_loss", lossJson(report.loss_reference)},
+                   {"worst_op", report.worst_op},
+                   {"worst_op_deviation", report.worst_op_deviation},
+                   {"link_latency_ms", report.link_latency_ms},
+                   {"link_bandwidth_bytes_per_s", report.link_bandwidth_bytes_per_s},
+                   {"ranks", std::move(ranks)},
+                   {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
+                                 {"measured", timelineJson(report.ops, report.measured)}}}};
+  // Optional fields (stagecut.validation/1 readers ignore what they do not know).
+  if (report.replicas > 1) {
+    document["data_parallel"] = report.replicas;
+    document["replica_link_latency_ms"] = report.replica_link_latency_ms;
+    document["replica_link_bandwidth_bytes_per_s"] = report.replica_link_bandwidth_bytes_per_s;
+    json replicas = json::array();
+    for (const auto& replica : report.measured_replicas) replicas.push_back(timelineJson(report.ops, replica));
+    document["timeline"]["measured_replicas"] = std::move(replicas);
+  }
+  if (report.recompute) {
+    const RecomputeComparison& recompute = *report.recompute;
+    json recompute_ranks = json::array();
+    for (std::size_t i = 0; i < report.ranks.size(); ++i) {
+      recompute_ranks.push_back({{"rank", report.ranks[i].rank},
+                                 {"busy_ms", recompute.measured_busy_ms[i]},
+                                 {"predicted_busy_ms", recompute.predicted_busy_ms[i]},
+                                 {"peak_memory_bytes", recompute.measured_peak_bytes[i]},
+                                 {"predicted_peak_memory_bytes", recompute.predicted_peak_bytes[i]}});
+    }
+    document["recompute"] = {{"mode", "full"},
+                             {"measured_step_ms", recompute.measured_step_median_ms},
+                             {"measured_steps_ms", recompute.measured_step_ms},
+                             {"predicted_step_ms", recompute.predicted_step_ms},
+                             {"error", recompute.error},
+                             {"grad_max_rel_diff", recompute.grad_max_rel_diff},
+                             {"ranks", std::move(recompute_ranks)},
+                             {"timeline", {{"predicted", timelineJson(report.ops, recompute.predicted)},
+                                           {"measured", timelineJson(report.ops, recompute.measured)}}}};
+  }
+  return document;
+}
+
+ValidationReport validationFromJson(const json& document, const std::string& source) {
+  const std::string format = documentFormat(document, source);
+  if (format != kValidationFormat) {
+    throw Error(source + ": is a " + format + " document, not " + kValidationFormat +
+                "; write one with 'stagecut validate ... --json > FILE'");
+  }
+  const JsonFields fields(document, source);
+  ValidationReport report;
+  report.schedule = fields.string("schedule");
+  report.stages = fields.integer("stages", 1, kMaxCount);
+  report.microbatches = fields.integer("microbatches", 1, kMaxCount);
+  report.microbatch_size = fields.optionalInteger("microbatch_size", 0, kMaxCount, 0);
+  report.measured_step_median_ms = fields.nonNegative("measured_step_ms");
+  report.measured_step_ms = readSteps(fields, "measured_steps_ms");
+  report.predicted_step_ms = fields.nonNegative("predicted_step_ms");
+  report.error = fields.finite("error");
+  report.measured_bubble = fields.nonNegative("measured_bubble");
+  report.predicted_bubble = fields.nonNegative("predicted_bubble");
+  report.grad_max_rel_diff = fields.nonNegative("grad_max_rel_diff");
+  report.grad_tolerance = fields.nonNegative("grad_tolerance");
+  const std::string grad_check = fields.string("grad_check");
+  if (grad_check != "pass" && grad_check != "fail") {
+    fields.fail("grad_check", "must be \"pass\" or \"fail\", got \"" + grad_check + "\"");
+  }
+  report.grad_pass = grad_check == "pass";
+  report.loss_pipeline = lossField(fields, "loss");
+  report.loss_reference = lossField(fields, "reference_loss");
+  report.worst_op = fields.string("worst_op");
+  report.worst_op_deviation = fields.finite("worst_op_deviation");
+  report.link_latency_ms = fields.nonNegative("link_latency_ms");
+  report.link_bandwidth_bytes_per_s = fields.nonNegative("link_bandwidth_bytes_per_s");
+  report.replicas = fields.optionalInteger("data_parallel", 1, kMaxCount, 1);
+  if (report.replicas > 1) {
+    report.replica_link_latency_ms = fields.nonNegative("replica_link_latency_ms");
+    report.replica_link_bandwidth_bytes_per_s = fields.nonNegative("replica_link_bandwidth_bytes_per_s");
+  }
+
+  // With data parallelism "ranks" holds every replica's: rank = replica x stages + stage.
+  const json& ranks = fields.array("ranks");
+  const std::size_t expected_ranks = static_cast<std::size_t>(report.stages) * static_cast<std::size_t>(report.replicas);
+  if (ranks.size() != expected_ranks) {
+    throw Error(source + ": field \"ranks\" lists " + std::to_string(ranks.size()) + " ranks but \"stages\" is " +
+                std::to_string(report.stages) +
+                (report.replicas > 1 ? " with " + std::to_string(report.replicas) + " replicas" : std::string()));
+  }
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    report.ranks.push_back(readRank(ranks[r], source + ": rank " + std::to_string(r), static_cast<int>(r),
+                                    report.stages, report.replicas));
+  }
+
+  const JsonFields timeline = fields.object("timeline");
+  report.ops.name = report.schedule;
+  report.ops.microbatches = report.microbatches;
+  readTimeline(timeline.array("predicted"), source + ": timeline.predicted", &report.ops, &report.predicted);
+  if (report.ops.stages != report.stages) {
+    throw Error(source + ": the timeline has " + std::to_string(report.ops.stages) + " ranks but \"stages\" is " +
+                std::to_string(report.stages));
+  }
+  report.predicted.schedule = report.schedule;
+  report.predicted.microbatches = report.microbatches;
+  report.measured = readTimelineOf(report.ops, timeline.array("measured"), source + ": timeline.measured");
+  if (report.replicas > 1) {
+    const json& replicas = timeline.array("measured_replicas");
+    if (replicas.size() != static_cast<std::size_t>(report.replicas)) {
+      timeline.fail("measured_replicas", "lists " + std::to_string(replicas.size()) + " timelines, one per replica (" +
+                                             std::to_string(report.replicas) + ") expected");
+    }
+    for (std::size_t d = 0; d < replicas.size(); ++d) {
+      report.measured_replicas.push_back(readTimelineOf(
+          report.ops, replicas[d], source + ": timeline.measured_replicas[" + std::to_string(d) + "]"));
+    }
+  } else {
+    report.measured_replicas = {report.measured};
+  }
+  if (fields.has("recompute")) {
+    report.recompute = readRecompute(fields.object("recompute"), report.ops, report.ranks.size(), source);
+  }
+  return report;
+}
+
+}  // namespace stagecut
