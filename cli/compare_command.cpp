@@ -8,6 +8,7 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "partitioner/framework_formats.h"
 #include "partitioner/profile_partitioner.h"
 
 namespace stagecut {
@@ -61,7 +62,9 @@ void addCompareCommand(CLI::App& app) {
     const PartitionOptions options = resolvePartitionFlags(*flags, profile);
     const std::vector<Partition> splits = partitionForComparison(profile, options, path);
     const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
-    const nlohmann::json document = comparisonToJson(splits);
+    std::vector<PartitionDocument> documents;
+    for (const Partition& split : splits) documents.push_back({split, frameworkOutputs(profile, split.layersPerStage())});
+    const nlohmann::json document = comparisonToJson(documents);
     const std::vector<StageRecompute> optimum_extras =
         extras ? stageRecompute(profile, options, splits.back(), path) : std::vector<StageRecompute>{};
     const std::optional<OutputPath> output = flags->output();

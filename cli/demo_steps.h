@@ -75,7 +75,7 @@ void printValidations(std::ostream& out, const DemoValidations& validations);
 /// "1.23x (predicted 1.25x)".
 std::string speedupText(const DemoValidations& validations);
 
-void printFrameworkOutputs(std::ostream& out, const Partition& partition);
+void printFrameworkOutputs(std::ostream& out, const Profile& profile, const Partition& partition);
 
 /// Writes report.html and its files into plan.output_dir; returns the report's path.
 std::string writeDemoReport(const Profile& profile, const DemoComparison& comparison,

@@ -65,7 +65,7 @@ void addDemoCommand(CLI::App& app, const std::string& command_line) {
     printValidations(std::cout, validations);
 
     heading("5/5  the split in every framework's words");
-    printFrameworkOutputs(std::cout, comparison.compute);
+    printFrameworkOutputs(std::cout, profile, comparison.compute);
     const std::string report_path = writeDemoReport(profile, comparison, simulations, validations, plan, command_line);
 
     std::cout << "\nreport: " << report_path << "\n";

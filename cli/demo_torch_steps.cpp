@@ -11,6 +11,7 @@
 #include "core/output_path.h"
 #include "core/partition_json.h"
 #include "core/units.h"
+#include "partitioner/framework_formats.h"
 #include "partitioner/partition_options.h"
 #include "partitioner/profile_partitioner.h"
 #include "prediction/pipeline_prediction.h"
@@ -99,9 +100,11 @@ DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan) {
   comparison.params = std::move(splits[1]);
   comparison.compute = std::move(splits[2]);
   comparison.megatron = partitionForMegatron(profile, options, plan.profilePath(), false).chosen;
-  const auto layout = comparison.megatron.outputs.find("megatron");
-  comparison.megatron_layout = layout == comparison.megatron.outputs.end() ? "(none)" : layout->second;
-  writePartitionFile(plan.output_dir + "/partition.json", comparison.compute);
+  const FrameworkOutputs megatron_outputs = frameworkOutputs(profile, comparison.megatron.layersPerStage());
+  const auto layout = megatron_outputs.find("megatron");
+  comparison.megatron_layout = layout == megatron_outputs.end() ? "(none)" : layout->second;
+  writePartitionFile(plan.output_dir + "/partition.json", comparison.compute,
+                     frameworkOutputs(profile, comparison.compute.layersPerStage()));
   return comparison;
 }
 
@@ -172,8 +175,8 @@ DemoValidations validateSplits(const Profile& profile, const DemoPlan& plan, Pro
   validations.params = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kParams);
   const std::string compute_path = plan.output_dir + "/partition-compute-2.json";
   const std::string params_path = plan.output_dir + "/partition-params-2.json";
-  writePartitionFile(compute_path, validations.compute);
-  writePartitionFile(params_path, validations.params);
+  writePartitionFile(compute_path, validations.compute, frameworkOutputs(profile, validations.compute.layersPerStage()));
+  writePartitionFile(params_path, validations.params, frameworkOutputs(profile, validations.params.layersPerStage()));
   bar.update(0.0, "running the compute split on 2 ranks");
   validations.compute_run = runValidate(plan, compute_path, "compute");
   bar.update(0.5, "running the params split on 2 ranks");
@@ -211,8 +214,8 @@ std::string speedupText(const DemoValidations& validations) {
   return ratio(measured) + " measured (" + ratio(predicted) + " predicted)";
 }
 
-void printFrameworkOutputs(std::ostream& out, const Partition& partition) {
-  for (const auto& [name, text] : partition.outputs) {
+void printFrameworkOutputs(std::ostream& out, const Profile& profile, const Partition& partition) {
+  for (const auto& [name, text] : frameworkOutputs(profile, partition.layersPerStage())) {
     // Multi-line formats (DeepSpeed's layer listing) stay indented under their name.
     std::string indented;
     for (char c : text) indented += c == '\n' ? std::string("\n    ") : std::string(1, c);

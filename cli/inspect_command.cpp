@@ -78,13 +78,14 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   }
 }
 
-void printPartition(std::ostream& out, const Partition& partition, const std::string& path) {
+void printPartition(std::ostream& out, const PartitionDocument& document, const std::string& path) {
+  const Partition& partition = document.partition;
   out << path << ": " << kPartitionFormat << ", method " << orUnknown(partition.method) << ", "
       << partition.stages.size() << " stages over " << partition.stages.back().last + 1
       << " layers\n\n";
   printPartitionTable(out, partition, layerIndexRanges(partition));
   out << "  layers per stage: " << joinNumbers(partition.layersPerStage()) << "\n";
-  for (const auto& [name, text] : partition.outputs) out << "  " << name << ": " << text << "\n";
+  for (const auto& [name, text] : document.outputs) out << "  " << name << ": " << text << "\n";
 }
 
 }  // namespace
@@ -101,7 +102,7 @@ void addInspectCommand(CLI::App& app) {
     if (isProfileFormat(format)) {
       printProfile(std::cout, profileFromJson(document, *path), *path);
     } else if (format == kPartitionFormat) {
-      printPartition(std::cout, partitionFromJson(document, *path), *path);
+      printPartition(std::cout, partitionDocumentFromJson(document, *path), *path);
     } else {
       throw Error(*path + ": unknown format \"" + format + "\"; this stagecut reads \"" +
                   kProfileFormat + "\", \"" + kProfileFormatV2 + "\" and \"" + kPartitionFormat + "\"");

@@ -59,7 +59,6 @@ void runPartition(const PartitionCommandFlags& flags) {
     refinement = refineBySimulatedStep(profile, options, model, partition.layersPerStage());
     if (refinement.layers_per_stage != partition.layersPerStage()) {
       partition = describeSplit(profile, options, model, refinement.layers_per_stage, "compute+simulated");
-      partition.outputs = frameworkOutputs(profile, refinement.layers_per_stage);
     }
   }
   // Formats print only what passed their coverage check; an explicit format that cannot express
@@ -69,7 +68,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
   const std::vector<StageRecompute> stage_extras =
       extras ? stageRecompute(profile, options, partition, path) : std::vector<StageRecompute>{};
-  const nlohmann::json document = partitionToJson(partition);
+  const nlohmann::json document = partitionToJson(partition, frameworkOutputs(profile, partition.layersPerStage()));
   const std::optional<OutputPath> output = flags.shared.output();
   if (output) writeOutputFile(*output, toJsonText(document));
   if (flags.shared.json || flags.format == "json") {

@@ -64,8 +64,11 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
                   " already holds them; drop " + flag + ", or drop --comparison to split again");
     }
   }
-  const std::vector<Partition> splits = comparisonFromJson(
-      parseJsonDocument(readTextFile(flags.comparison_path), flags.comparison_path), flags.comparison_path);
+  std::vector<Partition> splits;
+  for (PartitionDocument& split : comparisonFromJson(parseJsonDocument(readTextFile(flags.comparison_path), flags.comparison_path),
+                                                     flags.comparison_path)) {
+    splits.push_back(std::move(split.partition));
+  }
   if (!flags.partition.bandwidth.empty()) {
     schedules.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.partition.bandwidth, "--bandwidth");
   }

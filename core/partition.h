@@ -46,11 +46,20 @@ struct Partition {
   double lower_bound_ms = 0.0;
   double predicted_step_ms = 0.0;
   double predicted_bubble = 0.0;  ///< fraction of the step, 0..1
-  std::map<std::string, std::string> outputs;  ///< framework format name -> text
 
   /// Layers per stage, e.g. {4, 5, 5, 3}.
   std::vector<int> layersPerStage() const;
   bool operator==(const Partition& other) const;
+};
+
+/// A split in each training framework's words: format name ("megatron", "deepspeed", ...) -> text.
+/// Produced when a split is printed (partitioner/framework_formats.h), not carried by Partition.
+using FrameworkOutputs = std::map<std::string, std::string>;
+
+/// A partition file as written: the split and its "outputs".
+struct PartitionDocument {
+  Partition partition;
+  FrameworkOutputs outputs;
 };
 
 }  // namespace stagecut

@@ -55,11 +55,11 @@ StageCost stageFromJson(const json& item, std::size_t position, const std::strin
 
 }  // namespace
 
-json partitionToJson(const Partition& partition) {
+json partitionToJson(const Partition& partition, const FrameworkOutputs& framework_outputs) {
   json stages = json::array();
   for (const auto& stage : partition.stages) stages.push_back(stageToJson(stage));
   json outputs = json::object();
-  for (const auto& [name, text] : partition.outputs) outputs[name] = text;
+  for (const auto& [name, text] : framework_outputs) outputs[name] = text;
   return {{"format", kPartitionFormat},
           {"method", partition.method},
           {"stages", std::move(stages)},
@@ -70,14 +70,15 @@ json partitionToJson(const Partition& partition) {
           {"outputs", std::move(outputs)}};
 }
 
-Partition partitionFromJson(const json& document, const std::string& source) {
+PartitionDocument partitionDocumentFromJson(const json& document, const std::string& source) {
   const std::string format = documentFormat(document, source);
   if (format != kPartitionFormat) {
     throw Error(source + ": format " + json(format).dump() + " is not a partition this stagecut reads; " +
                 "expected \"" + kPartitionFormat + "\"");
   }
   const JsonFields top(document, source);
-  Partition partition;
+  PartitionDocument result;
+  Partition& partition = result.partition;
   partition.method = top.string("method");
   const json& stages = top.array("stages");
   if (stages.empty()) {
@@ -107,27 +108,31 @@ Partition partitionFromJson(const json& document, const std::string& source) {
       if (!text.is_string()) {
         outputs.fail(name.c_str(), "must be a string, got " + describeJsonValue(text));
       }
-      partition.outputs[name] = text.get<std::string>();
+      result.outputs[name] = text.get<std::string>();
     }
   }
-  return partition;
+  return result;
+}
+
+Partition partitionFromJson(const json& document, const std::string& source) {
+  return partitionDocumentFromJson(document, source).partition;
 }
 
 Partition readPartitionFile(const std::string& path) {
   return partitionFromJson(parseJsonDocument(readTextFile(path), path), path);
 }
 
-void writePartitionFile(const OutputPath& output, const Partition& partition) {
-  writeOutputFile(output, toJsonText(partitionToJson(partition)));
+void writePartitionFile(const OutputPath& output, const Partition& partition, const FrameworkOutputs& outputs) {
+  writeOutputFile(output, toJsonText(partitionToJson(partition, outputs)));
 }
 
-json comparisonToJson(const std::vector<Partition>& splits) {
+json comparisonToJson(const std::vector<PartitionDocument>& splits) {
   json list = json::array();
-  for (const Partition& split : splits) list.push_back(partitionToJson(split));
+  for (const PartitionDocument& split : splits) list.push_back(partitionToJson(split.partition, split.outputs));
   return {{"format", kComparisonFormat}, {"splits", std::move(list)}};
 }
 
-std::vector<Partition> comparisonFromJson(const json& document, const std::string& source) {
+std::vector<PartitionDocument> comparisonFromJson(const json& document, const std::string& source) {
   const std::string format = documentFormat(document, source);
   if (format != kComparisonFormat) {
     throw Error(source + ": is a " + format + " document, not " + kComparisonFormat +
@@ -136,9 +141,9 @@ std::vector<Partition> comparisonFromJson(const json& document, const std::strin
   if (!document.contains("splits") || !document["splits"].is_array()) {
     throw Error(source + ": field \"splits\" is missing or not a list");
   }
-  std::vector<Partition> splits;
+  std::vector<PartitionDocument> splits;
   for (std::size_t i = 0; i < document["splits"].size(); ++i) {
-    splits.push_back(partitionFromJson(document["splits"][i], source + " split " + std::to_string(i)));
+    splits.push_back(partitionDocumentFromJson(document["splits"][i], source + " split " + std::to_string(i)));
   }
   return splits;
 }
@@ -172,7 +177,7 @@ bool Partition::operator==(const Partition& other) const {
   return method == other.method && stages == other.stages &&
          bottleneck_ms == other.bottleneck_ms && lower_bound_ms == other.lower_bound_ms &&
          predicted_step_ms == other.predicted_step_ms &&
-         predicted_bubble == other.predicted_bubble && outputs == other.outputs;
+         predicted_bubble == other.predicted_bubble;
 }
 
 }  // namespace stagecut

@@ -3,7 +3,6 @@
 #include "core/error.h"
 #include "partitioner/baselines.h"
 #include "partitioner/exact_solver.h"
-#include "partitioner/framework_formats.h"
 #include "partitioner/megatron_layout.h"
 #include "partitioner/partition_summary.h"
 
@@ -31,9 +30,7 @@ Partition partitionProfile(const Profile& profile, const PartitionOptions& optio
   } else {
     counts = solveExactSplit(model);
   }
-  Partition partition = describeSplit(profile, options, model, counts, splitMethodName(method));
-  partition.outputs = frameworkOutputs(profile, counts);
-  return partition;
+  return describeSplit(profile, options, model, counts, splitMethodName(method));
 }
 
 std::vector<Partition> partitionForComparison(const Profile& profile, const PartitionOptions& options,
@@ -56,7 +53,6 @@ MegatronPartition partitionForMegatron(const Profile& profile, const PartitionOp
   MegatronPartition result;
   const std::vector<int> free_counts = fromMegatronView(solveExactSplit(view_model), groups);
   result.free_optimum = describeSplit(profile, options, model, free_counts, "compute");
-  result.free_optimum.outputs = frameworkOutputs(profile, free_counts);
   result.chosen = result.free_optimum;
   if (first_last) {
     MegatronGroups view_groups = groups;
@@ -72,7 +68,6 @@ MegatronPartition partitionForMegatron(const Profile& profile, const PartitionOp
     }
     const std::vector<int> counts = fromMegatronView(view_counts, groups);
     result.chosen = describeSplit(profile, options, model, counts, "megatron-first-last");
-    result.chosen.outputs = frameworkOutputs(profile, counts);
     result.first_last = true;
   }
   return result;

@@ -1,3 +1,4 @@
+#include "partitioner/framework_formats.h"
 #include "report/report_html.h"
 
 #include <algorithm>
@@ -271,10 +272,11 @@ std::string splitsSection(const ReportInputs& inputs) {
             "dashed lines are stage boundaries</p></div>\n";
     html += renderSplitChart(inputs.profile, split, inputs.splits);
   }
-  if (!chosen.outputs.empty()) {
+  const FrameworkOutputs outputs = frameworkOutputs(inputs.profile, chosen.layersPerStage());
+  if (!outputs.empty()) {
     html += "<details><summary>The " + escapeMarkup(chosen.method) +
             " split in each framework's format</summary>\n<table>\n";
-    for (const auto& [format, text] : chosen.outputs) {
+    for (const auto& [format, text] : outputs) {
       html += "<tr><td>" + escapeMarkup(format) + "</td><td style=\"text-align:left\"><pre>" +
               escapeMarkup(text) + "</pre></td></tr>\n";
     }

@@ -43,7 +43,7 @@ std::string profileWithToken(const std::string& token) {
 }
 
 std::string partitionText(const std::function<void(json&)>& breakIt = {}) {
-  json document = stagecut::partitionToJson(makePartition({2, 2}));
+  json document = stagecut::partitionToJson(makePartition({2, 2}), {{"list", "2,2"}});
   if (breakIt) breakIt(document);
   return stagecut::toJsonText(document);
 }

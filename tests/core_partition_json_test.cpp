@@ -45,11 +45,13 @@ TEST_CASE("a split's per-stage recompute and all-reduce survive write, read and 
   original.stages[1].recompute_ms = 0.0;
   original.stages[1].allreduce_ms = 3.5;
   original.stages[1].exposed_allreduce_ms = 0.5;
-  const std::string text = stagecut::toJsonText(partitionToJson(original));
-  const Partition back = partitionFromJson(json::parse(text), "s.json");
-  CHECK(back == original);
-  CHECK(stagecut::toJsonText(partitionToJson(back)) == text);
-  CHECK_FALSE(back.stages[0].allreduce_ms.has_value());
+  const stagecut::FrameworkOutputs outputs = {{"list", "2,3"}};
+  const std::string text = stagecut::toJsonText(partitionToJson(original, outputs));
+  const stagecut::PartitionDocument back = stagecut::partitionDocumentFromJson(json::parse(text), "s.json");
+  CHECK(back.partition == original);
+  CHECK(back.outputs == outputs);
+  CHECK(stagecut::toJsonText(partitionToJson(back.partition, back.outputs)) == text);
+  CHECK_FALSE(back.partition.stages[0].allreduce_ms.has_value());
 
   json wrong = partitionToJson(original);
   wrong["stages"][0]["recompute"] = 3;
@@ -66,11 +68,13 @@ TEST_CASE("a comparison survives write, read and write byte for byte, recompute 
   Partition compute = makePartition({2, 3});
   compute.stages[1].recompute = "full";
   compute.stages[1].recompute_ms = 2.5;
-  const std::string text = stagecut::toJsonText(stagecut::comparisonToJson({uniform, compute}));
-  const std::vector<Partition> back = stagecut::comparisonFromJson(json::parse(text), "c.json");
+  const stagecut::FrameworkOutputs outputs = {{"list", "2,3"}, {"deepspeed", "parts=[0, 2, 5]"}};
+  const std::string text = stagecut::toJsonText(stagecut::comparisonToJson({{uniform, {}}, {compute, outputs}}));
+  const std::vector<stagecut::PartitionDocument> back = stagecut::comparisonFromJson(json::parse(text), "c.json");
   REQUIRE(back.size() == 2);
-  CHECK(back[0] == uniform);
-  CHECK(back[1] == compute);
+  CHECK(back[0].partition == uniform);
+  CHECK(back[1].partition == compute);
+  CHECK(back[1].outputs == outputs);
   CHECK(stagecut::toJsonText(stagecut::comparisonToJson(back)) == text);
   CHECK_THROWS_WITH(stagecut::comparisonFromJson(json{{"format", stagecut::kComparisonFormat}}, "c.json"),
                     "c.json: field \"splits\" is missing or not a list");

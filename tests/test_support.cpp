@@ -70,7 +70,6 @@ Partition makePartition(const std::vector<int>& layers_per_stage) {
   partition.lower_bound_ms = partition.bottleneck_ms * 0.75;
   partition.predicted_step_ms = 42.5;
   partition.predicted_bubble = 0.25;
-  partition.outputs["list"] = "2,3";
   return partition;
 }
 
