@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -105,5 +106,16 @@ nlohmann::json simulationToJson(const SimulationDocument& document);
 /// replicas, microbatches, layers_per_stage, step_time, bubble, allreduce_time,
 /// exposed_allreduce, samples_per_s, peak_memory_bytes, recompute[]).
 nlohmann::json tradeoffToJson(const TradeoffDocument& document);
+
+/// A stagecut.simulation/1 document read back: one pipeline's schedules, or the trade-off.
+using AnySimulationDocument = std::variant<SimulationDocument, TradeoffDocument>;
+
+/// Reads a stagecut.simulation/1 document: the trade-off where it has "tradeoff", else one
+/// pipeline's "schedules". What it gives back writes the same bytes through simulationToJson()
+/// or tradeoffToJson(). Throws Error (input) with one line naming `source`, the schedule or
+/// layout and the field for another format, a missing field or one of the wrong type, a
+/// negative time or count, a fraction above 1, a "time_unit" the "costs" do not use, or a
+/// per-rank or per-stage list without one entry per stage.
+AnySimulationDocument simulationFromJson(const nlohmann::json& document, const std::string& source);
 
 }  // namespace stagecut
