@@ -12,13 +12,27 @@ json fitToJson(const LinearFit& fit) {
 
 }  // namespace
 
-json planToJson(const MicrobatchPlan& plan) {
+PlanDocument planDocument(const MicrobatchPlan& plan) {
+  PlanDocument document;
+  document.global_batch = plan.request.global_batch;
+  document.stages = plan.request.partition.stages;
+  document.schedule = plan.request.partition.schedule;
+  document.measured_sizes = plan.measured_sizes;
+  document.fit_tolerance = plan.request.fit_tolerance;
+  document.rows.assign(plan.rows.begin(), plan.rows.end());
+  document.best = plan.best;
+  document.skipped = plan.skipped;
+  document.fits = plan.fits;
+  return document;
+}
+
+json planToJson(const PlanDocument& document) {
   json rows = json::array();
-  for (const PlanRow& row : plan.rows) {
+  for (const PlanRowFigures& row : document.rows) {
     json item = {{"microbatch_size", row.microbatch_size},
                  {"microbatches", row.microbatches},
                  {"measured", row.measured},
-                 {"layers_per_stage", row.partition.layersPerStage()},
+                 {"layers_per_stage", row.layers_per_stage},
                  {"bottleneck_ms", row.bottleneck_ms},
                  {"predicted_step_ms", row.step_ms},
                  {"bubble", row.bubble},
@@ -31,11 +45,11 @@ json planToJson(const MicrobatchPlan& plan) {
     rows.push_back(std::move(item));
   }
   json skipped = json::array();
-  for (const SkippedSize& size : plan.skipped) {
+  for (const SkippedSize& size : document.skipped) {
     skipped.push_back({{"microbatch_size", size.microbatch_size}, {"reason", size.reason}});
   }
   json fits = json::array();
-  for (const LayerFitReport& fit : plan.fits) {
+  for (const LayerFitReport& fit : document.fits) {
     fits.push_back({{"index", fit.index},
                     {"name", fit.name},
                     {"fits_line", fit.fits_line},
@@ -44,13 +58,13 @@ json planToJson(const MicrobatchPlan& plan) {
                     {"activation_bytes", fitToJson(fit.activation)}});
   }
   return {{"format", kPlanFormat},
-          {"global_batch", plan.request.global_batch},
-          {"stages", plan.request.partition.stages},
-          {"schedule", scheduleName(plan.request.partition.schedule)},
-          {"measured_sizes", plan.measured_sizes},
-          {"fit_tolerance", plan.request.fit_tolerance},
+          {"global_batch", document.global_batch},
+          {"stages", document.stages},
+          {"schedule", scheduleName(document.schedule)},
+          {"measured_sizes", document.measured_sizes},
+          {"fit_tolerance", document.fit_tolerance},
           {"rows", std::move(rows)},
-          {"best", plan.best >= 0 ? json(plan.best) : json(nullptr)},
+          {"best", document.best >= 0 ? json(document.best) : json(nullptr)},
           {"skipped", std::move(skipped)},
           {"fits", std::move(fits)}};
 }
