@@ -36,4 +36,12 @@ PlanDocument planDocument(const MicrobatchPlan& plan);
 /// `skipped` sizes with the reason, and the layers' fitted lines.
 nlohmann::json planToJson(const PlanDocument& document);
 
+/// Reads a `stagecut.plan/1` document back to what writes the same bytes through planToJson().
+/// Throws Error (input) with one line naming `source`, the row, skipped size or layer fit and
+/// the field for another format, a missing field or one of the wrong type, an unknown schedule,
+/// negative times or counts, a bubble above 1, no rows, per-stage lists without one entry per
+/// stage, an overflow on a feasible row or outside the stages, fits out of layer order, or a
+/// `best` that is not a row.
+PlanDocument planFromJson(const nlohmann::json& document, const std::string& source);
+
 }  // namespace stagecut
