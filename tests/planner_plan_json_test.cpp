@@ -1,12 +1,10 @@
 // stagecut.plan/1: plans of the example GPT and of a profile measured at several sizes written,
 // read back and written again byte for byte; the reader's rejections.
-#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
 #include "core/json_document.h"
 #include "core/profile_json.h"
 #include "planner/microbatch_plan.h"
@@ -51,13 +49,7 @@ std::string rewritten(const std::string& text) {
 }
 
 std::string rejectionOf(const json& document) {
-  try {
-    stagecut::planFromJson(document, "plan.json");
-  } catch (const stagecut::Error& e) {
-    CHECK(e.exitCode() == 2);
-    return e.what();
-  }
-  return "";
+  return stagecut::testing::inputErrorOf([&] { stagecut::planFromJson(document, "plan.json"); });
 }
 
 }  // namespace
@@ -98,18 +90,13 @@ TEST_CASE("a plan with fitted rows, flagged lines, overflowing rows and no best 
 
 TEST_CASE("every plan document stagecut plan --json printed for the golden check reads back to the same bytes",
           "[planner][plan][json]") {
-  int checked = 0;
-  for (const auto& folder : std::filesystem::directory_iterator(STAGECUT_SOURCE_DIR "/tests/golden")) {
-    if (!folder.is_directory()) continue;
-    for (const auto& file : std::filesystem::directory_iterator(folder.path())) {
-      if (file.path().filename().string().rfind("plan-", 0) != 0) continue;
-      const std::string text = stagecut::readTextFile(file.path().string());
-      INFO(file.path().string());
-      CHECK(rewritten(text) == text);
-      ++checked;
-    }
+  const std::vector<std::string> printed = stagecut::testing::goldenDocuments("plan-");
+  CHECK(printed.size() >= 4);
+  for (const std::string& path : printed) {
+    INFO(path);
+    const std::string text = stagecut::readTextFile(path);
+    CHECK(rewritten(text) == text);
   }
-  CHECK(checked >= 4);
 }
 
 TEST_CASE("the plan reader names the source and the field it rejects", "[planner][plan][json][errors]") {

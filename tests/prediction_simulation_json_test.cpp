@@ -1,13 +1,11 @@
 // stagecut.simulation/1: written from the example GPT's predictions and from stagecut's own
 // printed documents, read back, and written again byte for byte; the reader's rejections.
-#include <filesystem>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
-#include "core/error.h"
 #include "core/json_document.h"
 #include "core/profile_json.h"
 #include "partitioner/data_parallel_plan.h"
@@ -106,13 +104,7 @@ std::string rewritten(const std::string& text) {
 }
 
 std::string rejectionOf(const json& document) {
-  try {
-    stagecut::simulationFromJson(document, "sim.json");
-  } catch (const stagecut::Error& e) {
-    CHECK(e.exitCode() == 2);
-    return e.what();
-  }
-  return "";
+  return stagecut::testing::inputErrorOf([&] { stagecut::simulationFromJson(document, "sim.json"); });
 }
 
 }  // namespace
@@ -144,18 +136,13 @@ TEST_CASE("the N x D trade-off survives write, read and write byte for byte", "[
 
 TEST_CASE("every simulation document stagecut simulate --json printed for the golden check reads back to the same bytes",
           "[prediction][simulation][json]") {
-  int checked = 0;
-  for (const auto& folder : std::filesystem::directory_iterator(STAGECUT_SOURCE_DIR "/tests/golden")) {
-    if (!folder.is_directory()) continue;
-    for (const auto& file : std::filesystem::directory_iterator(folder.path())) {
-      if (file.path().filename().string().rfind("simulate-", 0) != 0) continue;
-      const std::string text = stagecut::readTextFile(file.path().string());
-      INFO(file.path().string());
-      CHECK(rewritten(text) == text);
-      ++checked;
-    }
+  const std::vector<std::string> printed = stagecut::testing::goldenDocuments("simulate-");
+  CHECK(printed.size() >= 5);
+  for (const std::string& path : printed) {
+    INFO(path);
+    const std::string text = stagecut::readTextFile(path);
+    CHECK(rewritten(text) == text);
   }
-  CHECK(checked >= 5);
 }
 
 TEST_CASE("the simulation reader names the source and the field it rejects", "[prediction][simulation][json][errors]") {
