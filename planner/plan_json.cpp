@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-// Counts the writer takes from ints: any int in range reads back.
+// The writer's counts are ints, so any int in range reads back.
 constexpr int kMaxCount = std::numeric_limits<int>::max();
 
 json fitToJson(const LinearFit& fit) {

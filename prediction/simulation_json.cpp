@@ -39,7 +39,7 @@ json scheduleToJson(const SimulatedScheduleFigures& figures, bool unit_costs) {
   return entry;
 }
 
-// Counts the writer takes from ints: any positive int reads back.
+// The writer's counts are ints, so any int in range reads back.
 constexpr int kMaxCount = std::numeric_limits<int>::max();
 
 // Each per-rank list holds one entry per pipeline stage (ranks of one replica).
