@@ -68,29 +68,29 @@ std::optional<double> JsonFields::optionalNonNegative(const char* key) const {
 
 std::uint64_t JsonFields::count(const char* key) const { return countValue(required(key), key); }
 
-std::uint64_t JsonFields::countValue(const nlohmann::json& value, const std::string& key) const {
+std::uint64_t JsonFields::countValue(const nlohmann::json& value, const std::string& name) const {
   if (value.is_number_unsigned()) {
     const auto number = value.get<std::uint64_t>();
     if (number > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
-      fail(key, "is too large, got " + value.dump());
+      fail(name, "is too large, got " + value.dump());
     }
     return number;
   }
   if (value.is_number_integer()) {
     const auto number = value.get<std::int64_t>();
-    if (number < 0) fail(key, "must be >= 0, got " + value.dump());
+    if (number < 0) fail(name, "must be >= 0, got " + value.dump());
     return static_cast<std::uint64_t>(number);
   }
   if (value.is_number_float()) {
     // Other tools write byte counts as floats (1.5e9); accept them when they are whole.
     const double number = value.get<double>();
-    if (!std::isfinite(number)) fail(key, "must be finite, got " + value.dump());
-    if (number < 0) fail(key, "must be >= 0, got " + value.dump());
-    if (number != std::floor(number)) fail(key, "must be a whole number, got " + value.dump());
-    if (number >= 9.2e18) fail(key, "is too large, got " + value.dump());
+    if (!std::isfinite(number)) fail(name, "must be finite, got " + value.dump());
+    if (number < 0) fail(name, "must be >= 0, got " + value.dump());
+    if (number != std::floor(number)) fail(name, "must be a whole number, got " + value.dump());
+    if (number >= 9.2e18) fail(name, "is too large, got " + value.dump());
     return static_cast<std::uint64_t>(number);
   }
-  fail(key, "must be a whole number, got " + describeJsonValue(value));
+  fail(name, "must be a whole number, got " + describeJsonValue(value));
 }
 
 std::optional<std::uint64_t> JsonFields::optionalCount(const char* key) const {
@@ -102,13 +102,13 @@ int JsonFields::integer(const char* key, int min, int max) const {
   return integerValue(required(key), key, min, max);
 }
 
-int JsonFields::integerValue(const nlohmann::json& value, const std::string& key, int min, int max) const {
+int JsonFields::integerValue(const nlohmann::json& value, const std::string& name, int min, int max) const {
   if (!value.is_number_integer()) {
-    fail(key, "must be a whole number, got " + describeJsonValue(value));
+    fail(name, "must be a whole number, got " + describeJsonValue(value));
   }
   const auto number = value.get<std::int64_t>();
   if (number < min || number > max) {
-    fail(key, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+    fail(name, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
                   ", got " + value.dump());
   }
   return static_cast<int>(number);
