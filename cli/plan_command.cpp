@@ -63,7 +63,7 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
     const bool best = static_cast<int>(i) == plan.best;
     if (best) note = note.empty() ? "best" : "best, " + note;
     table.addRow({best ? "*" : "", std::to_string(row.microbatch_size), std::to_string(row.microbatches),
-                  joinNumbers(row.partition.layersPerStage(), ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
+                  joinNumbers(row.layers_per_stage, ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
                   formatPercent(row.bubble), memoryCell(row), formatMs(row.samples_per_s),
                   note});
   }
@@ -89,8 +89,9 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
         out << " and " << flagged.size() - 6 << " more";
         break;
       }
-      out << (shown > 1 ? "," : "") << " " << fit->name << " (" << fit->worst << " "
-          << formatPercent(fit->worst_residual) << " off)";
+      const WorstFit worst = fit->worstFit();
+      out << (shown > 1 ? "," : "") << " " << fit->name << " (" << worst.name << " "
+          << formatPercent(worst.residual) << " off)";
     }
     out << "\n";
   }
@@ -100,7 +101,7 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
   if (plan.best >= 0) {
     const PlanRow& best = plan.rows[static_cast<std::size_t>(plan.best)];
     out << "\n  best: microbatch " << best.microbatch_size << " x " << best.microbatches << " microbatches, split "
-        << joinNumbers(best.partition.layersPerStage(), ",") << ", " << formatMs(best.step_ms) << " ms per step\n";
+        << joinNumbers(best.layers_per_stage, ",") << ", " << formatMs(best.step_ms) << " ms per step\n";
   }
 }
 
@@ -137,7 +138,7 @@ void addPlanCommand(CLI::App& app) {
     request.partition = resolvePartitionFlags(partition_flags, profile);
     const MicrobatchPlan plan = planMicrobatches(profile, request, partition_flags.profile_path);
     requireFeasibleRow(plan);
-    const nlohmann::json document = planToJson(plan);
+    const nlohmann::json document = planToJson(planDocument(plan));
     const std::optional<OutputPath> output = partition_flags.output();
     if (output) writeOutputFile(*output, toJsonText(document));
     if (partition_flags.json) {

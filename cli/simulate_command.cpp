@@ -247,17 +247,14 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     } else {
       prediction = predictUnitCosts(kind, stages, options.microbatches, chunks);
     }
-    SimulatedRun run;
-    run.schedule = std::move(prediction.schedule);
-    run.costs = std::move(prediction.costs);
-    run.result = std::move(prediction.simulated);
-    if (inputs && options.data_parallel > 1) run.plain_step_ms = prediction.pipeline_step_ms;
     // Closed forms assume equal stages and free boundaries; with a profile they say what a
     // balanced split would give, and ZB-H1's needs F = B = W, which only unit costs promise.
     const bool equal_f_b_w = !inputs.has_value();
-    run.closed_form_bubble =
-        closedFormBubble(kind, stages, options.microbatches, chunks, equal_f_b_w);
-    report.runs.push_back(std::move(run));
+    report.schedules.push_back(simulatedScheduleFigures(
+        prediction, closedFormBubble(kind, stages, options.microbatches, chunks, equal_f_b_w),
+        report.data_parallel));
+    report.runs.push_back({std::move(prediction.schedule), std::move(prediction.costs),
+                           std::move(prediction.simulated)});
   }
   return report;
 }

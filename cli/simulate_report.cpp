@@ -14,8 +14,6 @@ namespace stagecut {
 
 namespace {
 
-inline constexpr const char* kSimulationFormat = "stagecut.simulation/1";
-
 // Unit-cost steps are whole or simple fractions: "33", "28.5", "26.25".
 std::string formatTime(double value, bool unit_costs) {
   if (!unit_costs) return formatMs(value);
@@ -27,13 +25,13 @@ std::string formatTime(double value, bool unit_costs) {
   return text;
 }
 
-std::string runTitle(const SimulatedRun& run, const SimulationReport& report) {
+std::string runTitle(const SimulatedRun& run, const SimulatedScheduleFigures& figures,
+                     const SimulationReport& report) {
   std::string title = scheduleTitle(run.schedule) + ": step " +
-                      formatTime(run.result.step_ms, report.unit_costs) + " " + report.timeUnit() +
-                      ", bubble " + formatPercent(run.result.bubble);
-  if (run.plain_step_ms) {
-    title += ", all-reduce exposed " +
-             formatTime(std::max(0.0, run.result.step_ms - *run.plain_step_ms), report.unit_costs) +
+                      formatTime(figures.step_ms, report.unit_costs) + " " + report.timeUnit() +
+                      ", bubble " + formatPercent(figures.bubble);
+  if (figures.exposed_allreduce_ms) {
+    title += ", all-reduce exposed " + formatTime(*figures.exposed_allreduce_ms, report.unit_costs) +
              " " + report.timeUnit();
   }
   return title;
@@ -72,8 +70,9 @@ void printCharts(std::ostream& out, const SimulationReport& report, int width_co
   options.width_columns = width_columns;
   options.time_unit = report.timeUnit();
   options.fit_ms = longest_ms;
-  for (const SimulatedRun& run : report.runs) {
-    out << "\n" << runTitle(run, report) << "\n"
+  for (std::size_t i = 0; i < report.runs.size(); ++i) {
+    const SimulatedRun& run = report.runs[i];
+    out << "\n" << runTitle(run, report.schedules[i], report) << "\n"
         << renderAsciiGantt(run.schedule, run.result, options);
   }
 }
@@ -92,25 +91,25 @@ void printScheduleTable(std::ostream& out, const SimulationReport& report) {
     table.addColumn("exposed", TextTable::Align::kRight);
   }
   bool chunked = false, splits = false;
-  for (const SimulatedRun& run : report.runs) {
+  for (std::size_t i = 0; i < report.schedules.size(); ++i) {
+    const SimulatedScheduleFigures& figures = report.schedules[i];
     std::vector<std::string> peaks;
-    for (const RankStats& rank : run.result.ranks) peaks.push_back(std::to_string(rank.peak_in_flight));
+    for (const RankStats& rank : figures.ranks) peaks.push_back(std::to_string(rank.peak_in_flight));
     const std::string closed_form =
-        run.closed_form_bubble
-            ? formatPercent(*run.closed_form_bubble) + " = " + closedFormText(parseScheduleName(run.schedule.name))
+        figures.closed_form_bubble
+            ? formatPercent(*figures.closed_form_bubble) + " = " + closedFormText(parseScheduleName(figures.schedule))
             : "-";
-    std::string name = run.schedule.name;
-    if (run.schedule.chunks > 1) name += " (v=" + std::to_string(run.schedule.chunks) + ")";
-    chunked = chunked || run.schedule.chunks > 1;
-    splits = splits || run.schedule.splits_backward;
-    std::vector<std::string> row{name, formatTime(run.result.step_ms, report.unit_costs),
-                                 formatPercent(run.result.bubble), closed_form, joined(peaks, " ")};
+    std::string name = figures.schedule;
+    if (figures.chunks > 1) name += " (v=" + std::to_string(figures.chunks) + ")";
+    chunked = chunked || figures.chunks > 1;
+    splits = splits || report.runs[i].schedule.splits_backward;
+    std::vector<std::string> row{name, formatTime(figures.step_ms, report.unit_costs),
+                                 formatPercent(figures.bubble), closed_form, joined(peaks, " ")};
     if (data_parallel) {
       double longest = 0.0;
-      for (const RankStats& rank : run.result.ranks) longest = std::max(longest, rank.allreduce_ms);
+      for (const RankStats& rank : figures.ranks) longest = std::max(longest, rank.allreduce_ms);
       row.push_back(formatTime(longest, report.unit_costs));
-      row.push_back(formatTime(std::max(0.0, run.result.step_ms - run.plain_step_ms.value_or(run.result.step_ms)),
-                               report.unit_costs));
+      row.push_back(formatTime(figures.exposed_allreduce_ms.value_or(0.0), report.unit_costs));
     }
     table.addRow(row);
   }
@@ -135,8 +134,8 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
   table.addColumn("send ms", TextTable::Align::kRight);
   if (report.data_parallel > 1) table.addColumn("all-reduce ms", TextTable::Align::kRight);
   if (!report.stage_recompute.empty()) table.addColumn("recompute", TextTable::Align::kLeft);
-  for (const SimulatedRun& run : report.runs) {
-    table.addColumn(run.schedule.name, TextTable::Align::kRight);
+  for (const SimulatedScheduleFigures& figures : report.schedules) {
+    table.addColumn(figures.schedule, TextTable::Align::kRight);
   }
   for (std::size_t s = 0; s < report.stage_costs.size(); ++s) {
     const StageOpCosts& stage = report.stage_costs[s];
@@ -148,8 +147,8 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
                                            : formatMs(report.boundary_comm_ms[s])};
     if (report.data_parallel > 1) row.push_back(formatMs(report.stage_allreduce_ms[s]));
     if (!report.stage_recompute.empty()) row.push_back(report.stage_recompute[s]);
-    for (const SimulatedRun& run : report.runs) {
-      const RankStats& rank = run.result.ranks[s];
+    for (const SimulatedScheduleFigures& figures : report.schedules) {
+      const RankStats& rank = figures.ranks[s];
       row.push_back(formatBytes(rank.peak_activation_bytes) + " (" +
                     std::to_string(rank.peak_in_flight) + ")");
     }
@@ -168,54 +167,6 @@ void printSimulationText(std::ostream& out, const SimulationReport& report, int 
   printCharts(out, report, width_columns);
   printScheduleTable(out, report);
   if (!report.unit_costs) printStageTable(out, report);
-}
-
-nlohmann::json simulationToJson(const SimulationReport& report) {
-  nlohmann::json document = {{"format", kSimulationFormat},
-                             {"costs", report.unit_costs ? "unit" : "profile"},
-                             {"time_unit", report.timeUnit()},
-                             {"stages", report.stages},
-                             {"microbatches", report.microbatches}};
-  if (!report.unit_costs) {
-    document["profile"] = report.profile_path;
-    document["partition"] = report.partition_path;
-    document["communication"] = report.comm_text;
-  }
-  if (!report.stage_recompute.empty()) document["stage_recompute"] = report.stage_recompute;
-  if (report.data_parallel > 1) {
-    document["data_parallel"] = report.data_parallel;
-    document["allreduce"] = report.dp_text;
-  }
-  nlohmann::json schedules = nlohmann::json::array();
-  for (const SimulatedRun& run : report.runs) {
-    nlohmann::json entry = {{"schedule", run.schedule.name},
-                            {"chunks", run.schedule.chunks},
-                            {"step_time", run.result.step_ms},
-                            {"bubble", run.result.bubble}};
-    if (run.closed_form_bubble) entry["closed_form_bubble"] = *run.closed_form_bubble;
-    nlohmann::json peaks = nlohmann::json::array(), busy = nlohmann::json::array(),
-                   idle = nlohmann::json::array(), bytes = nlohmann::json::array();
-    for (const RankStats& rank : run.result.ranks) {
-      peaks.push_back(rank.peak_in_flight);
-      busy.push_back(rank.busy_ms);
-      idle.push_back(rank.idle_ms);
-      bytes.push_back(rank.peak_activation_bytes);
-    }
-    entry["peak_in_flight"] = peaks;
-    entry["busy_time"] = busy;
-    entry["idle_time"] = idle;
-    if (!report.unit_costs) entry["peak_activation_bytes"] = bytes;
-    if (run.plain_step_ms) {
-      nlohmann::json allreduce = nlohmann::json::array();
-      for (const RankStats& rank : run.result.ranks) allreduce.push_back(rank.allreduce_ms);
-      entry["allreduce_time"] = allreduce;
-      entry["exposed_allreduce"] = std::max(0.0, run.result.step_ms - *run.plain_step_ms);
-    }
-    schedules.push_back(entry);
-  }
-  document["schedules"] = schedules;
-  if (!report.notes.empty()) document["notes"] = report.notes;
-  return document;
 }
 
 void printTradeoffText(std::ostream& out, const TradeoffReport& report) {
@@ -267,35 +218,6 @@ void printTradeoffText(std::ostream& out, const TradeoffReport& report) {
       << "gradients, optimizer state and activations in flight"
       << (report.memory_cap.empty() ? std::string() : ", within --memory-cap " + report.memory_cap)
       << ".\n";
-}
-
-nlohmann::json tradeoffToJson(const TradeoffReport& report) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const TradeoffRow& row : report.tradeoff.rows) {
-    rows.push_back({{"schedule", row.schedule},
-                    {"stages", row.stages},
-                    {"replicas", row.replicas},
-                    {"microbatches", row.microbatches},
-                    {"layers_per_stage", row.layers_per_stage},
-                    {"step_time", row.step_ms},
-                    {"bubble", row.bubble},
-                    {"allreduce_time", row.allreduce_ms},
-                    {"exposed_allreduce", row.exposed_allreduce_ms},
-                    {"samples_per_s", row.samples_per_s},
-                    {"peak_memory_bytes", row.peak_memory_bytes},
-                    {"recompute", row.recompute}});
-  }
-  nlohmann::json document = {{"format", kSimulationFormat},
-                             {"costs", "profile"},
-                             {"time_unit", "ms"},
-                             {"profile", report.profile_path},
-                             {"ranks", report.ranks},
-                             {"microbatch_size", report.tradeoff.microbatch_size},
-                             {"allreduce", report.dp_text},
-                             {"tradeoff", rows}};
-  if (report.global_batch > 0) document["global_batch"] = report.global_batch;
-  if (!report.tradeoff.notes.empty()) document["notes"] = report.tradeoff.notes;
-  return document;
 }
 
 }  // namespace stagecut

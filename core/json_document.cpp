@@ -79,6 +79,15 @@ std::string documentFormat(const nlohmann::json& document, const std::string& so
   return format->get<std::string>();
 }
 
+void requireDocumentFormat(const nlohmann::json& document, const std::string& source,
+                           const std::string& expected, const std::string& write_command) {
+  const std::string format = documentFormat(document, source);
+  if (format != expected) {
+    throw Error(source + ": is a " + format + " document, not " + expected + "; write one with '" +
+                write_command + "'");
+  }
+}
+
 std::string toJsonText(const nlohmann::json& document) { return document.dump(2) + "\n"; }
 
 }  // namespace stagecut

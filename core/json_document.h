@@ -17,6 +17,12 @@ nlohmann::json parseJsonDocument(const std::string& text, const std::string& sou
 /// is not an object or has no string "format" field.
 std::string documentFormat(const nlohmann::json& document, const std::string& source);
 
+/// Throws Error (input) unless the document's "format" tag is `expected`, saying how to make
+/// one: "<source>: is a <tag> document, not <expected>; write one with '<write_command>'".
+/// Throws as documentFormat() does for a document without a tag.
+void requireDocumentFormat(const nlohmann::json& document, const std::string& source,
+                           const std::string& expected, const std::string& write_command);
+
 /// Serialises a document the way every stagecut writer does: 2-space indent, trailing newline.
 std::string toJsonText(const nlohmann::json& document);
 

@@ -97,11 +97,7 @@ PartitionDocument partitionDocumentFromJson(const json& document, const std::str
   partition.bottleneck_ms = top.nonNegative("bottleneck_ms");
   partition.lower_bound_ms = top.nonNegative("lower_bound_ms");
   partition.predicted_step_ms = top.nonNegative("predicted_step_ms");
-  partition.predicted_bubble = top.nonNegative("predicted_bubble");
-  if (partition.predicted_bubble > 1.0) {
-    top.fail("predicted_bubble", "must be a fraction between 0 and 1, got " +
-                                     json(partition.predicted_bubble).dump());
-  }
+  partition.predicted_bubble = top.fraction("predicted_bubble");
   if (top.has("outputs")) {
     const JsonFields outputs = top.object("outputs");
     for (const auto& [name, text] : outputs.json().items()) {
@@ -133,11 +129,7 @@ json comparisonToJson(const std::vector<PartitionDocument>& splits) {
 }
 
 std::vector<PartitionDocument> comparisonFromJson(const json& document, const std::string& source) {
-  const std::string format = documentFormat(document, source);
-  if (format != kComparisonFormat) {
-    throw Error(source + ": is a " + format + " document, not " + kComparisonFormat +
-                "; write one with 'stagecut compare PROFILE --stages N -o FILE'");
-  }
+  requireDocumentFormat(document, source, kComparisonFormat, "stagecut compare PROFILE --stages N -o FILE");
   if (!document.contains("splits") || !document["splits"].is_array()) {
     throw Error(source + ": field \"splits\" is missing or not a list");
   }

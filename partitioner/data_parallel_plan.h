@@ -1,11 +1,11 @@
 #pragma once
 
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/profile.h"
 #include "partitioner/partition_options.h"
+#include "prediction/simulation_json.h"  // Tradeoff, TradeoffRow: the stagecut.simulation/1 rows
 #include "schedule/profile_costs.h"
 #include "schedule/schedule_kind.h"
 
@@ -25,31 +25,6 @@ struct TradeoffOptions {
   /// Optimizer state, recompute and the like for the partitioner; stages, microbatches,
   /// schedule and data parallelism are set per layout.
   PartitionOptions partition;
-};
-
-/// One layout of the trade-off, split by the exact partitioner (which charges the exposed
-/// all-reduce) and simulated with the gradient all-reduce ops.
-struct TradeoffRow {
-  std::string schedule;
-  int stages = 0;        ///< N
-  int replicas = 0;      ///< D
-  int microbatches = 0;  ///< M per replica
-  std::vector<int> layers_per_stage;
-  double step_ms = 0.0;
-  double bubble = 0.0;                ///< idle fraction of the N x D devices' compute
-  double allreduce_ms = 0.0;          ///< the slowest stage's all-reduce
-  double exposed_allreduce_ms = 0.0;  ///< step minus the same step without all-reduce
-  double samples_per_s = 0.0;         ///< M x D x microbatch size / step
-  std::uint64_t peak_memory_bytes = 0;  ///< the fullest stage's memory (partition model)
-  std::vector<std::string> recompute;   ///< per stage, its recompute mode
-};
-
-/// The rows, and notes on layouts left out (N above the layer count, a global batch that does
-/// not divide, interleaved-1f1b with M not a multiple of N, no split within the memory caps).
-struct Tradeoff {
-  int microbatch_size = 0;  ///< samples per microbatch: the profile's run.microbatch_size
-  std::vector<TradeoffRow> rows;
-  std::vector<std::string> notes;
 };
 
 /// Every N x D = ranks with N <= the profile's layers, per schedule: M per replica is

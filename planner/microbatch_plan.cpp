@@ -60,6 +60,7 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
       row.feasible = false;
     }
   }
+  row.layers_per_stage = row.partition.layersPerStage();
   row.bottleneck_ms = row.partition.bottleneck_ms;
 
   const PredictionOptions prediction = predictionOptions(options);

@@ -21,12 +21,12 @@ struct PlanRequest {
   double fit_tolerance = 0.1;  ///< largest relative residual of a layer's line before it is flagged
 };
 
-/// One microbatch size: its best split, simulated step and memory.
-struct PlanRow {
+/// One microbatch size's figures: what stagecut.plan/1 holds of a row.
+struct PlanRowFigures {
   int microbatch_size = 0;
   int microbatches = 0;  ///< M = G / (D b) per replica
   bool measured = false;  ///< costs measured at this size (else from the fitted curves)
-  Partition partition;    ///< the equal-compute split for this size
+  std::vector<int> layers_per_stage;  ///< the split's layer counts
   double bottleneck_ms = 0.0;
   double step_ms = 0.0;
   double bubble = 0.0;
@@ -35,6 +35,11 @@ struct PlanRow {
   int overflow_stage = -1;  ///< the stage most over its cap, when not feasible
   std::uint64_t overflow_bytes = 0;
   double samples_per_s = 0.0;  ///< G / step time
+};
+
+/// One microbatch size: its best split, simulated step and memory.
+struct PlanRow : PlanRowFigures {
+  Partition partition;  ///< the equal-compute split for this size; layers_per_stage counts its layers
 };
 
 /// A size that divides G but was not planned, and why.

@@ -1,6 +1,7 @@
 #include "planner/sized_profile.h"
 
 #include <cmath>
+#include <utility>
 
 #include "core/error.h"
 
@@ -29,6 +30,15 @@ std::uint64_t bytesAt(const CostCurve& curve, double size) {
 }
 
 }  // namespace
+
+WorstFit LayerFitReport::worstFit() const {
+  WorstFit worst{"forward", forward.max_relative_residual};
+  for (const auto& [line, fit] : {std::pair<const char*, const LinearFit&>{"backward", backward},
+                                  {"activation", activation}}) {
+    if (fit.max_relative_residual > worst.residual) worst = {line, fit.max_relative_residual};
+  }
+  return worst;
+}
 
 SizedProfile::SizedProfile(const Profile& profile, double tolerance, std::string source)
     : base_(profile), source_(std::move(source)) {
@@ -64,14 +74,6 @@ SizedProfile::SizedProfile(const Profile& profile, double tolerance, std::string
     report.forward = curves.forward.fit();
     report.backward = curves.backward.fit();
     report.activation = curves.activation.fit();
-    for (const auto& [name, fit] : {std::pair<const char*, LinearFit>{"forward", report.forward},
-                                    {"backward", report.backward},
-                                    {"activation", report.activation}}) {
-      if (fit.max_relative_residual > report.worst_residual || report.worst.empty()) {
-        report.worst = name;
-        report.worst_residual = fit.max_relative_residual;
-      }
-    }
     // Every curve the planner uses decides: a layer is a line only if all of them are.
     report.fits_line = curves.forward.fitsLine() && curves.backward.fitsLine() && curves.activation.fitsLine() &&
                        curves.output.fitsLine() && (!has_split || (curves.backward_input.fitsLine() &&

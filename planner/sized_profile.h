@@ -8,7 +8,14 @@
 
 namespace stagecut {
 
-/// How well a line describes one layer's costs over the measured microbatch sizes.
+/// The one of a layer's three lines that is furthest off its measured points.
+struct WorstFit {
+  const char* name = "forward";  ///< "forward", "backward" or "activation"
+  double residual = 0.0;         ///< its max_relative_residual
+};
+
+/// How well a line describes one layer's costs over the measured microbatch sizes: what
+/// stagecut.plan/1 lists per layer.
 struct LayerFitReport {
   int index = 0;
   std::string name;
@@ -16,8 +23,8 @@ struct LayerFitReport {
   LinearFit backward;    ///< backward_ms over sizes
   LinearFit activation;  ///< activation_bytes over sizes
   bool fits_line = true;     ///< all three within the tolerance
-  std::string worst;         ///< "forward", "backward" or "activation": the largest residual
-  double worst_residual = 0.0;
+  /// The line with the largest residual; the first of forward, backward, activation on a tie.
+  WorstFit worstFit() const;
 };
 
 /// A profile's costs as functions of the microbatch size: fitted lines per layer (time(b) =

@@ -110,7 +110,7 @@ TEST_CASE("a layer whose costs bend is flagged and interpolated", "[planner][fit
   const SizedProfile sized(profile, 0.1, "p.json");
   CHECK(sized.fits()[0].fits_line);
   CHECK_FALSE(sized.fits()[1].fits_line);
-  CHECK(sized.fits()[1].worst == "forward");
+  CHECK(std::string(sized.fits()[1].worstFit().name) == "forward");
   // Size 6, between 4 (1.5 + 1 = 2.5 ms) and 8 (20 ms): halfway.
   CHECK_THAT(sized.at(6).layers[1].forward_ms.median, WithinAbs((2.5 + 20.0) / 2, 1e-9));
   CHECK_FALSE(sized.covers(16));

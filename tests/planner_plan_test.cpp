@@ -112,7 +112,7 @@ TEST_CASE("rows over the memory cap are marked with the overflowing stage", "[pl
     }
   }
   CHECK(plan.rows[static_cast<std::size_t>(plan.best)].feasible);
-  const auto document = stagecut::planToJson(plan);
+  const auto document = stagecut::planToJson(stagecut::planDocument(plan));
   CHECK(document["format"] == "stagecut.plan/1");
   CHECK(document["rows"][3]["feasible"] == false);
   CHECK(document["rows"][3]["overflow"]["stage"] == 0);

@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/error.h"
+
 namespace stagecut::testing {
 
 Profile makeProfile(int layers) {
@@ -148,6 +150,28 @@ Profile makeSizedProfile(int layers, const std::vector<int>& sizes,
   }
   profile.layers = profile.microbatch_sizes.back().layers;
   return profile;
+}
+
+std::string inputErrorOf(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const Error& e) {
+    CHECK(e.exitCode() == 2);
+    return e.what();
+  }
+  return "";
+}
+
+std::vector<std::string> goldenDocuments(const std::string& prefix) {
+  std::vector<std::string> paths;
+  for (const auto& folder : std::filesystem::directory_iterator(STAGECUT_SOURCE_DIR "/tests/golden")) {
+    if (!folder.is_directory()) continue;
+    for (const auto& file : std::filesystem::directory_iterator(folder.path())) {
+      if (file.path().filename().string().rfind(prefix, 0) == 0) paths.push_back(file.path().string());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
 }
 
 void checkInputError(const CommandResult& result, const std::string& message) {

@@ -20,6 +20,14 @@ Profile makeSizedProfile(int layers, const std::vector<int>& sizes,
 /// A valid partition of `layers` layers into stages of the given sizes (tests only).
 Partition makePartition(const std::vector<int>& layers_per_stage);
 
+/// The message of the stagecut::Error that `run` throws, CHECKing that it is bad input (exit
+/// code 2); "" when it throws none.
+std::string inputErrorOf(const std::function<void()>& run);
+
+/// The golden check's expected documents (tests/golden/<profile>/<NAME>.json) whose NAME starts
+/// with `prefix` ("simulate-"), sorted: what stagecut printed, for readers to read back.
+std::vector<std::string> goldenDocuments(const std::string& prefix);
+
 /// A fresh empty folder under the system temp folder, removed when the object dies.
 class TempDir {
  public:

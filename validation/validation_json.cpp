@@ -282,11 +282,7 @@ json validationToJson(const ValidationReport& report) {
 }
 
 ValidationReport validationFromJson(const json& document, const std::string& source) {
-  const std::string format = documentFormat(document, source);
-  if (format != kValidationFormat) {
-    throw Error(source + ": is a " + format + " document, not " + kValidationFormat +
-                "; write one with 'stagecut validate ... --json > FILE'");
-  }
+  requireDocumentFormat(document, source, kValidationFormat, "stagecut validate ... --json > FILE");
   const JsonFields fields(document, source);
   ValidationReport report;
   report.schedule = fields.string("schedule");
