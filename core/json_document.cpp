@@ -81,6 +81,10 @@ std::string documentFormat(const nlohmann::json& document, const std::string& so
 
 void requireDocumentFormat(const nlohmann::json& document, const std::string& source,
                            const std::string& expected, const std::string& write_command) {
+  if (document.is_object() && !(document.contains("format") && document["format"].is_string())) {
+    throw Error(source + ": no string \"format\" field; expected a " + expected + " document, written with '" +
+                write_command + "'");
+  }
   const std::string format = documentFormat(document, source);
   if (format != expected) {
     throw Error(source + ": is a " + format + " document, not " + expected + "; write one with '" +

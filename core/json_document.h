@@ -19,7 +19,8 @@ std::string documentFormat(const nlohmann::json& document, const std::string& so
 
 /// Throws Error (input) unless the document's "format" tag is `expected`, saying how to make
 /// one: "<source>: is a <tag> document, not <expected>; write one with '<write_command>'".
-/// Throws as documentFormat() does for a document without a tag.
+/// A document without a tag is refused naming `expected`; one that is not an object as
+/// documentFormat() refuses it.
 void requireDocumentFormat(const nlohmann::json& document, const std::string& source,
                            const std::string& expected, const std::string& write_command);
 

@@ -100,6 +100,9 @@ TEST_CASE("a validation document that does not hold together is refused in one l
   CHECK(refused({{"format", "stagecut.plan/1"}}) ==
         "v.json: is a stagecut.plan/1 document, not stagecut.validation/1; write one with 'stagecut validate ... "
         "--json > FILE'");
+  CHECK(refused({{"stages", 2}}) ==
+        "v.json: no string \"format\" field; expected a stagecut.validation/1 document, written with 'stagecut "
+        "validate ... --json > FILE'");
   json missing = good;
   missing.erase("predicted_step_ms");
   CHECK(refused(missing) == "v.json: field \"predicted_step_ms\" is missing; it is required");
