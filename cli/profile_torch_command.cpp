@@ -3,10 +3,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <optional>
 #include <iostream>
+#include <optional>
+#include <utility>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "cli/profile_display.h"
 #include "cli/progress_bar.h"
 #include "cli/text_table.h"
@@ -26,6 +28,7 @@ namespace {
 struct ProfileCommandOptions {
   ProfileRequest request;
   std::string microbatch = "4";
+  std::string seed = "0";
   std::string output_path;
   bool output_given = false;  ///< -o, even as '' (refused by name)
   bool json = false;
@@ -197,6 +200,40 @@ TestInterrupt testInterrupt() {
   return hook;
 }
 
+// What the flags alone can get wrong, refused before LibTorch starts. A zoo size left out takes
+// the preset's; given, it must be a size (zero is not "the default").
+void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
+  const ZooOptions& zoo = request.zoo;
+  const std::pair<const char*, int> sizes[] = {{"--layers", zoo.layers}, {"--hidden", zoo.hidden},
+                                               {"--heads", zoo.heads},   {"--ffn", zoo.ffn},
+                                               {"--seq", zoo.seq},       {"--vocab", zoo.vocab},
+                                               {"--image-size", zoo.image_size}, {"--classes", zoo.classes}};
+  const bool torchscript = !request.torchscript_path.empty();
+  for (const auto& [flag, value] : sizes) {
+    if (command.count(flag) == 0) continue;
+    if (torchscript) throw Error(std::string(flag) + ": sizes a zoo model; a --torchscript module has its own");
+    if (value < 1) {
+      throw Error(std::string(flag) + " " + std::to_string(value) + ": must be 1 or more; leave it out for the " +
+                  "preset's");
+    }
+  }
+  if (torchscript && request.input_spec.empty()) {
+    throw Error("--torchscript " + request.torchscript_path + ": needs --input, e.g. --input 8x3x224x224:float32");
+  }
+  if (!torchscript && !request.input_spec.empty()) {
+    throw Error("--input " + request.input_spec + ": is the sample input of a --torchscript module; a zoo model "
+                "makes its own");
+  }
+  requireThreadsFitCores("--threads", request.threads);
+  const MeasureOptions& measure = request.measure;
+  requireWholeInRange("--warmup", measure.warmup_rounds, 0, 1000, "rounds");
+  requireWholeInRange("--min-repeats", measure.min_repeats, 1, 1000000, "timed rounds");
+  requireWholeInRange("--max-repeats", measure.max_repeats, measure.min_repeats, 1000000,
+                      "timed rounds (no fewer than --min-repeats)");
+  requireFiniteInRange("--cv-target", measure.cv_target, 0.0, 10.0, "coefficient of variation");
+  requireFiniteInRange("--budget", measure.budget_s_per_layer, 0.0, 86400.0, "seconds per layer");
+}
+
 }  // namespace
 
 void addProfileCommand(CLI::App& app, const std::string& command_line) {
@@ -236,7 +273,7 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
       ->capture_default_str();
   command->add_option("--budget", measure.budget_s_per_layer, "Seconds of timing per layer before it stops")
       ->capture_default_str();
-  command->add_option("--seed", zoo.seed, "Seed of the weights and the sample batch")->capture_default_str();
+  command->add_option("--seed", options->seed, "Seed of the weights and the sample batch")->capture_default_str();
   command->add_flag("--recompute", measure.recompute,
                     "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
   command->add_option("-o,--output", options->output_path,
@@ -248,11 +285,9 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   command->callback([options, command_line, command] {
     options->output_given = command->count("--output") > 0;
     ProfileRequest run_request = options->request;
+    checkProfileFlags(*command, run_request);
+    run_request.zoo.seed = parseSeed(options->seed, "--seed");
     run_request.measure.seed = run_request.zoo.seed;
-    if (!run_request.torchscript_path.empty() && run_request.input_spec.empty()) {
-      throw Error("--torchscript " + run_request.torchscript_path +
-                  ": needs --input, e.g. --input 8x3x224x224:float32");
-    }
     const std::vector<int> sizes = parseMicrobatchSizes(options->microbatch, "--microbatch");
     run_request.measure.microbatch_size = sizes.back();
     if (sizes.size() > 1) run_request.microbatch_sizes = sizes;

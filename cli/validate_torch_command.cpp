@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_flags.h"
 #include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
@@ -14,6 +15,7 @@
 #include "runtime/build_validation_report.h"
 #include "runtime/gloo_transport.h"
 #include "runtime/launcher.h"
+#include "runtime/model_from_profile.h"
 #include "runtime/rank_worker.h"
 #include "schedule/generators.h"
 #include "validation/validation_json.h"
@@ -25,6 +27,7 @@ namespace {
 
 struct ValidateCommandOptions {
   ValidateRequest request;
+  std::string seed = "1234";
   std::string trace_path;
   bool trace_given = false;  ///< --trace, even as '' (refused by name)
   bool json = false;
@@ -42,8 +45,10 @@ std::string scientific(double value) {
   return buffer;
 }
 
-// Everything that can be wrong with the request is found here, once, before any rank starts.
-void checkRequest(const ValidateCommandOptions& options) {
+// Everything that can be wrong with the request is found here, before any rank connects: by the
+// launcher before it starts the ranks, and by each rank torchrun started. Returns the ranks the
+// split runs on (stages x replicas).
+int checkRequest(const ValidateCommandOptions& options) {
   const ValidateRequest& request = options.request;
   const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
@@ -53,31 +58,30 @@ void checkRequest(const ValidateCommandOptions& options) {
   if (runsChunks(schedule)) {
     throw Error("--schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1");
   }
-  if (request.steps < 1) throw Error("--steps " + std::to_string(request.steps) + ": measure at least 1 step");
-  if (request.warmup_steps < 0) throw Error("--warmup-steps must be 0 or more");
-  if (!(request.timeout_s > 0)) throw Error("--timeout must be more than 0 seconds");
+  requireWholeInRange("--steps", request.steps, 1, 100000, "measured steps");
+  requireWholeInRange("--warmup-steps", request.warmup_steps, 0, 100000, "untimed steps");
+  requireWholeInRange("--microbatches", request.microbatches, 1, 100000, "microbatches per step");
+  requireThreadsFitCores("--threads", request.threads);
+  requireFiniteInRange("--timeout", request.timeout_s, 0.0, 86400.0, "seconds");
+  requireFiniteInRange("--grad-tolerance", request.grad_tolerance, 0.0, 1.0, "relative difference");
   if (request.recompute != "none" && request.recompute != "full") {
     throw Error("--recompute " + request.recompute + ": validate runs none or full (every stage checkpointed)");
   }
-  if (request.data_parallel < 1) {
-    throw Error("--data-parallel " + std::to_string(request.data_parallel) + ": use 1 replica or more");
-  }
-  // The local launcher starts every rank on this machine; more than this is a typo, not a plan.
+  requireWholeInRange("--data-parallel", request.data_parallel, 1, 4096, "replicas");
+  checkModelOfProfile(profile, request.profile_path);
+  if (options.trace_given) checkOutputPath(options.traceOutput());
+  return static_cast<int>(partition.stages.size()) * request.data_parallel;
+}
+
+// The local launcher starts every rank on this machine; more than this is a typo, not a plan.
+void checkLocalRanks(const ValidateRequest& request, int ranks) {
   constexpr int kMaxLocalRanks = 64;
-  const auto ranks = static_cast<long long>(partition.stages.size()) * request.data_parallel;
   if (ranks > kMaxLocalRanks) {
     throw Error("--data-parallel " + std::to_string(request.data_parallel) + ": " +
-                std::to_string(partition.stages.size()) + " stages x " + std::to_string(request.data_parallel) +
+                std::to_string(ranks / request.data_parallel) + " stages x " + std::to_string(request.data_parallel) +
                 " replicas = " + std::to_string(ranks) + " processes on this machine, more than " +
                 std::to_string(kMaxLocalRanks) + "; use fewer replicas, or start the ranks with torchrun");
   }
-  const std::string& source = profile.model.source;
-  if (source.rfind("zoo:", 0) != 0 && source.rfind("torchscript:", 0) != 0) {
-    throw Error(request.profile_path + ": model source \"" + source +
-                "\" cannot be run here; validate needs a profile made by stagecut profile (a zoo model or a "
-                "TorchScript chain)");
-  }
-  if (options.trace_given) checkOutputPath(options.traceOutput());
 }
 
 std::string bytesText(std::int64_t bytes) { return formatBytes(static_cast<std::uint64_t>(std::max<std::int64_t>(bytes, 0))); }
@@ -180,10 +184,16 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   if (report.recompute) printRecompute(out, report);
 }
 
-void runWorker(const ValidateCommandOptions& options) {
+void runWorker(const ValidateCommandOptions& options, int ranks) {
   const RendezvousInfo rendezvous = rendezvousFromEnvironment(
       options.request.data_parallel,
       std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000)));
+  if (rendezvous.world_size != ranks) {
+    throw Error("WORLD_SIZE=" + std::to_string(rendezvous.world_size) + ": the partition runs on " +
+                std::to_string(ranks / options.request.data_parallel) + " stages x " +
+                std::to_string(options.request.data_parallel) + " replica(s) = " + std::to_string(ranks) +
+                " ranks; start " + std::to_string(ranks) + " ranks, or change --data-parallel");
+  }
   pinThreads(options.request.threads);
   // The same heap as the profile's, so that predicted and measured steps pay the same for memory.
   retainFreedMemory();
@@ -236,7 +246,7 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
       ->capture_default_str();
   command->add_option("--grad-tolerance", request.grad_tolerance, "Largest accepted relative gradient difference")
       ->capture_default_str();
-  command->add_option("--seed", request.batch_seed, "Seed of the batch")->capture_default_str();
+  command->add_option("--seed", options->seed, "Seed of the batch")->capture_default_str();
   command->add_option("--recompute", request.recompute,
                       "none, or full: also run the steps with every stage checkpointed and compare")
       ->capture_default_str();
@@ -247,15 +257,16 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_flag("--json", options->json, "Print the stagecut.validation/1 document");
   command->callback([options, arguments, command] {
     options->trace_given = command->count("--trace") > 0;
+    options->request.batch_seed = parseSeed(options->seed, "--seed");
+    const int ranks = checkRequest(*options);
     // Started by a launcher (ours or torchrun-style): this process is one rank.
-    if (std::getenv("RANK") && std::getenv("WORLD_SIZE")) {
-      runWorker(*options);
+    if (std::getenv("RANK") || std::getenv("WORLD_SIZE")) {
+      runWorker(*options, ranks);
       return;
     }
-    checkRequest(*options);
+    checkLocalRanks(options->request, ranks);
     LaunchOptions launch;
-    launch.world_size = static_cast<int>(readPartitionFile(options->request.partition_path).stages.size()) *
-                        options->request.data_parallel;
+    launch.world_size = ranks;
     launch.arguments = arguments;
     launchRanks(launch);
   });

@@ -27,6 +27,12 @@ struct ZooOptions {
 std::vector<std::string> zooFamilies();
 std::vector<std::string> gptPresets();
 
+/// The checks buildZooModel makes before it allocates anything: a known family and preset, sizes
+/// of 1 or more within the zoo's bounds, heads that divide the width, an image size vgg16 can
+/// halve five times, and weights that fit in this machine's memory. Throws Error (input) naming
+/// the flag ("--hidden 1000000: ...").
+void checkZooOptions(const ZooOptions& options);
+
 /// Builds a zoo model with weights from options.seed: the same options give bit-identical weights
 /// in every process. Throws Error (input) for an unknown family or preset (with a suggestion) and
 /// for impossible shapes (hidden not divisible by heads, zero sizes).

@@ -107,12 +107,12 @@ GptShape resolveShape(const ZooOptions& options) {
   else if (options.hidden) shape.ffn = 4 * options.hidden;
   if (options.seq) shape.seq = options.seq;
   if (options.vocab) shape.vocab = options.vocab;
-  requirePositive("--layers", shape.layers);
-  requirePositive("--hidden", shape.hidden);
-  requirePositive("--heads", shape.heads);
-  requirePositive("--ffn", shape.ffn);
-  requirePositive("--seq", shape.seq);
-  requirePositive("--vocab", shape.vocab);
+  requireSize("--layers", shape.layers, 4096);
+  requireSize("--hidden", shape.hidden, 65536);
+  requireSize("--heads", shape.heads, 4096);
+  requireSize("--ffn", shape.ffn, 262144);
+  requireSize("--seq", shape.seq, 131072);
+  requireSize("--vocab", shape.vocab, 1 << 22);
   if (shape.hidden % shape.heads != 0) {
     throw Error("--hidden " + std::to_string(shape.hidden) + " is not divisible by --heads " +
                 std::to_string(shape.heads) + "; pick a head count that divides the width");
@@ -128,7 +128,15 @@ std::vector<std::string> gptPresets() {
   return names;
 }
 
+void checkGpt(const ZooOptions& options) {
+  const GptShape shape = resolveShape(options);
+  const double hidden = shape.hidden;
+  const double block = 4.0 * hidden * hidden + 2.0 * hidden * shape.ffn;
+  requireWeightsFit((2.0 * shape.vocab + shape.seq) * hidden + shape.layers * block, "gpt");
+}
+
 LayerChain buildGpt(const ZooOptions& options) {
+  checkGpt(options);
   const GptShape shape = resolveShape(options);
   torch::manual_seed(options.seed);
   LayerChain chain;

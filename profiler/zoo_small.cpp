@@ -40,11 +40,18 @@ ChainLayer crossEntropyLoss() {
 
 }  // namespace
 
-LayerChain buildMlp(const ZooOptions& options) {
+void checkMlp(const ZooOptions& options) {
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
-  requirePositive("--layers", depth);
-  requirePositive("--hidden", width);
+  requireSize("--layers", depth, 4096);
+  requireSize("--hidden", width, 65536);
+  requireWeightsFit(static_cast<double>(depth) * width * width, "mlp");
+}
+
+LayerChain buildMlp(const ZooOptions& options) {
+  checkMlp(options);
+  const int depth = options.layers ? options.layers : 4;
+  const int width = options.hidden ? options.hidden : 256;
   torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = "mlp";
@@ -64,15 +71,24 @@ LayerChain buildMlp(const ZooOptions& options) {
   return chain;
 }
 
-LayerChain buildVgg16(const ZooOptions& options) {
+void checkVgg16(const ZooOptions& options) {
   const int image = options.image_size ? options.image_size : 224;
   const int classes = options.classes ? options.classes : 1000;
-  requirePositive("--image-size", image);
-  requirePositive("--classes", classes);
+  requireSize("--image-size", image, 8192);
+  requireSize("--classes", classes, 1 << 20);
   if (image % 32 != 0) {
     throw Error("--image-size " + std::to_string(image) +
                 ": vgg16 halves the image five times; use a multiple of 32 (e.g. 224 or 64)");
   }
+  // The convolutions hold 14.7M parameters; the first fully connected layer grows with the image.
+  const double spatial = image / 32;
+  requireWeightsFit(14.7e6 + 512.0 * spatial * spatial * 4096 + 4096.0 * 4096 + 4096.0 * classes, "vgg16");
+}
+
+LayerChain buildVgg16(const ZooOptions& options) {
+  checkVgg16(options);
+  const int image = options.image_size ? options.image_size : 224;
+  const int classes = options.classes ? options.classes : 1000;
   torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = "vgg16";
@@ -108,11 +124,10 @@ LayerChain buildVgg16(const ZooOptions& options) {
 std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "vgg16"}; }
 
 LayerChain buildZooModel(const ZooOptions& options) {
+  checkZooOptions(options);
   if (options.family == "gpt") return buildGpt(options);
   if (options.family == "mlp") return buildMlp(options);
-  if (options.family == "vgg16") return buildVgg16(options);
-  throw Error("--model " + options.family + ": not a built-in model" +
-              unknownNameHint(options.family, zooFamilies()));
+  return buildVgg16(options);
 }
 
 }  // namespace stagecut

@@ -196,12 +196,37 @@ std::string GlooTransport::fetch(const std::string& key) {
   }
 }
 
+namespace {
+
+// A whole number in [min, max] from torchrun's variable `name`, written in digits.
+int environmentInteger(const char* name, int min, int max, const std::string& rule) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) throw Error(std::string(name) + " is not set; " + rule);
+  const std::string text = value;
+  bool digits = !text.empty() && text.size() <= 9;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  const int number = digits ? std::stoi(text) : -1;
+  if (!digits || number < min || number > max) {
+    throw Error(std::string(name) + "=" + text + ": " + rule);
+  }
+  return number;
+}
+
+}  // namespace
+
 RendezvousInfo rendezvousFromEnvironment(int replicas, std::chrono::milliseconds timeout) {
   RendezvousInfo info;
-  info.rank = std::atoi(std::getenv("RANK"));
-  info.world_size = std::atoi(std::getenv("WORLD_SIZE"));
-  if (const char* address = std::getenv("MASTER_ADDR")) info.master_addr = address;
-  if (const char* port = std::getenv("MASTER_PORT")) info.master_port = std::atoi(port);
+  info.world_size = environmentInteger("WORLD_SIZE", 1, 65536, "must be the number of ranks, 1 to 65536, as torchrun sets it");
+  info.rank = environmentInteger("RANK", 0, info.world_size - 1,
+                                 "must be this process's rank, 0 to " + std::to_string(info.world_size - 1) +
+                                     " with WORLD_SIZE=" + std::to_string(info.world_size));
+  if (const char* address = std::getenv("MASTER_ADDR")) {
+    info.master_addr = address;
+    if (info.master_addr.empty()) throw Error("MASTER_ADDR is empty; set it to rank 0's host name or address");
+  }
+  if (std::getenv("MASTER_PORT")) {
+    info.master_port = environmentInteger("MASTER_PORT", 1, 65535, "must be rank 0's port, 1 to 65535");
+  }
   info.replicas = replicas;
   info.timeout = timeout;
   return info;

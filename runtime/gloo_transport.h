@@ -29,7 +29,9 @@ struct RendezvousInfo {
 
 /// torchrun's meeting from the environment: RANK and WORLD_SIZE (both must be set; see
 /// launchRanks), MASTER_ADDR and MASTER_PORT where set (else the defaults above), with the
-/// layout's `replicas` and the `timeout` of every wait, which torchrun does not carry.
+/// layout's `replicas` and the `timeout` of every wait, which torchrun does not carry. Throws
+/// Error (input) naming the variable for one that is unset, not in digits or out of range
+/// (RANK 0..WORLD_SIZE-1, MASTER_PORT 1..65535), before anything connects.
 RendezvousInfo rendezvousFromEnvironment(int replicas, std::chrono::milliseconds timeout);
 
 /// StageTransport over c10d: one TCPStore for the meeting (rank 0 hosts it), a ProcessGroupGloo

@@ -1,5 +1,9 @@
 #include "runtime/model_from_profile.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "core/error.h"
@@ -11,26 +15,41 @@ namespace stagecut {
 
 namespace {
 
-int configInt(const nlohmann::json& config, const char* key) {
+// A shape field of model.config; absent: 0, the preset's.
+int configInt(const nlohmann::json& config, const char* key, const std::string& source_name) {
   const auto it = config.find(key);
-  return it != config.end() && it->is_number_integer() ? it->get<int>() : 0;
+  if (it == config.end()) return 0;
+  if (!it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > (1 << 30)) {
+    throw Error(source_name + ": model.config field \"" + key + "\" must be a whole number from 1 to " +
+                std::to_string(1 << 30) + ", got " + it->dump() + "; profile the model again");
+  }
+  return it->get<int>();
 }
 
-ZooOptions zooOptionsFrom(const Profile& profile) {
+ZooOptions zooOptionsFrom(const Profile& profile, const std::string& source_name) {
   const nlohmann::json& config = profile.model.config;
+  if (!config.is_object()) {
+    throw Error(source_name + ": model.config must be an object with the zoo model's sizes; profile the model again");
+  }
   ZooOptions options;
   options.family = profile.model.source.substr(4);
   // Every shape field is recorded, so the preset only has to be a valid name.
   options.preset = options.family == "gpt" ? "gpt2-small" : "";
-  options.layers = configInt(config, "layers");
-  options.hidden = configInt(config, "hidden");
-  options.heads = configInt(config, "heads");
-  options.ffn = configInt(config, "ffn");
-  options.seq = configInt(config, "seq");
-  options.vocab = configInt(config, "vocab");
-  options.image_size = configInt(config, "image_size");
-  options.classes = configInt(config, "classes");
-  if (config.contains("seed") && config["seed"].is_number_unsigned()) options.seed = config["seed"].get<std::uint64_t>();
+  options.layers = configInt(config, "layers", source_name);
+  options.hidden = configInt(config, "hidden", source_name);
+  options.heads = configInt(config, "heads", source_name);
+  options.ffn = configInt(config, "ffn", source_name);
+  options.seq = configInt(config, "seq", source_name);
+  options.vocab = configInt(config, "vocab", source_name);
+  options.image_size = configInt(config, "image_size", source_name);
+  options.classes = configInt(config, "classes", source_name);
+  if (config.contains("seed")) {
+    if (!config["seed"].is_number_unsigned() && !(config["seed"].is_number_integer() && config["seed"].get<std::int64_t>() >= 0)) {
+      throw Error(source_name + ": model.config field \"seed\" must be a whole number 0 or more, got " +
+                  config["seed"].dump() + "; profile the model again");
+    }
+    options.seed = config["seed"].get<std::uint64_t>();
+  }
   return options;
 }
 
@@ -52,6 +71,31 @@ InputSpec inputSpecFrom(const nlohmann::json& config, const std::string& source_
 
 }  // namespace
 
+void checkModelOfProfile(const Profile& profile, const std::string& source_name) {
+  const std::string& source = profile.model.source;
+  if (source.rfind("zoo:", 0) == 0) {
+    try {
+      checkZooOptions(zooOptionsFrom(profile, source_name));
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      if (message.rfind(source_name + ":", 0) == 0) throw;
+      throw Error(source_name + ": model.config describes no model stagecut can build (" + message +
+                  "); profile the model again");
+    }
+  } else if (source.rfind("torchscript:", 0) == 0) {
+    inputSpecFrom(profile.model.config, source_name);
+    const std::string path = source.substr(12);
+    if (::access(path.c_str(), R_OK) != 0) {
+      throw Error(source_name + ": its TorchScript model " + path + " cannot be read (" + std::strerror(errno) +
+                  "); validate rebuilds the model from it");
+    }
+  } else {
+    throw Error(source_name + ": model source \"" + source +
+                "\" cannot be run here; validate needs a profile made by stagecut profile (a zoo model or a "
+                "TorchScript chain)");
+  }
+}
+
 LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
   // The zoo seeds LibTorch's global generator (torch::manual_seed) and draws the weights from it:
   // ranks that are threads of one process (the in-process world) take turns, or their draws would
@@ -61,7 +105,7 @@ LayerChain buildChainFromProfile(const Profile& profile, const std::string& sour
   const std::string& source = profile.model.source;
   LayerChain chain;
   if (source.rfind("zoo:", 0) == 0) {
-    chain = buildZooModel(zooOptionsFrom(profile));
+    chain = buildZooModel(zooOptionsFrom(profile, source_name));
   } else if (source.rfind("torchscript:", 0) == 0) {
     chain = loadTorchScriptChain(source.substr(12), inputSpecFrom(profile.model.config, source_name), 0);
   } else {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -19,6 +20,14 @@ using Catch::Matchers::StartsWith;
 namespace {
 
 const char* const kQuick = " --warmup 0 --min-repeats 1 --max-repeats 1";
+
+// The oracle for --threads' bound: the CPUs the kernel lets this process run on.
+int affinityCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  REQUIRE(::sched_getaffinity(0, sizeof set, &set) == 0);
+  return CPU_COUNT(&set);
+}
 
 }  // namespace
 
@@ -57,7 +66,10 @@ TEST_CASE("stagecut profile rejects bad requests with one line and exit 2", "[pr
   checkInputError(runStagecut("profile --model gpt --preset gpt-tiny --heads 5"),
                     "--hidden 128 is not divisible by --heads 5; pick a head count that divides the width");
   checkInputError(runStagecut("profile --device tpu"), "--device tpu: unknown device; use cpu, cuda or cuda:K");
-  checkInputError(runStagecut("profile --threads 0"), "--threads 0: use 1 or more threads");
+  checkInputError(runStagecut("profile --threads 0"),
+                  "--threads 0: use 1 to " + std::to_string(affinityCores()) +
+                      " threads (the cores this process may run on); more threads than cores measure the contention, "
+                      "not the model");
   const CommandResult cuda = runStagecut("profile --device cuda");
   CHECK(cuda.exit_code == 2);
   CHECK_THAT(cuda.err, Contains("--device cuda: this stagecut is linked against a CPU-only LibTorch"));
@@ -108,4 +120,49 @@ TEST_CASE("a profile whose final write hits a full disk keeps its samples for --
   struct stat info {};
   REQUIRE(::lstat(full.c_str(), &info) == 0);
   CHECK(S_ISCHR(info.st_mode));
+}
+
+TEST_CASE("profile refuses numbers that are no request, before LibTorch runs anything", "[profiler][cli][errors]") {
+  const std::string threads_rule = " threads (the cores this process may run on); more threads than cores measure the "
+                                   "contention, not the model";
+  const std::string cores = std::to_string(affinityCores());
+  const std::pair<std::string, std::string> cases[] = {
+      // Zero is not "the preset's": leaving the flag out is.
+      {"--model gpt --layers 0", "--layers 0: must be 1 or more; leave it out for the preset's"},
+      {"--model gpt --seq 0", "--seq 0: must be 1 or more; leave it out for the preset's"},
+      {"--model gpt --heads 0", "--heads 0: must be 1 or more; leave it out for the preset's"},
+      {"--model gpt --vocab 0", "--vocab 0: must be 1 or more; leave it out for the preset's"},
+      {"--model vgg16 --classes 0", "--classes 0: must be 1 or more; leave it out for the preset's"},
+      {"--model mlp --layers -1", "--layers -1: must be 1 or more; leave it out for the preset's"},
+      // Too large to be meant, or for the machine's memory.
+      {"--model gpt --hidden 1000000", "--hidden 1000000: at most 65536 for a zoo model; choose a smaller size"},
+      {"--model gpt --layers 4096 --hidden 65536 --heads 64",
+       "gpt: its weights and their gradients alone would take "},
+      // Seeds are digits, not wrapped negatives or rounded floats.
+      {"--seed -1", "--seed -1: a seed is a whole number from 0 to 18446744073709551615, in digits"},
+      {"--seed 1e3", "--seed 1e3: a seed is a whole number from 0 to 18446744073709551615, in digits"},
+      {"--seed 18446744073709551616",
+       "--seed 18446744073709551616: a seed is a whole number from 0 to 18446744073709551615, in digits"},
+      {"--budget nan", "--budget nan: must be a finite number of seconds per layer above 0 and at most 86400"},
+      {"--budget inf", "--budget inf: must be a finite number of seconds per layer above 0 and at most 86400"},
+      {"--cv-target -0.1",
+       "--cv-target -0.1: must be a finite number of coefficient of variation above 0 and at most 10"},
+      {"--max-repeats 2 --min-repeats 3",
+       "--max-repeats 2: use 3 to 1000000 timed rounds (no fewer than --min-repeats)"},
+      {"--threads 100000", "--threads 100000: use 1 to " + cores + threads_rule},
+      {"--threads 4096", "--threads 4096: use 1 to " + cores + threads_rule},
+      // --input belongs to a TorchScript module; the zoo's sizes to the zoo.
+      {"--model gpt --input 4x8:int64", "--input 4x8:int64: is the sample input of a --torchscript module; a zoo "
+                                        "model makes its own"},
+      {"--torchscript m.pt --input 4x8:float32 --hidden 64",
+       "--hidden: sizes a zoo model; a --torchscript module has its own"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args);
+    const CommandResult result = runStagecut("profile " + args);
+    CHECK(result.exit_code == 2);
+    CHECK(result.out.empty());
+    CHECK_THAT(result.err, StartsWith("stagecut: " + message));
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+  }
 }

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <tuple>
 
 #include "core/json_document.h"
 #include "core/profile_json.h"
@@ -126,7 +128,7 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
                       "1f1b or zb-h1\n");
   result = runStagecut("validate " + files + " --steps 0");
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: --steps 0: measure at least 1 step\n");
+  CHECK(result.err == "stagecut: --steps 0: use 1 to 100000 measured steps\n");
   result = runStagecut("validate " + files + " --schedule 1f1");
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.err, Contains("did you mean '1f1b'?"));
@@ -254,7 +256,7 @@ TEST_CASE("validate --data-parallel 2 runs 2 x 2 ranks whose averaged gradients 
   const CommandResult bad = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
                                         " --data-parallel 0");
   CHECK(bad.exit_code == 2);
-  CHECK(bad.err == "stagecut: --data-parallel 0: use 1 replica or more\n");
+  CHECK(bad.err == "stagecut: --data-parallel 0: use 1 to 4096 replicas\n");
   const CommandResult many = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
                                          " --data-parallel 40");
   CHECK(many.exit_code == 2);
@@ -282,4 +284,68 @@ TEST_CASE("validate --microbatch-size runs one size of a multi-size profile", "[
   CHECK(unmeasured.exit_code == 2);
   CHECK(unmeasured.err == "stagecut: " + dir.file("p.json") + ": microbatch size 3 was not measured; the profile has "
                                                              "sizes 1,2 (add it with profile --microbatch)\n");
+}
+
+TEST_CASE("validate refuses bad numbers and torchrun variables before any rank connects, exit 2",
+          "[runtime][cli][errors]") {
+  const TempDir dir;
+  makeTinySplit(dir);
+  const std::string files = dir.file("p.json") + " --partition " + dir.file("s.json");
+  // (flags, environment, the one line expected). The environment makes this process a rank
+  // started by torchrun: it must check everything a launcher would, and its variables too.
+  const std::tuple<std::string, std::string, std::string> cases[] = {
+      {"--timeout inf", "", "--timeout inf: must be a finite number of seconds above 0 and at most 86400"},
+      {"--timeout nan", "", "--timeout nan: must be a finite number of seconds above 0 and at most 86400"},
+      {"--grad-tolerance -1", "", "--grad-tolerance -1: must be a finite number of relative difference above 0 and at most 1"},
+      {"--seed -1", "", "--seed -1: a seed is a whole number from 0 to 18446744073709551615, in digits"},
+      {"--microbatches 0", "", "--microbatches 0: a step needs at least 1 microbatch"},
+      {"--microbatches 100001", "", "--microbatches 100001: use 1 to 100000 microbatches per step"},
+      {"--data-parallel 0", "", "--data-parallel 0: use 1 to 4096 replicas"},
+      {"", "RANK=2 WORLD_SIZE=2", "RANK=2: must be this process's rank, 0 to 1 with WORLD_SIZE=2"},
+      {"", "RANK=5 WORLD_SIZE=2", "RANK=5: must be this process's rank, 0 to 1 with WORLD_SIZE=2"},
+      {"", "RANK=-1 WORLD_SIZE=2", "RANK=-1: must be this process's rank, 0 to 1 with WORLD_SIZE=2"},
+      {"", "RANK=one WORLD_SIZE=2", "RANK=one: must be this process's rank, 0 to 1 with WORLD_SIZE=2"},
+      {"", "RANK=0", "WORLD_SIZE is not set; must be the number of ranks, 1 to 65536, as torchrun sets it"},
+      {"", "RANK=0 WORLD_SIZE=2 MASTER_PORT=70000", "MASTER_PORT=70000: must be rank 0's port, 1 to 65535"},
+      {"", "RANK=0 WORLD_SIZE=3",
+       "WORLD_SIZE=3: the partition runs on 2 stages x 1 replica(s) = 2 ranks; start 2 ranks, or change "
+       "--data-parallel"},
+      {"--timeout 0", "RANK=1 WORLD_SIZE=2", "--timeout 0: must be a finite number of seconds above 0 and at most 86400"},
+  };
+  for (const auto& [flags, environment, message] : cases) {
+    INFO(flags << " with " << environment);
+    const auto start = std::chrono::steady_clock::now();
+    const CommandResult result = runStagecut("validate " + files + " " + flags, environment);
+    CHECK(result.exit_code == 2);
+    CHECK(result.err == "stagecut: " + message + "\n");
+    // Refused before any wait: no rank ever waited for a peer.
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  }
+}
+
+TEST_CASE("validate refuses a profile whose model.config describes no buildable model before ranks start",
+          "[runtime][cli][errors]") {
+  const TempDir dir;
+  makeTinySplit(dir);
+  const auto withConfig = [&](const std::string& key, const nlohmann::json& value) {
+    nlohmann::json profile = nlohmann::json::parse(stagecut::readTextFile(dir.file("p.json")));
+    profile["model"]["config"][key] = value;
+    dir.write("bad.json", stagecut::toJsonText(profile));
+    return runStagecut("validate " + dir.file("bad.json") + " --partition " + dir.file("s.json"));
+  };
+  const std::string bad = dir.file("bad.json");
+  stagecut::testing::checkInputError(
+      withConfig("heads", 5), bad + ": model.config describes no model stagecut can build (--hidden 128 is not "
+                                    "divisible by --heads 5; pick a head count that divides the width); profile the "
+                                    "model again");
+  stagecut::testing::checkInputError(
+      withConfig("hidden", 65536 * 2), bad + ": model.config describes no model stagecut can build (--hidden 131072: "
+                                             "at most 65536 for a zoo model; choose a smaller size); profile the model "
+                                             "again");
+  stagecut::testing::checkInputError(
+      withConfig("hidden", "wide"), bad + ": model.config field \"hidden\" must be a whole number from 1 to 1073741824, "
+                                          "got \"wide\"; profile the model again");
+  stagecut::testing::checkInputError(
+      withConfig("seed", -3), bad + ": model.config field \"seed\" must be a whole number 0 or more, got -3; profile "
+                                    "the model again");
 }

@@ -1,0 +1,70 @@
+#include "cli/number_flags.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+namespace {
+
+std::string numberText(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%g", value);
+  return buffer;
+}
+
+}  // namespace
+
+void requireWholeInRange(const std::string& flag, long long value, long long min, long long max,
+                         const std::string& unit) {
+  if (value < min || value > max) {
+    throw Error(flag + " " + std::to_string(value) + ": use " + std::to_string(min) + " to " + std::to_string(max) +
+                " " + unit);
+  }
+}
+
+void requireFiniteInRange(const std::string& flag, double value, double above, double max, const std::string& unit) {
+  if (!std::isfinite(value) || !(value > above) || value > max) {
+    throw Error(flag + " " + numberText(value) + ": must be a finite number of " + unit + " above " +
+                numberText(above) + " and at most " + numberText(max));
+  }
+}
+
+std::uint64_t parseSeed(const std::string& text, const std::string& flag) {
+  bool digits = !text.empty() && text.size() <= 20;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; digits && i < text.size(); ++i) {
+    const std::uint64_t digit = static_cast<std::uint64_t>(text[i] - '0');
+    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) digits = false;
+    value = value * 10 + digit;
+  }
+  if (!digits) {
+    throw Error(flag + " " + text + ": a seed is a whole number from 0 to 18446744073709551615, in digits");
+  }
+  return value;
+}
+
+int usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+void requireThreadsFitCores(const std::string& flag, int threads) {
+  const int cores = usableCores();
+  if (threads < 1 || threads > cores) {
+    throw Error(flag + " " + std::to_string(threads) + ": use 1 to " + std::to_string(cores) +
+                " threads (the cores this process may run on); more threads than cores measure the "
+                "contention, not the model");
+  }
+}
+
+}  // namespace stagecut
