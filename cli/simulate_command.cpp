@@ -206,8 +206,10 @@ void checkUnitCostOptions(const SimulateOptions& options) {
 
 SimulationReport runSimulations(const SimulateOptions& options) {
   // Charts are written after the tables are printed; a bad path must fail before either.
-  if (options.trace_given) checkOutputPath(chartOutput(options, "--trace", options.trace_path));
-  if (options.svg_given) checkOutputPath(chartOutput(options, "--svg", options.svg_path));
+  std::vector<OutputPath> charts;
+  if (options.trace_given) charts.push_back(chartOutput(options, "--trace", options.trace_path));
+  if (options.svg_given) charts.push_back(chartOutput(options, "--svg", options.svg_path));
+  checkDistinctOutputs(charts);
   const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
   SimulationReport report;
   report.microbatches = options.microbatches;

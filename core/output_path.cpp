@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -262,6 +263,35 @@ void replaceFile(const OutputPath& output, const Target& target, const std::stri
 }  // namespace
 
 void checkOutputPath(const OutputPath& output) { resolve(output); }
+
+namespace {
+
+// Where a file output lands: its folder's real path and its name, so that "a.json", "./a.json"
+// and a link's target name the same place even before the file exists.
+std::string landingPlace(const Target& target) {
+  char folder[PATH_MAX];
+  if (::realpath(folderOf(target.path).c_str(), folder) == nullptr) return target.path;
+  const auto slash = target.path.find_last_of('/');
+  return std::string(folder) + "/" + (slash == std::string::npos ? target.path : target.path.substr(slash + 1));
+}
+
+}  // namespace
+
+void checkDistinctOutputs(const std::vector<OutputPath>& outputs) {
+  std::vector<Target> targets;
+  for (const OutputPath& output : outputs) targets.push_back(resolve(output));
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (targets[i].kind != TargetKind::kFile || targets[j].kind != TargetKind::kFile) continue;
+      const bool same_inode = targets[i].exists && targets[j].exists && targets[i].info.st_dev == targets[j].info.st_dev &&
+                              targets[i].info.st_ino == targets[j].info.st_ino;
+      if (same_inode || landingPlace(targets[i]) == landingPlace(targets[j])) {
+        throw Error(named(outputs[i]) + ": is also the " + (outputs[j].flag.empty() ? "other output" : outputs[j].flag) +
+                    " file; give each output its own file");
+      }
+    }
+  }
+}
 
 void writeOutputFile(const OutputPath& output, const std::string& content) {
   const Target target = resolve(output);

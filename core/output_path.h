@@ -39,6 +39,13 @@ struct OutputPath {
 /// closed or read-only descriptor for /dev/stdout, /dev/stderr, /dev/fd/N or /proc/self/fd/N.
 void checkOutputPath(const OutputPath& output);
 
+/// checkOutputPath for each of a command's outputs, and no two of them the same file (the same
+/// path, or through links, or an existing file by device and inode): the second write would
+/// replace the first. Devices, FIFOs and descriptors may be shared (`/dev/null` twice loses
+/// nothing). Throws Error (input): "<flag> <path>: is also the <flag> file; give each output its
+/// own file".
+void checkDistinctOutputs(const std::vector<OutputPath>& outputs);
+
 /// Writes `content` to `output` by what the path is, after the checks of checkOutputPath:
 /// - /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N (or a link to one): written to that
 ///   descriptor as it is, after flushing what the command printed to stdout;

@@ -211,3 +211,12 @@ TEST_CASE("stagecut simulate --trace and --svg onto an input are refused before 
   CHECK(stagecut::readTextFile(files.partition) == partition_before);
   CHECK(files.dir.list() == std::vector<std::string>{"hard.json", "p.json", "part.json"});
 }
+
+TEST_CASE("stagecut simulate --trace and --svg onto one file are refused before any work", "[cli][simulate][output][errors]") {
+  const ProfileFiles files;
+  const std::string run = "simulate '" + files.profile + "' --partition '" + files.partition + "' ";
+  const std::string chart = files.dir.file("chart.out");
+  stagecut::testing::checkInputError(runStagecut(run + "--trace '" + chart + "' --svg '" + chart + "'"),
+                                     "--svg " + chart + ": is also the --trace file; give each output its own file");
+  CHECK(files.dir.list() == std::vector<std::string>{"p.json", "part.json"});
+}

@@ -431,3 +431,29 @@ TEST_CASE("a closed or read-only descriptor is refused before any work", "[core]
   CHECK_THROWS_WITH(stagecut::checkOutputPath(path),
                     "cannot write " + path + " (Bad file descriptor); that descriptor is not open for writing");
 }
+
+TEST_CASE("two outputs of one command that are the same file are refused before any work",
+          "[core][output][same-file]") {
+  const TempDir dir;
+  dir.write("old.json", "kept");
+  REQUIRE(::symlink("t.json", dir.file("link.json").c_str()) == 0);
+  REQUIRE(::link(dir.file("old.json").c_str(), dir.file("hard.json").c_str()) == 0);
+  const std::string also = ": is also the --trace file; give each output its own file";
+  // The same name, the same place spelled another way, a link to it before it exists, a hard link.
+  const std::pair<std::string, std::string> same[] = {
+      {dir.file("t.json"), dir.file("t.json")},
+      {dir.file("t.json"), dir.path() + "/./t.json"},
+      {dir.file("t.json"), dir.file("link.json")},
+      {dir.file("old.json"), dir.file("hard.json")},
+  };
+  for (const auto& [trace, svg] : same) {
+    INFO(trace << " and " << svg);
+    CHECK_THROWS_WITH(stagecut::checkDistinctOutputs({OutputPath(trace, "--trace"), OutputPath(svg, "--svg")}),
+                      "--svg " + svg + also);
+  }
+  CHECK(stagecut::readTextFile(dir.file("old.json")) == "kept");
+  CHECK(dir.list() == std::vector<std::string>{"hard.json", "link.json", "old.json"});
+  // Distinct files, and a device both may write through, pass.
+  stagecut::checkDistinctOutputs({OutputPath(dir.file("t.json"), "--trace"), OutputPath(dir.file("g.svg"), "--svg")});
+  stagecut::checkDistinctOutputs({OutputPath("/dev/null", "--trace"), OutputPath("/dev/null", "--svg")});
+}
