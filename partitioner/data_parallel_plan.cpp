@@ -85,7 +85,6 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       const PredictionOptions prediction = predictionOptions(partition_options);
       const PipelinePrediction predicted = predictPipeline(profile, partition, prediction, source);
       const SimulationResult& simulated = predicted.simulated;
-      const double plain_step_ms = predicted.pipeline_step_ms;
 
       TradeoffRow row;
       row.schedule = name;
@@ -98,7 +97,7 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
       for (const RankStats& rank : simulated.ranks) {
         row.allreduce_ms = std::max(row.allreduce_ms, rank.allreduce_ms);
       }
-      row.exposed_allreduce_ms = std::max(0.0, simulated.step_ms - plain_step_ms);
+      row.exposed_allreduce_ms = predicted.exposedAllReduceMs();
       const double samples = static_cast<double>(microbatches) * replicas *
                               std::max(1, result.microbatch_size);
       row.samples_per_s = simulated.step_ms > 0 ? samples / simulated.step_ms * 1e3 : 0.0;

@@ -39,6 +39,10 @@ struct PipelinePrediction {
   int layers_with_w_from_backward = 0;
   /// Whether some stage of the split recomputes its activations.
   bool recomputes = false;
+
+  /// The part of the gradient all-reduce that the pipeline's cool-down does not hide: the step
+  /// beyond the pipeline alone (0 when D = 1).
+  double exposedAllReduceMs() const { return simulated.step_ms > pipeline_step_ms ? simulated.step_ms - pipeline_step_ms : 0.0; }
 };
 
 /// The op lists of a schedule as every command runs or simulates them: generateSchedule() for

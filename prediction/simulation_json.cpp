@@ -188,7 +188,7 @@ SimulatedScheduleFigures simulatedScheduleFigures(const PipelinePrediction& pred
   figures.closed_form_bubble = closed_form_bubble;
   figures.ranks = prediction.simulated.ranks;
   if (data_parallel > 1) {
-    figures.exposed_allreduce_ms = std::max(0.0, prediction.simulated.step_ms - prediction.pipeline_step_ms);
+    figures.exposed_allreduce_ms = prediction.exposedAllReduceMs();
   }
   return figures;
 }
