@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -45,26 +46,40 @@ int freeLocalPort() {
 
 void onChild(int) {}
 
-// While the launcher waits, SIGCHLD is blocked except inside ppoll(), so a rank's exit wakes the
-// wait at once and is never lost between two checks. Restores the caller's mask and handler.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void onStop(int signal_number) { g_stop_signal = signal_number; }
+
+// While the launcher waits, SIGCHLD, SIGINT and SIGTERM are blocked except inside ppoll(), so a
+// rank's exit or the user's Ctrl-C wakes the wait at once and is never lost between two checks;
+// a stop is then handled by stopping the ranks (stopSignal()). Restores the caller's masks and
+// handlers; the ranks start with the caller's mask and default handlers.
 class ChildSignalScope {
  public:
   ChildSignalScope() {
-    sigset_t child;
-    sigemptyset(&child);
-    sigaddset(&child, SIGCHLD);
-    ::pthread_sigmask(SIG_BLOCK, &child, &old_mask_);
+    g_stop_signal = 0;
+    sigset_t handled;
+    sigemptyset(&handled);
+    for (int signal_number : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&handled, signal_number);
+    ::pthread_sigmask(SIG_BLOCK, &handled, &old_mask_);
     struct sigaction action {};
     action.sa_handler = onChild;
     sigemptyset(&action.sa_mask);
-    ::sigaction(SIGCHLD, &action, &old_action_);
+    ::sigaction(SIGCHLD, &action, &old_child_);
+    action.sa_handler = onStop;
+    ::sigaction(SIGINT, &action, &old_int_);
+    ::sigaction(SIGTERM, &action, &old_term_);
     wait_mask_ = old_mask_;
-    sigdelset(&wait_mask_, SIGCHLD);
+    for (int signal_number : {SIGCHLD, SIGINT, SIGTERM}) sigdelset(&wait_mask_, signal_number);
   }
   ~ChildSignalScope() {
-    ::sigaction(SIGCHLD, &old_action_, nullptr);
+    ::sigaction(SIGCHLD, &old_child_, nullptr);
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
     ::pthread_sigmask(SIG_SETMASK, &old_mask_, nullptr);
   }
+  /// SIGINT or SIGTERM once one arrived during a wait; 0 before.
+  int stopSignal() const { return g_stop_signal; }
   ChildSignalScope(const ChildSignalScope&) = delete;
   ChildSignalScope& operator=(const ChildSignalScope&) = delete;
   const sigset_t& oldMask() const { return old_mask_; }
@@ -73,7 +88,9 @@ class ChildSignalScope {
  private:
   sigset_t old_mask_;
   sigset_t wait_mask_;
-  struct sigaction old_action_ {};
+  struct sigaction old_child_ {};
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
 };
 
 struct RankProcess {
@@ -240,6 +257,13 @@ void launchRanks(const LaunchOptions& options) {
       for (std::size_t i = 0; i < fds.size(); ++i) {
         if (fds[i].revents != 0) readStderr(*owners[i]);
       }
+    }
+    if (const int stop = signals.stopSignal(); stop != 0) {
+      const std::size_t ranks = running.size();
+      stopAll(running, options.grace_s);
+      throw Error::interrupted(std::string("validate stopped by ") + (stop == SIGINT ? "SIGINT" : "SIGTERM") + "; stopped the " +
+                                   std::to_string(ranks) + " running rank(s), nothing was written",
+                               stop);
     }
     // Every rank that ended since the last look; a failure found together with others is
     // taken from a rank killed by a signal first (the peers of a crashed rank fail because of it).

@@ -19,7 +19,9 @@ struct LaunchOptions {
 /// rank's last "stagecut: " line (its error message), which is held back. When a rank fails,
 /// stops the others (SIGTERM, then SIGKILL) and reaps them, so no process is left behind, then
 /// throws Error (kRuntime) in one line naming the rank, how it ended and its held-back message.
-/// Ranks also die with the launcher (PR_SET_PDEATHSIG).
+/// Ranks also die with the launcher (PR_SET_PDEATHSIG). SIGINT or SIGTERM to the launcher, at any
+/// stage of the run, stops and reaps the ranks the same way and throws Error::interrupted (exit
+/// 128 + the signal) in one line.
 void launchRanks(const LaunchOptions& options);
 
 }  // namespace stagecut

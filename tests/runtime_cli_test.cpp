@@ -2,12 +2,16 @@
 
 #include <dirent.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <tuple>
 
 #include "core/json_document.h"
@@ -348,4 +352,42 @@ TEST_CASE("validate refuses a profile whose model.config describes no buildable 
   stagecut::testing::checkInputError(
       withConfig("seed", -3), bad + ": model.config field \"seed\" must be a whole number 0 or more, got -3; profile "
                                     "the model again");
+}
+
+TEST_CASE("SIGTERM or SIGINT to validate stops every rank within seconds, one line, exit 128 + signal",
+          "[runtime][cli][signals]") {
+  const TempDir dir;
+  makeTinySplit(dir);
+  for (const int signal_number : {SIGTERM, SIGINT}) {
+    INFO("signal " << signal_number);
+    const std::string marker = "STAGECUT_SIGNAL_TEST=" + std::to_string(signal_number);
+    const std::string err_path = dir.file("err-" + std::to_string(signal_number) + ".txt");
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::putenv(const_cast<char*>(marker.c_str()));
+      ::freopen(err_path.c_str(), "w", stderr);
+      ::freopen("/dev/null", "w", stdout);
+      const std::string profile = dir.file("p.json"), partition = dir.file("s.json");
+      ::execl(STAGECUT_BINARY, STAGECUT_BINARY, "validate", profile.c_str(), "--partition", partition.c_str(),
+              "--steps", "100000", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    // Whatever the run is doing by then (starting ranks, meeting, stepping), the signal ends it.
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    const auto sent = std::chrono::steady_clock::now();
+    REQUIRE(::kill(pid, signal_number) == 0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+    const std::string err = stagecut::readTextFile(err_path);
+    INFO(err);
+    CHECK(seconds < 5.0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 128 + signal_number);
+    CHECK_THAT(err, Contains(std::string("stagecut: validate stopped by ") +
+                             (signal_number == SIGINT ? "SIGINT" : "SIGTERM") + "; stopped the 2 running rank(s), "
+                             "nothing was written\n"));
+    CHECK(processesWithEnvironment(marker) == 0);
+  }
 }
