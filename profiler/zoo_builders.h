@@ -51,7 +51,8 @@ void requireSize(const char* flag, int value, int max);
 /// memory, before an allocation tries and fails with a LibTorch error.
 void requireWeightsFit(double parameters, const std::string& model);
 
-/// Each family's checks (what its builder checks first), and its builder.
+/// Each family's checks, and its builder, which expects options those checks passed
+/// (buildZooModel runs checkZooOptions first).
 void checkGpt(const ZooOptions& options);
 void checkMlp(const ZooOptions& options);
 void checkVgg16(const ZooOptions& options);

@@ -136,7 +136,6 @@ void checkGpt(const ZooOptions& options) {
 }
 
 LayerChain buildGpt(const ZooOptions& options) {
-  checkGpt(options);
   const GptShape shape = resolveShape(options);
   torch::manual_seed(options.seed);
   LayerChain chain;

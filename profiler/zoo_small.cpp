@@ -49,7 +49,6 @@ void checkMlp(const ZooOptions& options) {
 }
 
 LayerChain buildMlp(const ZooOptions& options) {
-  checkMlp(options);
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
   torch::manual_seed(options.seed);
@@ -86,7 +85,6 @@ void checkVgg16(const ZooOptions& options) {
 }
 
 LayerChain buildVgg16(const ZooOptions& options) {
-  checkVgg16(options);
   const int image = options.image_size ? options.image_size : 224;
   const int classes = options.classes ? options.classes : 1000;
   torch::manual_seed(options.seed);

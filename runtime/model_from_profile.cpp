@@ -102,17 +102,12 @@ LayerChain buildChainFromProfile(const Profile& profile, const std::string& sour
   // interleave and their weights differ.
   static std::mutex building;
   const std::lock_guard<std::mutex> lock(building);
+  checkModelOfProfile(profile, source_name);
   const std::string& source = profile.model.source;
-  LayerChain chain;
-  if (source.rfind("zoo:", 0) == 0) {
-    chain = buildZooModel(zooOptionsFrom(profile, source_name));
-  } else if (source.rfind("torchscript:", 0) == 0) {
-    chain = loadTorchScriptChain(source.substr(12), inputSpecFrom(profile.model.config, source_name), 0);
-  } else {
-    throw Error(source_name + ": model source \"" + source +
-                "\" cannot be run here; validate needs a profile made by stagecut profile (a zoo model or "
-                "a TorchScript chain)");
-  }
+  const LayerChain chain =
+      source.rfind("zoo:", 0) == 0
+          ? buildZooModel(zooOptionsFrom(profile, source_name))
+          : loadTorchScriptChain(source.substr(12), inputSpecFrom(profile.model.config, source_name), 0);
   if (chain.layers.size() != profile.layers.size()) {
     throw Error(source_name + ": the model rebuilt from the profile has " + std::to_string(chain.layers.size()) +
                 " layers, the profile " + std::to_string(profile.layers.size()) + "; profile the model again");
