@@ -62,9 +62,12 @@ void addCompareCommand(CLI::App& app) {
     const PartitionOptions options = resolvePartitionFlags(*flags, profile);
     const std::vector<Partition> splits = partitionForComparison(profile, options, path);
     const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
-    std::vector<PartitionDocument> documents;
-    for (const Partition& split : splits) documents.push_back({split, frameworkOutputs(profile, split.layersPerStage())});
-    const nlohmann::json document = comparisonToJson(documents);
+    ComparisonDocument comparison;
+    comparison.profile_fingerprint = readProfileFingerprint(path);
+    for (const Partition& split : splits) {
+      comparison.splits.push_back({split, frameworkOutputs(profile, split.layersPerStage())});
+    }
+    const nlohmann::json document = comparisonToJson(comparison);
     const std::vector<StageRecompute> optimum_extras =
         extras ? stageRecompute(profile, options, splits.back(), path) : std::vector<StageRecompute>{};
     const std::optional<OutputPath> output = flags->output();

@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include <unistd.h>
+
 #include "cli/commands.h"
 #include "cli/number_flags.h"
 #include "cli/profile_display.h"
@@ -19,6 +21,7 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "profiler/measure_checkpoint.h"
+#include "profiler/model_fingerprint.h"
 #include "profiler/profile_request.h"
 
 namespace stagecut {
@@ -78,12 +81,14 @@ const char* signalName(int signal_number) {
   return signal_number == SIGINT ? "SIGINT" : signal_number == SIGTERM ? "SIGTERM" : "a signal";
 }
 
+const char* const kModelFingerprintKey = "torchscript fingerprint";
+
 // What decides the measured numbers: a side file is reused only by the same request.
 nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>& sizes) {
   const ZooOptions& zoo = request.zoo;
   const MeasureOptions& measure = request.measure;
   // Keyed by the flags' own spellings, so that a mismatch names the flag to look at.
-  return {{"model", zoo.family}, {"preset", zoo.preset}, {"layers", zoo.layers}, {"hidden", zoo.hidden},
+  nlohmann::json key = {{"model", zoo.family}, {"preset", zoo.preset}, {"layers", zoo.layers}, {"hidden", zoo.hidden},
           {"heads", zoo.heads}, {"ffn", zoo.ffn}, {"seq", zoo.seq}, {"vocab", zoo.vocab},
           {"image-size", zoo.image_size}, {"classes", zoo.classes}, {"seed", zoo.seed},
           {"torchscript", request.torchscript_path}, {"input", request.input_spec},
@@ -92,12 +97,18 @@ nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>&
           {"max-repeats", measure.max_repeats}, {"cv-target", measure.cv_target},
           {"budget", measure.budget_s_per_layer}, {"recompute", measure.recompute},
           {"microbatch", sizes}};
+  // The same path may hold another model by now: samples of two models must not mix in a layer.
+  // An unreadable file has no fingerprint; the loader then says what is wrong with it.
+  if (!request.torchscript_path.empty() && ::access(request.torchscript_path.c_str(), R_OK) == 0) {
+    key[kModelFingerprintKey] = torchScriptFingerprint(request.torchscript_path);
+  }
+  return key;
 }
 
 // The first flag of the request that differs, for the message.
 std::string firstDifference(const nlohmann::json& saved, const nlohmann::json& now) {
   for (const auto& [key, value] : now.items()) {
-    if (saved.contains(key) && saved.at(key) != value) return "another --" + key;
+    if (saved.contains(key) && saved.at(key) != value && key != kModelFingerprintKey) return "another --" + key;
   }
   return "another stagecut version";
 }
@@ -109,6 +120,12 @@ std::optional<MeasureCheckpoint> loadProgress(const std::string& path, const nlo
     return std::nullopt;
   }
   MeasureCheckpoint checkpoint = measureCheckpointFromJson(parseJsonDocument(readTextFile(path), path), path);
+  const auto saved_model = checkpoint.request.find(kModelFingerprintKey);
+  if (key.contains(kModelFingerprintKey) && saved_model != checkpoint.request.end() &&
+      *saved_model != key[kModelFingerprintKey]) {
+    throw Error(path + ": holds samples of another version of " + key["torchscript"].get<std::string>() +
+                ", which has changed since they were taken; delete the file to profile the new one from the start");
+  }
   if (checkpoint.request != key) {
     throw Error(path + ": was written by a profile run with " + firstDifference(checkpoint.request, key) +
                 "; rerun that command with --resume, or delete the file to start over");

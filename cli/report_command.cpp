@@ -64,11 +64,12 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
                   " already holds them; drop " + flag + ", or drop --comparison to split again");
     }
   }
+  ComparisonDocument comparison =
+      comparisonFromJson(parseJsonDocument(readTextFile(flags.comparison_path), flags.comparison_path), flags.comparison_path);
+  requireMadeFromProfile(comparison.profile_fingerprint, readProfileFingerprint(path), flags.comparison_path, path,
+                         "stagecut compare " + path + " --stages N -o FILE");
   std::vector<Partition> splits;
-  for (PartitionDocument& split : comparisonFromJson(parseJsonDocument(readTextFile(flags.comparison_path), flags.comparison_path),
-                                                     flags.comparison_path)) {
-    splits.push_back(std::move(split.partition));
-  }
+  for (PartitionDocument& split : comparison.splits) splits.push_back(std::move(split.partition));
   if (!flags.partition.bandwidth.empty()) {
     schedules.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.partition.bandwidth, "--bandwidth");
   }
@@ -141,8 +142,13 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
     const OutputPath output = flags->output();
     checkOutputPath(output);
     ReportInputs inputs = buildInputs(*flags, command);
+    const std::string& profile_path = flags->partition.profile_path;
+    const std::string profile_fingerprint = readProfileFingerprint(profile_path);
     for (const std::string& path : flags->validation_paths) {
-      inputs.validations.push_back({path, validationFromJson(parseJsonDocument(readTextFile(path), path), path)});
+      ValidationReport validation = validationFromJson(parseJsonDocument(readTextFile(path), path), path);
+      requireMadeFromProfile(validation.profile_fingerprint, profile_fingerprint, path, profile_path,
+                             "stagecut validate " + profile_path + " --partition PART --json > FILE");
+      inputs.validations.push_back({path, std::move(validation)});
     }
     inputs.provenance.stagecut_version = versionText();
     inputs.provenance.command_line = command_line;

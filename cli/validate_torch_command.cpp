@@ -210,7 +210,8 @@ void runWorker(const ValidateCommandOptions& options, int ranks) {
   if (rendezvous.rank != 0) return;
   const Profile profile = readProfileFile(options.request.profile_path, options.request.microbatch_size);
   const Partition partition = readPartitionFile(options.request.partition_path);
-  const ValidationReport report = buildValidationReport(options.request, profile, partition, outcomes);
+  ValidationReport report = buildValidationReport(options.request, profile, partition, outcomes);
+  report.profile_fingerprint = readProfileFingerprint(options.request.profile_path);
   if (options.trace_given) writeOutputFile(options.traceOutput(), validationTrace(report));
   if (options.json) {
     std::cout << toJsonText(validationToJson(report));

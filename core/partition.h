@@ -62,4 +62,11 @@ struct PartitionDocument {
   FrameworkOutputs outputs;
 };
 
+/// A comparison file as written (stagecut.comparison/1): the splits, and the fingerprint of the
+/// profile they were made from ("" in files from before it was recorded).
+struct ComparisonDocument {
+  std::vector<PartitionDocument> splits;
+  std::string profile_fingerprint;
+};
+
 }  // namespace stagecut

@@ -122,22 +122,26 @@ void writePartitionFile(const OutputPath& output, const Partition& partition, co
   writeOutputFile(output, toJsonText(partitionToJson(partition, outputs)));
 }
 
-json comparisonToJson(const std::vector<PartitionDocument>& splits) {
+json comparisonToJson(const ComparisonDocument& comparison) {
   json list = json::array();
-  for (const PartitionDocument& split : splits) list.push_back(partitionToJson(split.partition, split.outputs));
-  return {{"format", kComparisonFormat}, {"splits", std::move(list)}};
+  for (const PartitionDocument& split : comparison.splits) list.push_back(partitionToJson(split.partition, split.outputs));
+  json document = {{"format", kComparisonFormat}, {"splits", std::move(list)}};
+  if (!comparison.profile_fingerprint.empty()) document["profile_fingerprint"] = comparison.profile_fingerprint;
+  return document;
 }
 
-std::vector<PartitionDocument> comparisonFromJson(const json& document, const std::string& source) {
+ComparisonDocument comparisonFromJson(const json& document, const std::string& source) {
   requireDocumentFormat(document, source, kComparisonFormat, "stagecut compare PROFILE --stages N -o FILE");
   if (!document.contains("splits") || !document["splits"].is_array()) {
     throw Error(source + ": field \"splits\" is missing or not a list");
   }
-  std::vector<PartitionDocument> splits;
+  ComparisonDocument comparison;
+  comparison.profile_fingerprint = JsonFields(document, source).optionalString("profile_fingerprint");
   for (std::size_t i = 0; i < document["splits"].size(); ++i) {
-    splits.push_back(partitionDocumentFromJson(document["splits"][i], source + " split " + std::to_string(i)));
+    comparison.splits.push_back(
+        partitionDocumentFromJson(document["splits"][i], source + " split " + std::to_string(i)));
   }
-  return splits;
+  return comparison;
 }
 
 void checkPartitionCoversLayers(const Partition& partition, std::size_t layer_count,

@@ -28,13 +28,13 @@ Partition readPartitionFile(const std::string& path);
 /// Throws Error as writeOutputFile does.
 void writePartitionFile(const OutputPath& output, const Partition& partition, const FrameworkOutputs& outputs = {});
 
-/// The stagecut.comparison/1 document of `splits` (each as partitionToJson writes it).
-nlohmann::json comparisonToJson(const std::vector<PartitionDocument>& splits);
+/// The stagecut.comparison/1 document of `comparison` (each split as partitionToJson writes it).
+nlohmann::json comparisonToJson(const ComparisonDocument& comparison);
 
 /// Reads a stagecut.comparison/1 document back, every field of every split kept (its per-stage
 /// recompute and all-reduce included). Throws Error (input) naming `source` for another format,
 /// a missing "splits" list, or a split the partition reader rejects ("<source> split <i>: ...").
-std::vector<PartitionDocument> comparisonFromJson(const nlohmann::json& document, const std::string& source);
+ComparisonDocument comparisonFromJson(const nlohmann::json& document, const std::string& source);
 
 /// Checks that the partition covers layers 0..layer_count-1 of a profile exactly.
 /// Throws Error (input) naming `source` and the fix otherwise.

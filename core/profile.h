@@ -67,6 +67,10 @@ struct ModelInfo {
   std::string name;
   std::string source;  ///< "zoo:gpt", "torchscript:model.pt", "import:pipedream", ...
   nlohmann::json config = nlohmann::json::object();
+  /// "sha256:<hex>" of what was measured: the TorchScript file's bytes, or a zoo model's source
+  /// and config (which hold its sizes and seed); "" when not known (imported, or older profiles).
+  /// validate checks the model it rebuilds against it.
+  std::string fingerprint;
   nlohmann::json extra = nlohmann::json::object();  ///< fields this build does not know, kept
 };
 

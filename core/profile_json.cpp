@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
+#include "core/sha256.h"
 
 namespace stagecut {
 
@@ -198,6 +199,7 @@ json profileToJson(const Profile& profile) {
   doc["format"] = profile.microbatch_sizes.empty() ? kProfileFormat : kProfileFormatV2;
   json model = {{"name", profile.model.name}, {"source", profile.model.source},
                 {"config", profile.model.config}};
+  if (!profile.model.fingerprint.empty()) model["fingerprint"] = profile.model.fingerprint;
   doc["model"] = withExtra(model, profile.model.extra);
   json device = {{"kind", profile.device.kind}, {"name", profile.device.name}};
   if (profile.device.threads > 0) device["threads"] = profile.device.threads;
@@ -243,7 +245,8 @@ Profile profileFromJson(const json& document, const std::string& source) {
   profile.model.name = model.optionalString("name");
   profile.model.source = model.optionalString("source");
   if (model.has("config")) profile.model.config = model.object("config").json();
-  profile.model.extra = extraFields(model.json(), {"name", "source", "config"});
+  profile.model.fingerprint = model.optionalString("fingerprint");
+  profile.model.extra = extraFields(model.json(), {"name", "source", "config", "fingerprint"});
 
   const JsonFields device = top.object("device");
   profile.device.kind = device.optionalString("kind");
@@ -278,6 +281,20 @@ Profile profileFromJson(const json& document, const std::string& source) {
 
 Profile readProfileFile(const std::string& path) {
   return profileFromJson(parseJsonDocument(readTextFile(path), path), path);
+}
+
+std::string profileFingerprint(const json& document) { return "sha256:" + sha256Hex(document.dump()); }
+
+std::string readProfileFingerprint(const std::string& path) {
+  return profileFingerprint(parseJsonDocument(readTextFile(path), path));
+}
+
+void requireMadeFromProfile(const std::string& recorded, const std::string& actual, const std::string& source,
+                            const std::string& profile_path, const std::string& remake) {
+  if (recorded.empty() || recorded == actual) return;
+  throw Error(source + ": was made from another profile than " + profile_path +
+              " (its profile_fingerprint differs); give the profile it was made from, or make it again with '" +
+              remake + "'");
 }
 
 Profile readProfileFile(const std::string& path, int microbatch_size) {

@@ -25,6 +25,20 @@ Profile readProfileFile(const std::string& path);
 /// only size). Throws Error (input) naming the file and the measured sizes otherwise.
 Profile readProfileFile(const std::string& path, int microbatch_size);
 
+/// The fingerprint of a profile document, "sha256:<hex>" of its content (not of its layout: a
+/// file reformatted by a JSON tool keeps it). Validations and comparisons record the one of the
+/// profile they were made from, and report refuses to put them beside another profile.
+std::string profileFingerprint(const nlohmann::json& document);
+
+/// profileFingerprint of a profile file (the whole file, every microbatch size).
+std::string readProfileFingerprint(const std::string& path);
+
+/// Refuses a document made from another profile: `recorded` (its profile_fingerprint; "" when
+/// it has none, which passes) must be `actual`, the fingerprint of `profile_path`. The one line
+/// names `source`, the profile and `remake`, the command that makes one from this profile.
+void requireMadeFromProfile(const std::string& recorded, const std::string& actual, const std::string& source,
+                            const std::string& profile_path, const std::string& remake);
+
 /// Writes a profile file by writeOutputFile's rules (a plain path converts to an OutputPath).
 /// Throws Error as writeOutputFile does.
 void writeProfileFile(const OutputPath& output, const Profile& profile);

@@ -34,7 +34,15 @@ bool parseInteger(const std::string& text, std::int64_t* value) {
   return errno == 0;
 }
 
+constexpr std::int64_t kMaxDimension = 999999999;
+
 }  // namespace
+
+double inputBytes(const InputSpec& spec) {
+  double bytes = spec.dtype == "float64" || spec.dtype == "int64" ? 8.0 : 4.0;
+  for (std::int64_t dim : spec.shape) bytes *= static_cast<double>(dim);
+  return bytes;
+}
 
 InputSpec parseInputSpec(const std::string& text) {
   const auto fail = [&](const std::string& problem) {
@@ -46,6 +54,10 @@ InputSpec parseInputSpec(const std::string& text) {
   for (const auto& dim_text : split(fields[0], "x")) {
     std::int64_t dim = 0;
     if (!parseInteger(dim_text, &dim) || dim < 1) throw fail("dimension \"" + dim_text + "\" is not a whole number >= 1");
+    // The first dimension is the microbatch size, an int everywhere after this.
+    if (dim > kMaxDimension) {
+      throw fail("dimension " + dim_text + " is more than " + std::to_string(kMaxDimension));
+    }
     spec.shape.push_back(dim);
   }
   spec.dtype = fields[1];

@@ -18,4 +18,7 @@ struct InputSpec {
 /// Parses an --input spec. Throws Error (input) naming the spec and the accepted form.
 InputSpec parseInputSpec(const std::string& text);
 
+/// The sample input's size in bytes (a double: the shape's product may exceed 2^64).
+double inputBytes(const InputSpec& spec);
+
 }  // namespace stagecut

@@ -1,9 +1,12 @@
 #include "profiler/layer_chain.h"
 
+#include "core/error.h"
+#include "profiler/torch_error.h"
+
 namespace stagecut {
 
 torch::Tensor LayerChain::forward(const ChainBatch& batch) const {
-  torch::Tensor activation = batch.input;
+  torch::Tensor activation = !layers.empty() && layers.front().modifies_input ? batch.input.clone() : batch.input;
   for (const auto& layer : layers) activation = layer.forward(activation, batch.target);
   return activation;
 }
@@ -12,6 +15,21 @@ std::vector<torch::Tensor> LayerChain::parameters() const {
   std::vector<torch::Tensor> all;
   for (const auto& layer : layers) all.insert(all.end(), layer.parameters.begin(), layer.parameters.end());
   return all;
+}
+
+std::string LayerChain::displayName() const {
+  const std::string torchscript = "torchscript:";
+  if (source.rfind(torchscript, 0) == 0) return source.substr(torchscript.size());
+  return "zoo model " + model_name;
+}
+
+void throwLayerError(const LayerChain& chain, int layer, const std::exception& error) {
+  const std::string what = layer < 0 ? "the whole model" : "layer " + std::to_string(layer) + " \"" +
+                                                               chain.layers.at(static_cast<std::size_t>(layer)).name + "\"";
+  const bool users_model = chain.source.rfind("torchscript:", 0) == 0;
+  throw Error(chain.displayName() + ": " + what + " failed while being measured (" + torchErrorLine(error) + ")" +
+                  (users_model ? "; fix the module, or leave that step out of the chain" : ""),
+              users_model ? ErrorKind::kInput : ErrorKind::kRuntime);
 }
 
 }  // namespace stagecut

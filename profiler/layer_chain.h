@@ -8,6 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "core/error.h"
+
 namespace stagecut {
 
 /// One layer of a chain: what the profiler times and a pipeline stage runs. `forward` takes the
@@ -18,6 +20,10 @@ struct ChainLayer {
   std::function<torch::Tensor(const torch::Tensor& input, const torch::Tensor& target)> forward;
   std::vector<torch::Tensor> parameters;  ///< leaves that receive gradients
   std::shared_ptr<void> owner;            ///< keeps the module behind `forward` alive
+  /// The layer writes into its input (ReLU(inplace=True)). Autograd refuses that on a leaf that
+  /// requires grad, as a stage input or a profiled layer's input is, and it would change an
+  /// input the caller still holds: such a layer must be given a copy.
+  bool modifies_input = false;
 };
 
 /// A microbatch (or the full batch): the first layer's input and the loss layer's target.
@@ -30,15 +36,39 @@ struct ChainBatch {
 struct LayerChain {
   std::string model_name;
   std::string source;  ///< "zoo:gpt", "torchscript:model.pt"
+  std::string fingerprint;  ///< what the profile records as model.fingerprint (model_fingerprint.h)
   nlohmann::json config = nlohmann::json::object();
   std::vector<ChainLayer> layers;
   /// Builds a batch of `rows` samples; the same (rows, seed) gives the same batch everywhere.
   std::function<ChainBatch(int rows, std::uint64_t seed)> make_batch;
 
-  /// Runs every layer in order on `batch` (autograd as currently enabled).
+  /// Runs every layer in order on `batch` (autograd as currently enabled); `batch` is left as it
+  /// was even when the first layer writes into its input.
   torch::Tensor forward(const ChainBatch& batch) const;
   /// All parameters of all layers, in layer order.
   std::vector<torch::Tensor> parameters() const;
+  /// How messages name the model: the TorchScript file's path, or "zoo model gpt".
+  std::string displayName() const;
 };
+
+/// Runs `step` of layer `layer` (-1: the whole model); a LibTorch error it raises (a backward
+/// autograd cannot run, memory that runs out) becomes one line naming the model and the layer,
+/// input (exit code 2) for a user's TorchScript chain, a run-time failure for a zoo model.
+template <typename Step>
+auto namingLayerOnError(const LayerChain& chain, int layer, Step&& step) -> decltype(step());
+
+/// The message and kind namingLayerOnError throws for `error` raised by `layer`.
+[[noreturn]] void throwLayerError(const LayerChain& chain, int layer, const std::exception& error);
+
+template <typename Step>
+auto namingLayerOnError(const LayerChain& chain, int layer, Step&& step) -> decltype(step()) {
+  try {
+    return step();
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& error) {  // c10::Error, the interpreter's errors, bad_alloc
+    throwLayerError(chain, layer, error);
+  }
+}
 
 }  // namespace stagecut

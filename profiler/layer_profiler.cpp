@@ -53,10 +53,17 @@ std::uint64_t tensorBytes(const torch::Tensor& tensor) {
   return static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
 }
 
+// A round's input: a fresh leaf, as a stage's input would be.
 torch::Tensor freshInput(const LayerBench& bench) {
   auto input = bench.input.detach();
   if (bench.input_has_grad) input = input.requires_grad_(true);
   return input;
+}
+
+// What the layer is given: the leaf itself, or a copy of it for a layer that writes into its
+// input (made before the timer starts; its backward only passes the gradient on to the leaf).
+torch::Tensor layerInput(const ChainLayer& layer, const torch::Tensor& leaf) {
+  return layer.modifies_input ? leaf.clone() : leaf;
 }
 
 std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch& batch,
@@ -65,11 +72,14 @@ std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch&
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
   torch::NoGradGuard no_grad;
   torch::Tensor activation = batch.input;
-  for (const auto& layer : chain.layers) {
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    const ChainLayer& layer = chain.layers[i];
     LayerBench bench;
     bench.input = activation.detach();
     bench.input_has_grad = activation.is_floating_point();
-    const torch::Tensor output = layer.forward(activation, batch.target);
+    const torch::Tensor output = namingLayerOnError(chain, static_cast<int>(i), [&] {
+      return layer.forward(layerInput(layer, activation), batch.target);
+    });
     bench.output_shape = output.sizes().vec();
     bench.output_bytes = tensorBytes(output);
     bench.upstream_grad = output.numel() == 1
@@ -93,12 +103,14 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
   if (recompute) {
     // Checkpointing's first forward: no graph is kept, so its cost is apart from the one below.
     torch::NoGradGuard no_grad;
+    const torch::Tensor given = layerInput(layer, input);
     timer.start();
-    layer.forward(input, target);
+    layer.forward(given, target);
     samples.recompute.push_back(timer.stopMs());
   }
+  const torch::Tensor given = layerInput(layer, input);
   timer.start();
-  const torch::Tensor output = layer.forward(input, target);
+  const torch::Tensor output = layer.forward(given, target);
   samples.forward.push_back(timer.stopMs());
 
   const bool has_weights = !layer.parameters.empty();
@@ -198,6 +210,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   profile.model.name = chain.model_name;
   profile.model.source = chain.source;
   profile.model.config = chain.config;
+  profile.model.fingerprint = chain.fingerprint;
   for (int i = 0; i < layer_count; ++i) {
     const ChainLayer& layer = chain.layers[i];
     LayerCost cost;
@@ -208,7 +221,8 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.param_bytes = parameterBytes(layer);
     cost.output_bytes = benches[i].output_bytes;
     cost.output_shape = benches[i].output_shape;
-    cost.activation_bytes = measureActivationBytes(layer, benches[i].input, batch.target);
+    cost.activation_bytes =
+        namingLayerOnError(chain, i, [&] { return measureActivationBytes(layer, benches[i].input, batch.target); });
     profile.layers.push_back(cost);
   }
 
@@ -257,7 +271,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     checkStop(options, samples);
     report_progress(0, true, 0, "whole model", 0.0);
     UnitSampleLog scratch;
-    timeWholeModel(chain, batch, whole_upstream, timer, scratch);
+    namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, batch, whole_upstream, timer, scratch); });
   }
   double round_seconds = 0.0;
   first_round_started = Clock::now();
@@ -266,7 +280,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     bool any_active = false;
     if (isActive(whole_samples, options)) {
       checkStop(options, samples);
-      timeWholeModel(chain, batch, whole_upstream, timer, whole_samples);
+      namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, batch, whole_upstream, timer, whole_samples); });
       note_progress();
       any_active = true;
     }
@@ -275,7 +289,9 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
       any_active = true;
       checkStop(options, samples);
       report_progress(round, false, i, chain.layers[i].name, round_seconds);
-      timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i]);
+      namingLayerOnError(chain, i, [&] {
+        timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i]);
+      });
       note_progress();
     }
     if (round == 0) round_seconds = secondsSince(round_started);

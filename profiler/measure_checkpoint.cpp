@@ -101,10 +101,24 @@ MeasureCheckpoint measureCheckpointFromJson(const json& document, const std::str
       damaged(source, "a size entry lacks microbatch_size, layers or whole_model");
     }
     SizeCheckpoint size;
-    size.microbatch_size = item.at("microbatch_size").get<int>();
+    const json& microbatch_size = item.at("microbatch_size");
+    if (microbatch_size.get<std::int64_t>() < 1 || microbatch_size.get<std::int64_t>() > 999999999) {
+      damaged(source, "microbatch_size " + microbatch_size.dump() + " is not a size");
+    }
+    size.microbatch_size = microbatch_size.get<int>();
     size.complete = item.contains("complete") && item.at("complete").is_boolean() && item.at("complete").get<bool>();
     size.whole = unitFromJson(item.at("whole_model"), source);
     for (const json& layer : item.at("layers")) size.layers.push_back(unitFromJson(layer, source));
+    // A finished size is used as it stands: every layer needs its samples, or it would read as 0 ms.
+    if (size.complete) {
+      if (size.layers.empty()) damaged(source, "a size marked complete has no layers");
+      if (size.whole.repeats() == 0) damaged(source, "a size marked complete has no whole-model samples");
+      for (std::size_t i = 0; i < size.layers.size(); ++i) {
+        if (size.layers[i].repeats() == 0) {
+          damaged(source, "a size marked complete has no samples for layer " + std::to_string(i));
+        }
+      }
+    }
     checkpoint.sizes.push_back(std::move(size));
   }
   return checkpoint;

@@ -1,9 +1,18 @@
 #include "profiler/torchscript_chain.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/script.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "core/error.h"
+#include "profiler/machine_memory.h"
+#include "profiler/model_fingerprint.h"
+#include "profiler/torch_error.h"
 
 namespace stagecut {
 
@@ -13,7 +22,18 @@ const char* const kChainAdvice =
     "export a chain: an nn.Sequential, or a module whose forward calls its children one after "
     "another on one tensor";
 
-std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+std::string dtypeName(const torch::Tensor& tensor) {
+  switch (tensor.scalar_type()) {
+    case torch::kFloat32: return "float32";
+    case torch::kFloat64: return "float64";
+    case torch::kFloat16: return "float16";
+    case torch::kBFloat16: return "bfloat16";
+    case torch::kInt64: return "int64";
+    case torch::kInt32: return "int32";
+    case torch::kBool: return "bool";
+    default: return "non-float";
+  }
+}
 
 torch::ScalarType scalarType(const std::string& dtype) {
   if (dtype == "float64") return torch::kFloat64;
@@ -22,17 +42,27 @@ torch::ScalarType scalarType(const std::string& dtype) {
   return torch::kFloat32;
 }
 
+// What a module returned, in Python's words.
+std::string valueKind(const torch::jit::IValue& value) {
+  if (value.isTuple()) return "a tuple";
+  if (value.isGenericDict()) return "a dict";
+  if (value.isList()) return "a list";
+  if (value.isNone()) return "None";
+  if (value.isTensorList()) return "a list of tensors";
+  return "a " + value.tagKind();
+}
+
 torch::Tensor callModule(torch::jit::Module& module, const torch::Tensor& input,
                          const std::string& path, const std::string& what) {
   torch::jit::IValue result;
   try {
     result = module.forward({input});
-  } catch (const c10::Error& e) {
-    throw Error(path + ": " + what + " failed on the sample input (" + firstLine(e.what_without_backtrace()) +
-                "); check --input, or " + kChainAdvice);
+  } catch (const std::exception& e) {  // c10::Error, or the interpreter's own errors
+    throw Error(path + ": " + what + " failed on the sample input (" + torchErrorLine(e) + "); check --input, or " +
+                kChainAdvice);
   }
   if (!result.isTensor()) {
-    throw Error(path + ": " + what + " returns " + result.tagKind() + ", not one tensor; " + kChainAdvice);
+    throw Error(path + ": " + what + " returns " + valueKind(result) + ", not one tensor; " + kChainAdvice);
   }
   return result.toTensor();
 }
@@ -40,11 +70,20 @@ torch::Tensor callModule(torch::jit::Module& module, const torch::Tensor& input,
 }  // namespace
 
 LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input, std::uint64_t seed) {
+  std::string input_shape;
+  for (std::int64_t dim : input.shape) input_shape += (input_shape.empty() ? "" : "x") + std::to_string(dim);
+  requireFitsInMemory(inputBytes(input), path, "its sample input " + input_shape + ":" + input.dtype + " alone",
+                      "give a smaller --input");
+  struct stat file {};
+  if (::stat(path.c_str(), &file) != 0 || ::access(path.c_str(), R_OK) != 0) {
+    throw Error(path + ": cannot be read (" + std::strerror(errno) + "); give the TorchScript file's path");
+  }
+  if (S_ISDIR(file.st_mode)) throw Error(path + ": is a folder; give the TorchScript file saved in it");
   auto module = std::make_shared<torch::jit::Module>();
   try {
     *module = torch::jit::load(path);
-  } catch (const c10::Error& e) {
-    throw Error(path + ": not a TorchScript module (" + firstLine(e.what_without_backtrace()) +
+  } catch (const std::exception& e) {  // c10::Error, or the unpickler's own errors
+    throw Error(path + ": not a TorchScript module (" + torchErrorLine(e) +
                 "); save one with torch.jit.save(torch.jit.script(model), path)");
   }
   module->eval();
@@ -53,6 +92,7 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   const auto slash = path.find_last_of('/');
   chain.model_name = path.substr(slash == std::string::npos ? 0 : slash + 1);
   chain.source = "torchscript:" + path;
+  chain.fingerprint = torchScriptFingerprint(path);
   chain.config = {{"input_shape", input.shape}, {"input_dtype", input.dtype}};
   if (input.high > input.low) chain.config["input_range"] = {input.low, input.high};
   for (const auto& child : module->named_children()) {
@@ -86,18 +126,53 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
     return batch;
   };
 
-  // The split is only meaningful if running the children in order is running the model.
   const ChainBatch sample = chain.make_batch(static_cast<int>(input.shape[0]), 0);
-  torch::NoGradGuard no_grad;
-  const torch::Tensor whole = callModule(*module, sample.input, path, "the module's forward");
-  const torch::Tensor composed = chain.forward(sample);
-  if (whole.sizes() != composed.sizes() || !torch::allclose(whole, composed, 1e-4, 1e-5)) {
-    const std::string difference =
-        whole.sizes() != composed.sizes()
-            ? "output shapes differ"
-            : "largest difference " + std::to_string((whole - composed).abs().max().item<double>());
-    throw Error(path + ": the module's forward is not its children run in order (" + difference +
-                "); " + kChainAdvice);
+  {
+    // Each child once on the sample, without autograd: a failing child is named, and one that
+    // writes into its input (its version counter moves) is marked so that callers give it a copy.
+    torch::NoGradGuard no_grad;
+    torch::Tensor activation = sample.input.clone();
+    for (auto& layer : chain.layers) {
+      const auto version = activation._version();
+      torch::Tensor output = layer.forward(activation, torch::Tensor());
+      layer.modifies_input = activation._version() != version;
+      activation = output;
+    }
+    // The split is only meaningful if running the children in order is running the model.
+    const torch::Tensor whole = callModule(*module, sample.input.clone(), path, "the module's forward");
+    if (whole.sizes() != activation.sizes() || !torch::allclose(whole, activation, 1e-4, 1e-5)) {
+      const std::string difference =
+          whole.sizes() != activation.sizes()
+              ? "output shapes differ"
+              : "largest difference " + std::to_string((whole - activation).abs().max().item<double>());
+      throw Error(path + ": the module's forward is not its children run in order (" + difference + "); " +
+                  kChainAdvice);
+    }
+  }
+  // And each child once more with autograd, forward and backward, on a leaf input of its own,
+  // as training runs it: a pipeline trains through every layer, so each must return a tensor
+  // with a gradient wherever its input or weights have one, and its backward must run.
+  torch::Tensor activation = sample.input;
+  for (const auto& layer : chain.layers) {
+    torch::Tensor leaf = activation.detach();
+    if (leaf.is_floating_point()) leaf.requires_grad_(true);
+    std::vector<torch::Tensor> differentiable = layer.parameters;
+    if (leaf.requires_grad()) differentiable.push_back(leaf);
+    const torch::Tensor output = layer.forward(layer.modifies_input ? leaf.clone() : leaf, torch::Tensor());
+    if (!differentiable.empty() && !output.requires_grad()) {
+      throw Error(path + ": child \"" + layer.name + "\" returns a tensor without a gradient (" + dtypeName(output) +
+                  "; made by detach(), argmax or another step autograd cannot follow); a pipeline trains "
+                  "through every layer, so keep such steps out of the chain");
+    }
+    if (!differentiable.empty()) {
+      try {
+        torch::autograd::grad({output}, differentiable, {torch::ones_like(output)}, false, false, true);
+      } catch (const std::exception& e) {
+        throw Error(path + ": the backward of child \"" + layer.name + "\" fails on the sample input (" +
+                    torchErrorLine(e) + "); fix the module, or leave that step out of the chain");
+      }
+    }
+    activation = output.detach();
   }
   return chain;
 }

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "profiler/layer_chain.h"
 #include "profiler/zoo.h"
+#include "profiler/zoo_checks.h"
 
 namespace stagecut {
 
@@ -43,19 +44,8 @@ inline at::Generator seededGenerator(std::uint64_t seed) {
   return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 
-/// A size of a zoo model: 1 or more, and at most `max`. Beyond the bounds (zoo_checks.cpp) a size
-/// is a typo on this tool's runs, and the shapes' int arithmetic would overflow.
-void requireSize(const char* flag, int value, int max);
-
-/// Refuses a model whose weights and gradients (4 bytes each) would not fit in this machine's
-/// memory, before an allocation tries and fails with a LibTorch error.
-void requireWeightsFit(double parameters, const std::string& model);
-
-/// Each family's checks, and its builder, which expects options those checks passed
+/// Each family's builder, which expects options its check (zoo_checks.h) passed
 /// (buildZooModel runs checkZooOptions first).
-void checkGpt(const ZooOptions& options);
-void checkMlp(const ZooOptions& options);
-void checkVgg16(const ZooOptions& options);
 LayerChain buildGpt(const ZooOptions& options);
 LayerChain buildMlp(const ZooOptions& options);
 LayerChain buildVgg16(const ZooOptions& options);

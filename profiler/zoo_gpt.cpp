@@ -12,26 +12,6 @@ namespace stagecut {
 
 namespace {
 
-struct GptShape {
-  int layers, hidden, heads, ffn, seq, vocab;
-};
-
-struct GptPreset {
-  const char* name;
-  GptShape shape;
-};
-
-// GPT-2 shapes (Radford et al. 2019); gpt-tiny is the fast one for tests.
-constexpr GptPreset kPresets[] = {
-    {"gpt2-small", {12, 768, 12, 3072, 1024, 50257}},
-    {"gpt2-medium", {24, 1024, 16, 4096, 1024, 50257}},
-    {"gpt2-large", {36, 1280, 20, 5120, 1024, 50257}},
-    {"gpt-tiny", {4, 128, 4, 512, 64, 8192}},
-    // The demo's model: profiled in about a minute on 2 cores, with a vocabulary large enough
-    // that the embedding holds many parameters and little compute and the head the opposite.
-    {"gpt-demo", {6, 256, 4, 1024, 128, 16384}},
-};
-
 struct GptEmbedImpl : torch::nn::Module {
   GptEmbedImpl(int vocab, int seq, int hidden)
       : token(register_module("token", torch::nn::Embedding(vocab, hidden))),
@@ -90,53 +70,10 @@ struct GptHeadImpl : torch::nn::Module {
 };
 TORCH_MODULE(GptHead);
 
-GptShape resolveShape(const ZooOptions& options) {
-  const std::string preset = options.preset.empty() ? "gpt2-small" : options.preset;
-  const GptPreset* found = nullptr;
-  for (const auto& candidate : kPresets) {
-    if (preset == candidate.name) found = &candidate;
-  }
-  if (!found) {
-    throw Error("--preset " + preset + ": not a gpt preset" + unknownNameHint(preset, gptPresets()));
-  }
-  GptShape shape = found->shape;
-  if (options.layers) shape.layers = options.layers;
-  if (options.hidden) shape.hidden = options.hidden;
-  if (options.heads) shape.heads = options.heads;
-  if (options.ffn) shape.ffn = options.ffn;
-  else if (options.hidden) shape.ffn = 4 * options.hidden;
-  if (options.seq) shape.seq = options.seq;
-  if (options.vocab) shape.vocab = options.vocab;
-  requireSize("--layers", shape.layers, 4096);
-  requireSize("--hidden", shape.hidden, 65536);
-  requireSize("--heads", shape.heads, 4096);
-  requireSize("--ffn", shape.ffn, 262144);
-  requireSize("--seq", shape.seq, 131072);
-  requireSize("--vocab", shape.vocab, 1 << 22);
-  if (shape.hidden % shape.heads != 0) {
-    throw Error("--hidden " + std::to_string(shape.hidden) + " is not divisible by --heads " +
-                std::to_string(shape.heads) + "; pick a head count that divides the width");
-  }
-  return shape;
-}
-
 }  // namespace
 
-std::vector<std::string> gptPresets() {
-  std::vector<std::string> names;
-  for (const auto& preset : kPresets) names.push_back(preset.name);
-  return names;
-}
-
-void checkGpt(const ZooOptions& options) {
-  const GptShape shape = resolveShape(options);
-  const double hidden = shape.hidden;
-  const double block = 4.0 * hidden * hidden + 2.0 * hidden * shape.ffn;
-  requireWeightsFit((2.0 * shape.vocab + shape.seq) * hidden + shape.layers * block, "gpt");
-}
-
 LayerChain buildGpt(const ZooOptions& options) {
-  const GptShape shape = resolveShape(options);
+  const GptShape shape = resolveGptShape(options);
   torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = options.preset.empty() ? "gpt2-small" : options.preset;

@@ -1,6 +1,7 @@
 // The `mlp` family (fast, for tests) and `vgg16` (conv blocks with few parameters and much
 // compute, fully connected layers with the opposite: where equal-parameter splits fail most).
 #include "core/suggest.h"
+#include "profiler/model_fingerprint.h"
 #include "profiler/zoo_builders.h"
 
 namespace stagecut {
@@ -40,14 +41,6 @@ ChainLayer crossEntropyLoss() {
 
 }  // namespace
 
-void checkMlp(const ZooOptions& options) {
-  const int depth = options.layers ? options.layers : 4;
-  const int width = options.hidden ? options.hidden : 256;
-  requireSize("--layers", depth, 4096);
-  requireSize("--hidden", width, 65536);
-  requireWeightsFit(static_cast<double>(depth) * width * width, "mlp");
-}
-
 LayerChain buildMlp(const ZooOptions& options) {
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
@@ -68,20 +61,6 @@ LayerChain buildMlp(const ZooOptions& options) {
     return ChainBatch{torch::randn({rows, width}, generator), torch::randn({rows, width}, generator)};
   };
   return chain;
-}
-
-void checkVgg16(const ZooOptions& options) {
-  const int image = options.image_size ? options.image_size : 224;
-  const int classes = options.classes ? options.classes : 1000;
-  requireSize("--image-size", image, 8192);
-  requireSize("--classes", classes, 1 << 20);
-  if (image % 32 != 0) {
-    throw Error("--image-size " + std::to_string(image) +
-                ": vgg16 halves the image five times; use a multiple of 32 (e.g. 224 or 64)");
-  }
-  // The convolutions hold 14.7M parameters; the first fully connected layer grows with the image.
-  const double spatial = image / 32;
-  requireWeightsFit(14.7e6 + 512.0 * spatial * spatial * 4096 + 4096.0 * 4096 + 4096.0 * classes, "vgg16");
 }
 
 LayerChain buildVgg16(const ZooOptions& options) {
@@ -119,13 +98,13 @@ LayerChain buildVgg16(const ZooOptions& options) {
   return chain;
 }
 
-std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "vgg16"}; }
-
 LayerChain buildZooModel(const ZooOptions& options) {
   checkZooOptions(options);
-  if (options.family == "gpt") return buildGpt(options);
-  if (options.family == "mlp") return buildMlp(options);
-  return buildVgg16(options);
+  LayerChain chain = options.family == "gpt"   ? buildGpt(options)
+                     : options.family == "mlp" ? buildMlp(options)
+                                               : buildVgg16(options);
+  chain.fingerprint = zooFingerprint(chain.source, chain.config);
+  return chain;
 }
 
 }  // namespace stagecut

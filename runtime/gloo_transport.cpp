@@ -1,5 +1,9 @@
 #include "runtime/gloo_transport.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -92,6 +96,58 @@ struct GlooTransport::Impl {
   }
 };
 
+namespace {
+
+// LibTorch's c10d logs every failed connection attempt on stderr (through glog: several lines per
+// retry); what failed reaches the user in this rank's one line instead. Scoped to the rendezvous,
+// where stagecut itself prints nothing.
+class LibTorchLogsSilenced {
+ public:
+  LibTorchLogsSilenced() {
+    std::fflush(stderr);
+    saved_ = ::dup(STDERR_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved_ >= 0 && null >= 0) ::dup2(null, STDERR_FILENO);
+    if (null >= 0) ::close(null);
+  }
+  ~LibTorchLogsSilenced() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, STDERR_FILENO);
+    ::close(saved_);
+  }
+  LibTorchLogsSilenced(const LibTorchLogsSilenced&) = delete;
+  LibTorchLogsSilenced& operator=(const LibTorchLogsSilenced&) = delete;
+
+ private:
+  int saved_ = -1;
+};
+
+// The address this rank's Gloo device listens on, which its peers connect to. GLOO_SOCKET_IFNAME
+// names the interface, as for PyTorch (the first of a list). Without it: rank 0's address where
+// this host has it (one machine: the launcher's 127.0.0.1), else the address this host's name
+// resolves to (LibTorch's default). Binding rank 0's address on another host fails: a rank of a
+// two-host run cannot listen where rank 0 does.
+std::shared_ptr<::gloo::transport::Device> glooDevice(const RendezvousInfo& info) {
+  if (const char* names = std::getenv("GLOO_SOCKET_IFNAME"); names != nullptr && *names != '\0') {
+    const std::string name = std::string(names).substr(0, std::string(names).find(','));
+    try {
+      return c10d::ProcessGroupGloo::createDeviceForInterface(name);
+    } catch (const std::exception& e) {
+      throw Error("rank " + std::to_string(info.rank) + ": GLOO_SOCKET_IFNAME=" + names + ": cannot listen on " +
+                      "interface " + name + " (" + firstLine(e.what()) + "); name an interface of this host (ip link)",
+                  ErrorKind::kInput);
+    }
+  }
+  try {
+    return c10d::ProcessGroupGloo::createDeviceForHostname(info.master_addr);
+  } catch (const std::exception&) {
+    return c10d::ProcessGroupGloo::createDefaultDevice();
+  }
+}
+
+}  // namespace
+
 GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_unique<Impl>()) {
   impl_->info = info;
   if (info.replicas < 1 || info.world_size % info.replicas != 0) {
@@ -99,6 +155,7 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
                     " is not a multiple of " + std::to_string(info.replicas) + " replicas",
                 ErrorKind::kInput);
   }
+  const LibTorchLogsSilenced quiet;
   try {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(info.master_port);
@@ -119,7 +176,7 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
   impl_->meet();
   try {
     auto group_options = c10d::ProcessGroupGloo::Options::create(info.timeout);
-    group_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(info.master_addr));
+    group_options->devices.push_back(glooDevice(info));
     const int stages = info.stages();
     impl_->pipeline = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("pipeline/" + std::to_string(info.replica()), impl_->store),

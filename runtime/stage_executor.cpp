@@ -10,6 +10,12 @@ std::string opName(const char* kind, int microbatch) {
   return std::string(kind) + "(" + std::to_string(microbatch) + ")";
 }
 
+// A layer that writes into its input gets a copy: the stage input is a leaf autograd must not
+// see changed (and recomputation runs on it again), and a W split needs each output as it was.
+torch::Tensor runLayer(const ChainLayer& layer, const torch::Tensor& input, const torch::Tensor& target) {
+  return layer.forward(layer.modifies_input ? input.clone() : input, target);
+}
+
 }  // namespace
 
 torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches) {
@@ -47,7 +53,7 @@ void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& targe
   state.outputs.clear();
   torch::Tensor activation = state.input;
   for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
-    activation = chain_.layers[i].forward(activation, target);
+    activation = runLayer(chain_.layers[i], activation, target);
     state.outputs.push_back(activation);
   }
   if (last_stage_) {
@@ -73,7 +79,7 @@ void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microba
     torch::NoGradGuard no_grad;
     torch::Tensor activation = state.input;
     for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
-      activation = chain_.layers[i].forward(activation, batch.target);
+      activation = runLayer(chain_.layers[i], activation, batch.target);
     }
     if (last_stage_) {
       last_loss_ += microbatchLoss(activation, microbatch_count).item<double>();

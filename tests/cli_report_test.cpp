@@ -7,6 +7,7 @@
 
 #include "tests/report_fixtures.h"
 #include "core/json_document.h"
+#include "core/profile_json.h"
 #include "tests/test_support.h"
 
 using Catch::Matchers::Contains;
@@ -109,4 +110,34 @@ TEST_CASE("report -o onto its profile or a --validation file is refused and the 
   CHECK(stagecut::readTextFile(profile) == profile_before);
   CHECK(stagecut::readTextFile(run) == run_before);
   CHECK(dir.list() == std::vector<std::string>{"p.json", "run.json"});
+}
+
+// The oracle: another profile is any other content; the demo's profile is one.
+TEST_CASE("report refuses a comparison or a validation made from another profile", "[cli][report][errors]") {
+  const TempDir dir;
+  const std::string other = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/demo-gpt.profile.json";
+  REQUIRE(runStagecut("compare '" + other + "' --stages 2 --microbatches 4 -o '" + dir.file("cmp.json") + "'").exit_code == 0);
+  const std::string out = " -o '" + dir.file("r.html") + "'";
+  checkInputError(report("--comparison '" + dir.file("cmp.json") + "'" + out),
+                  dir.file("cmp.json") + ": was made from another profile than " + kProfile +
+                      " (its profile_fingerprint differs); give the profile it was made from, or make it again with "
+                      "'stagecut compare " + kProfile + " --stages N -o FILE'");
+
+  nlohmann::json run = stagecut::testing::exampleComputeValidation();
+  run["profile_fingerprint"] = stagecut::readProfileFingerprint(other);
+  dir.write("run.json", run.dump());
+  checkInputError(report("--stages 2 --validation '" + dir.file("run.json") + "'" + out),
+                  dir.file("run.json") + ": was made from another profile than " + kProfile +
+                      " (its profile_fingerprint differs); give the profile it was made from, or make it again with "
+                      "'stagecut validate " + kProfile + " --partition PART --json > FILE'");
+  // The same documents of this profile are taken; one with no fingerprint (older) too.
+  run["profile_fingerprint"] = stagecut::readProfileFingerprint(kProfile);
+  dir.write("run.json", run.dump());
+  REQUIRE(runStagecut("compare '" + kProfile + "' --stages 2 --microbatches 4 -o '" + dir.file("cmp.json") + "'").exit_code == 0);
+  CHECK(nlohmann::json::parse(stagecut::readTextFile(dir.file("cmp.json")))["profile_fingerprint"] ==
+        stagecut::readProfileFingerprint(kProfile));
+  const CommandResult taken = report("--comparison '" + dir.file("cmp.json") + "' --validation '" + dir.file("run.json") +
+                                     "' '" + dir.file("run.json") + "'" + out);
+  CHECK(taken.exit_code == 0);
+  CHECK(dir.list() == std::vector<std::string>{"cmp.json", "r.html", "run.json"});
 }

@@ -69,13 +69,20 @@ TEST_CASE("a comparison survives write, read and write byte for byte, recompute 
   compute.stages[1].recompute = "full";
   compute.stages[1].recompute_ms = 2.5;
   const stagecut::FrameworkOutputs outputs = {{"list", "2,3"}, {"deepspeed", "parts=[0, 2, 5]"}};
-  const std::string text = stagecut::toJsonText(stagecut::comparisonToJson({{uniform, {}}, {compute, outputs}}));
-  const std::vector<stagecut::PartitionDocument> back = stagecut::comparisonFromJson(json::parse(text), "c.json");
-  REQUIRE(back.size() == 2);
-  CHECK(back[0].partition == uniform);
-  CHECK(back[1].partition == compute);
-  CHECK(back[1].outputs == outputs);
+  const std::string fingerprint = "sha256:" + std::string(64, 'c');
+  const std::string text =
+      stagecut::toJsonText(stagecut::comparisonToJson({{{uniform, {}}, {compute, outputs}}, fingerprint}));
+  const stagecut::ComparisonDocument back = stagecut::comparisonFromJson(json::parse(text), "c.json");
+  REQUIRE(back.splits.size() == 2);
+  CHECK(back.splits[0].partition == uniform);
+  CHECK(back.splits[1].partition == compute);
+  CHECK(back.splits[1].outputs == outputs);
+  CHECK(back.profile_fingerprint == fingerprint);
   CHECK(stagecut::toJsonText(stagecut::comparisonToJson(back)) == text);
+  // Comparisons from before the fingerprint was recorded still read.
+  json older = json::parse(text);
+  older.erase("profile_fingerprint");
+  CHECK(stagecut::comparisonFromJson(older, "c.json").profile_fingerprint.empty());
   CHECK_THROWS_WITH(stagecut::comparisonFromJson(json{{"format", stagecut::kComparisonFormat}}, "c.json"),
                     "c.json: field \"splits\" is missing or not a list");
 }

@@ -68,6 +68,13 @@ TEST_CASE("a validation document reads back into the report that writes the same
   SECTION("with the checkpointed run") {
     checkRoundTrip(withRecompute(validationFromJson(stagecut::testing::exampleParamsValidation(), "v.json")));
   }
+  SECTION("with the fingerprint of the profile it ran") {
+    ValidationReport report = validationFromJson(stagecut::testing::exampleComputeValidation(), "v.json");
+    report.profile_fingerprint = "sha256:" + std::string(64, 'e');
+    CHECK(validationToJson(report)["profile_fingerprint"] == report.profile_fingerprint);
+    checkRoundTrip(report);
+    CHECK(validationFromJson(validationToJson(report), "v.json").profile_fingerprint == report.profile_fingerprint);
+  }
   SECTION("a run without a loss writes null and reads NaN") {
     ValidationReport report = validationFromJson(stagecut::testing::exampleParamsValidation(), "v.json");
     report.loss_pipeline = std::nan("");

@@ -250,6 +250,7 @@ json validationToJson(const ValidationReport& report) {
                    {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
                                  {"measured", timelineJson(report.ops, report.measured)}}}};
   // Optional fields (stagecut.validation/1 readers ignore what they do not know).
+  if (!report.profile_fingerprint.empty()) document["profile_fingerprint"] = report.profile_fingerprint;
   if (report.replicas > 1) {
     document["data_parallel"] = report.replicas;
     document["replica_link_latency_ms"] = report.replica_link_latency_ms;
@@ -285,6 +286,7 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   requireDocumentFormat(document, source, kValidationFormat, "stagecut validate ... --json > FILE");
   const JsonFields fields(document, source);
   ValidationReport report;
+  report.profile_fingerprint = fields.optionalString("profile_fingerprint");
   report.schedule = fields.string("schedule");
   report.stages = fields.integer("stages", 1, kMaxCount);
   report.microbatches = fields.integer("microbatches", 1, kMaxCount);

@@ -53,6 +53,9 @@ struct RecomputeComparison {
 /// The answer of `stagecut validate`: the split run for real against its prediction. It is the
 /// typed form of the stagecut.validation/1 document (validation_json.h reads and writes it).
 struct ValidationReport {
+  /// profileFingerprint of the profile that was validated ("" in documents from before it was
+  /// recorded): report puts the run beside that profile only.
+  std::string profile_fingerprint;
   std::string schedule;
   int stages = 0;
   int microbatches = 0;
