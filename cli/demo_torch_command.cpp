@@ -33,6 +33,12 @@ void addDemoCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--output-dir", options->output_dir, "Where the report and its files go")->capture_default_str();
   command->add_flag("--quick", options->quick, "A tiny model and few repeats (seconds, for a smoke test)");
   command->callback([options, command_line] {
+    if (options->output_dir.empty()) throw Error("--output-dir is empty; name the folder the report goes to");
+    struct stat existing {};
+    if (::stat(options->output_dir.c_str(), &existing) == 0 && !S_ISDIR(existing.st_mode)) {
+      throw Error("--output-dir " + options->output_dir +
+                  ": is not a folder; name a folder for the report (it is made if missing)");
+    }
     if (::mkdir(options->output_dir.c_str(), 0777) != 0 && errno != EEXIST) {
       throw Error("--output-dir " + options->output_dir + ": cannot create the folder (" + std::strerror(errno) + ")");
     }

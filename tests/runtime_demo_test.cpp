@@ -32,4 +32,14 @@ TEST_CASE("the demo says when its output folder cannot be made", "[runtime][demo
   const CommandResult result = runStagecut("demo --quick --output-dir /proc/no-such/dir");
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --output-dir /proc/no-such/dir: cannot create the folder (No such file or directory)\n");
+  // Refused before the profile starts: an empty name, and a file where the folder should be.
+  stagecut::testing::checkInputError(runStagecut("demo --quick --output-dir ''"),
+                                     "--output-dir is empty; name the folder the report goes to");
+  const TempDir dir;
+  dir.write("report", "the user's notes");
+  stagecut::testing::checkInputError(runStagecut("demo --quick --output-dir " + dir.file("report")),
+                                     "--output-dir " + dir.file("report") +
+                                         ": is not a folder; name a folder for the report (it is made if missing)");
+  CHECK(stagecut::readTextFile(dir.file("report")) == "the user's notes");
+  CHECK(dir.list() == std::vector<std::string>{"report"});
 }
