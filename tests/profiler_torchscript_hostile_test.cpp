@@ -130,9 +130,9 @@ std::vector<HostileModule> hostileModules() {
          return saveChain(dir, {linear(), linear()}, "  return (self.b.forward(self.a.forward(x)), x)\n");
        },
        "4x8:float32", "PATH: the module's forward returns a tuple, not one tensor; " + std::string(kAdvice)},
-      {"a forward of two inputs",
+      {"the control: a well-formed chain",
        [](const TempDir& dir) { return saveChain(dir, {linear(), linear()}, "  return self.b.forward(self.a.forward(x))\n"); },
-       "4x8:float32", ""},  // the control: a well-formed chain (two-input forwards are below)
+       "4x8:float32", ""},
       {"a child of two inputs",
        [](const TempDir& dir) {
          torch::jit::Module two("Two");
