@@ -29,19 +29,28 @@ CommandResult shell(const std::string& script) { return runProgram("/bin/sh", "-
 class TwoHosts {
  public:
   TwoHosts()
-      : a_("stagecut-" + std::to_string(::getpid()) + "-a"), b_("stagecut-" + std::to_string(::getpid()) + "-b") {
+      : a_("stagecut-" + std::to_string(::getpid()) + "-a"),
+        b_("stagecut-" + std::to_string(::getpid()) + "-b"),
+        // Interface names hold 15 characters; the process id keeps two runs' links apart.
+        link_a_("scv" + std::to_string(::getpid()) + "a"),
+        link_b_("scv" + std::to_string(::getpid()) + "b") {
     const std::string setup = "ip netns add " + a_ + " && ip netns add " + b_ + " && ip link add " + link_a_ +
                               " type veth peer name " + link_b_ + " && ip link set " + link_a_ + " netns " + a_ +
                               " && ip link set " + link_b_ + " netns " + b_ + " && ip -n " + a_ + " addr add " +
                               "10.231.0.1/24 dev " + link_a_ + " && ip -n " + b_ + " addr add 10.231.0.2/24 dev " +
                               link_b_ + " && ip -n " + a_ + " link set " + link_a_ + " up && ip -n " + b_ +
                               " link set " + link_b_ + " up && ip -n " + a_ + " link set lo up && ip -n " + b_ +
-                              " link set lo up";
+                              " link set lo up && ip netns exec " + a_ + " true && ip netns exec " + b_ + " true";
     const CommandResult made = shell(setup);
     ready_ = made.exit_code == 0;
     problem_ = made.err.substr(0, made.err.find('\n'));
   }
-  ~TwoHosts() { shell("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null; true"); }
+  // Deleting a namespace deletes its end of the link, and so the pair; a link never moved into
+  // one (setup failed half-way) is deleted by name.
+  ~TwoHosts() {
+    shell("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null; ip link del " + link_a_ +
+          " 2>/dev/null; true");
+  }
   TwoHosts(const TwoHosts&) = delete;
   TwoHosts& operator=(const TwoHosts&) = delete;
 
@@ -68,8 +77,7 @@ class TwoHosts {
 
  private:
   std::string a_, b_;
-  const std::string link_a_ = "sc-veth-a";
-  const std::string link_b_ = "sc-veth-b";
+  std::string link_a_, link_b_;
   bool ready_ = false;
   std::string problem_;
 };
