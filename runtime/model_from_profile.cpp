@@ -14,6 +14,19 @@
 
 namespace stagecut {
 
+namespace {
+
+// A TorchScript file whose fingerprint is now `fingerprint` must be the one profiled (a profile
+// from before fingerprints were recorded is not checked).
+void requireProfiledFile(const Profile& profile, const std::string& fingerprint, const std::string& source_name) {
+  if (profile.model.fingerprint.empty() || fingerprint == profile.model.fingerprint) return;
+  throw Error(source_name + ": its TorchScript model " + profile.model.source.substr(12) +
+              " has changed since it was profiled (its fingerprint differs from model.fingerprint); profile "
+              "the model again, or validate with the file that was profiled");
+}
+
+}  // namespace
+
 void checkModelOfProfile(const Profile& profile, const std::string& source_name) {
   checkModelConfig(profile, source_name);
   const std::string& source = profile.model.source;
@@ -23,11 +36,7 @@ void checkModelOfProfile(const Profile& profile, const std::string& source_name)
     throw Error(source_name + ": its TorchScript model " + path + " cannot be read (" + std::strerror(errno) +
                 "); validate rebuilds the model from it");
   }
-  if (!profile.model.fingerprint.empty() && torchScriptFingerprint(path) != profile.model.fingerprint) {
-    throw Error(source_name + ": its TorchScript model " + path +
-                " has changed since it was profiled (its fingerprint differs from model.fingerprint); profile "
-                "the model again, or validate with the file that was profiled");
-  }
+  requireProfiledFile(profile, torchScriptFingerprint(path), source_name);
 }
 
 LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
@@ -36,12 +45,15 @@ LayerChain buildChainFromProfile(const Profile& profile, const std::string& sour
   // interleave and their weights differ.
   static std::mutex building;
   const std::lock_guard<std::mutex> lock(building);
-  checkModelOfProfile(profile, source_name);
+  // The file checks of checkModelOfProfile are the loader's own here: it reads the file and
+  // fingerprints what it read, once.
+  checkModelConfig(profile, source_name);
   const std::string& source = profile.model.source;
   const LayerChain chain =
       source.rfind("zoo:", 0) == 0
           ? buildZooModel(zooOptionsFromConfig(profile, source_name))
           : loadTorchScriptChain(source.substr(12), inputSpecFromConfig(profile.model.config, source_name), 0);
+  if (source.rfind("torchscript:", 0) == 0) requireProfiledFile(profile, chain.fingerprint, source_name);
   if (chain.layers.size() != profile.layers.size()) {
     throw Error(source_name + ": the model rebuilt from the profile has " + std::to_string(chain.layers.size()) +
                 " layers, the profile " + std::to_string(profile.layers.size()) + "; profile the model again");
