@@ -84,6 +84,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   }
   std::cout << "\n";
   printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
+  printMemoryParts(std::cout, partition);
   if (extras) {
     std::cout << "\n";
     printRecomputeTable(std::cout, stage_extras, options);

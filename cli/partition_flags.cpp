@@ -29,7 +29,7 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   command->add_option("--stage-speed", flags.stage_speed,
                       "Relative device speed per stage, e.g. 1,1,0.5,1 (default: all 1)");
   command->add_option("--optimizer", flags.optimizer,
-                      "sgd, sgd-momentum, adam or adam-mixed: bytes of state per parameter")
+                      "none, sgd, sgd-momentum, adam or adam-mixed: optimizer state per parameter and its step's temporaries")
       ->capture_default_str();
   command->add_option("--bytes-per-param", flags.bytes_per_param,
                       "Weights + gradients + optimizer state per parameter, bytes (overrides --optimizer)");
@@ -96,7 +96,9 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
   }
   if (!flags.latency.empty()) options.latency_ms = parseDurationMs(flags.latency, "--latency");
   if (!flags.stage_speed.empty()) options.stage_speed = parseStageSpeeds(flags.stage_speed, flags.stages);
-  options.bytes_per_param = optimizerBytesPerParam(flags.optimizer);
+  const OptimizerMemory optimizer = optimizerMemory(flags.optimizer);
+  options.bytes_per_param = optimizer.bytes_per_param;
+  options.optimizer_step_temporaries = optimizer.step_temporaries;
   if (flags.bytes_per_param < 0) {
     throw Error("--bytes-per-param " + formatMs(flags.bytes_per_param) + ": must not be negative");
   }

@@ -1,5 +1,7 @@
 #include "cli/partition_table.h"
 
+#include <cmath>
+
 #include "cli/text_table.h"
 #include "core/units.h"
 
@@ -28,6 +30,26 @@ void printPartitionTable(std::ostream& out, const Partition& partition,
       << formatMs(partition.lower_bound_ms) << " ms), predicted step "
       << formatMs(partition.predicted_step_ms) << " ms, bubble "
       << formatPercent(partition.predicted_bubble) << "\n";
+}
+
+void printMemoryParts(std::ostream& out, const Partition& partition) {
+  for (const StageCost& stage : partition.stages) {
+    if (!stage.memory_parts) return;
+  }
+  TextTable table;
+  for (const char* header : {"stage", "peak", "weights", "grads", "optimizer", "activations", "buffers", "transient"}) {
+    table.addColumn(header, TextTable::Align::kRight);
+  }
+  const auto bytes = [](double value) { return formatBytes(static_cast<std::uint64_t>(std::llround(value))); };
+  for (std::size_t s = 0; s < partition.stages.size(); ++s) {
+    const StageCost& stage = partition.stages[s];
+    const MemoryParts& parts = *stage.memory_parts;
+    table.addRow({std::to_string(s), formatBytes(stage.memory_bytes), bytes(parts.weights), bytes(parts.gradients),
+                  bytes(parts.optimizer), bytes(parts.activations), bytes(parts.buffers), bytes(parts.transient)});
+  }
+  out << "\n  memory at each stage's peak (docs/metrics.md): activations of the microbatches in flight, "
+         "buffers sent and received, the op's temporaries\n";
+  table.print(out, "  ");
 }
 
 std::vector<std::string> layerIndexRanges(const Partition& partition) {

@@ -16,6 +16,9 @@ void printPartitionTable(std::ostream& out, const Partition& partition,
                      const std::vector<std::string>& layer_ranges);
 
 /// "0-3" per stage: its first and last layer index, for a partition read without its profile.
+/// Each stage's predicted peak by part (StageCost::memory_parts), when the split has them.
+void printMemoryParts(std::ostream& out, const Partition& partition);
+
 std::vector<std::string> layerIndexRanges(const Partition& partition);
 
 /// "embed .. block1" per stage, or "head" for a stage of one layer: its layers' names in `profile`.

@@ -124,7 +124,7 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--latency", partition.latency, "Latency per message, e.g. 10us");
   command->add_option("--stage-speed", partition.stage_speed, "Relative device speed per stage, e.g. 1,1,0.5,1");
   command->add_option("--optimizer", partition.optimizer,
-                      "sgd, sgd-momentum, adam or adam-mixed: bytes of state per parameter")
+                      "none, sgd, sgd-momentum, adam or adam-mixed: optimizer state per parameter and its step's temporaries")
       ->capture_default_str();
   command->add_option("--bytes-per-param", partition.bytes_per_param,
                       "Weights + gradients + optimizer state per parameter, bytes");

@@ -296,7 +296,9 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
   }
   if (!options.latency.empty()) tradeoff.pipeline_link.latency_ms = parseDurationMs(options.latency, "--latency");
   tradeoff.dp_link = dataParallelLink(options);
-  tradeoff.partition.bytes_per_param = optimizerBytesPerParam(options.optimizer);
+  const OptimizerMemory optimizer = optimizerMemory(options.optimizer);
+  tradeoff.partition.bytes_per_param = optimizer.bytes_per_param;
+  tradeoff.partition.optimizer_step_temporaries = optimizer.step_temporaries;
   if (!options.recompute.empty()) {
     tradeoff.partition.recompute = parseRecomputePolicy(options.recompute, profile);
   }
@@ -392,7 +394,7 @@ void addSimulateCommand(CLI::App& app) {
                       "global batch / (D x the profile's microbatch size) (default: "
                       "--microbatches per replica)");
   command->add_option("--optimizer", options->optimizer,
-                      "With --ranks: sgd, sgd-momentum, adam or adam-mixed (memory the split reports)")
+                      "With --ranks: none, sgd, sgd-momentum, adam or adam-mixed (memory the split reports)")
       ->capture_default_str();
   command->add_option("--memory-cap", options->memory_cap,
                       "With --ranks: memory per device, e.g. 80GiB; layouts no split fits are "

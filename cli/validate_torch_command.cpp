@@ -17,6 +17,7 @@
 #include "runtime/launcher.h"
 #include "runtime/model_from_profile.h"
 #include "runtime/rank_worker.h"
+#include "runtime/stage_optimizer.h"
 #include "schedule/generators.h"
 #include "validation/validation_json.h"
 #include "validation/validation_trace.h"
@@ -68,6 +69,7 @@ int checkRequest(const ValidateCommandOptions& options) {
     throw Error("--recompute " + request.recompute + ": validate runs none or full (every stage checkpointed)");
   }
   requireWholeInRange("--data-parallel", request.data_parallel, 1, 4096, "replicas");
+  checkRunnableOptimizer(request.optimizer);
   checkModelOfProfile(profile, request.profile_path);
   if (options.trace_given) checkOutputPath(options.traceOutput());
   return static_cast<int>(partition.stages.size()) * request.data_parallel;
@@ -111,6 +113,39 @@ void printRecompute(std::ostream& out, const ValidationReport& report) {
   for (double ms : recompute.measured_step_ms) out << " " << formatMs(ms);
   out << "\n  gradient check after the checkpointed steps: largest relative difference "
       << scientific(recompute.grad_max_rel_diff) << "\n";
+}
+
+// Per rank: the measured peak beside the timeline's, and the predicted peak's parts.
+void printMemory(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
+  out << "\n  memory per rank at its peak (--optimizer " << request.optimizer
+      << "; weights, gradients and optimizer state included), predicted parts:\n";
+  TextTable table;
+  for (const char* header : {"rank", "measured", "predicted", "diff", "peak at", "weights", "grads", "optimizer",
+                             "activations", "buffers", "transient"}) {
+    table.addColumn(header, TextTable::Align::kRight);
+  }
+  for (const auto& rank : report.ranks) {
+    const double measured = static_cast<double>(rank.measured_peak_bytes);
+    const double predicted = static_cast<double>(rank.predicted_peak_bytes);
+    std::vector<std::string> row = {std::to_string(rank.rank), bytesText(rank.measured_peak_bytes),
+                                    formatBytes(rank.predicted_peak_bytes),
+                                    measured > 0 ? formatSignedPercent(predicted / measured - 1.0) : "-",
+                                    rank.predicted_peak_at};
+    const MemoryParts parts = rank.predicted_peak_parts.value_or(MemoryParts{});
+    for (double bytes : {parts.weights, parts.gradients, parts.optimizer, parts.activations, parts.buffers,
+                         parts.transient}) {
+      row.push_back(formatBytes(static_cast<std::uint64_t>(std::llround(bytes))));
+    }
+    table.addRow(row);
+  }
+  table.print(out, "  ");
+  out << "  diff: predicted against measured (negative: the prediction is short)\n";
+  if (!report.memory_fields_missing.empty()) {
+    std::string names;
+    for (const auto& name : report.memory_fields_missing) names += (names.empty() ? "" : ", ") + name;
+    out << "  the profile lacks " << names << ": the prediction leaves those terms out (profile the model "
+        << "again with this version to measure them)\n";
+  }
 }
 
 void printReport(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
@@ -159,6 +194,7 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
     ranks.addRow(row);
   }
   ranks.print(out, "  ");
+  printMemory(out, report, request);
   // Where a rank's busy time departs from the profile: its ops' medians against the layers' sums.
   const bool splits_w = report.ops.splits_backward;
   TextTable op_table;
@@ -250,6 +286,10 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("--seed", options->seed, "Seed of the batch")->capture_default_str();
   command->add_option("--recompute", request.recompute,
                       "none, or full: also run the steps with every stage checkpointed and compare")
+      ->capture_default_str();
+  command->add_option("--optimizer", request.optimizer,
+                      "none, sgd, sgd-momentum or adam: run at the end of every step (learning rate 0), so that "
+                      "measured memory holds its state; match partition's --optimizer")
       ->capture_default_str();
   command->add_option("--data-parallel", request.data_parallel,
                       "Data-parallel replicas of the pipeline: runs stages x replicas ranks")

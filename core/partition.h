@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_parts.h"
+
 namespace stagecut {
 
 /// Format tag of partition files this build reads and writes.
@@ -23,7 +25,11 @@ struct StageCost {
   double comm_ms = 0.0;  ///< receiving its input and sending its output, both directions
   double cost_ms = 0.0;  ///< (forward + backward + comm) / stage speed
   std::uint64_t params = 0;
-  std::uint64_t memory_bytes = 0;  ///< weights, gradients, optimizer state and live activations
+  /// The predicted peak: weights, gradients, optimizer state, activations in flight, buffers and
+  /// the largest op's temporaries at the point of the step where their sum is largest.
+  std::uint64_t memory_bytes = 0;
+  /// memory_bytes by part (absent in files from before it was written, and for imported splits).
+  std::optional<MemoryParts> memory_parts;
   /// Written by a split made with --recompute: how the stage keeps activations ("none", "full",
   /// "selective:<kinds>") and the extra forward it runs per microbatch, ms. Every prediction
   /// of the split charges them; absent means none.

@@ -17,6 +17,7 @@ json stageToJson(const StageCost& stage) {
                {"forward_ms", stage.forward_ms}, {"backward_ms", stage.backward_ms},
                {"comm_ms", stage.comm_ms},     {"cost_ms", stage.cost_ms},
                {"params", stage.params},       {"memory_bytes", stage.memory_bytes}};
+  if (stage.memory_parts) item["memory_parts"] = memoryPartsToJson(*stage.memory_parts);
   if (stage.recompute) item["recompute"] = *stage.recompute;
   if (stage.recompute_ms) item["recompute_ms"] = *stage.recompute_ms;
   if (stage.allreduce_ms) item["allreduce_ms"] = *stage.allreduce_ms;
@@ -41,6 +42,7 @@ StageCost stageFromJson(const json& item, std::size_t position, const std::strin
   stage.cost_ms = fields.nonNegative("cost_ms");
   stage.params = fields.count("params");
   stage.memory_bytes = fields.count("memory_bytes");
+  if (fields.has("memory_parts")) stage.memory_parts = memoryPartsFromJson(fields.object("memory_parts"));
   if (fields.has("recompute")) {
     if (!item["recompute"].is_string()) {
       fields.fail("recompute", "must be a string such as \"full\"; rewrite the file with 'stagecut partition ... --recompute'");
@@ -166,7 +168,8 @@ bool StageCost::operator==(const StageCost& other) const {
          backward_ms == other.backward_ms && comm_ms == other.comm_ms &&
          cost_ms == other.cost_ms && params == other.params && memory_bytes == other.memory_bytes &&
          recompute == other.recompute && recompute_ms == other.recompute_ms &&
-         allreduce_ms == other.allreduce_ms && exposed_allreduce_ms == other.exposed_allreduce_ms;
+         allreduce_ms == other.allreduce_ms && exposed_allreduce_ms == other.exposed_allreduce_ms &&
+         memory_parts == other.memory_parts;
 }
 
 bool Partition::operator==(const Partition& other) const {

@@ -55,6 +55,23 @@ struct LayerCost {
   std::uint64_t activation_bytes = 0;  ///< kept alive for the backward, per microbatch
   std::uint64_t output_bytes = 0;      ///< sent to the next stage (and its gradient back)
   std::optional<std::vector<std::int64_t>> output_shape;
+  // What memory needs beyond the kept activations, measured by `stagecut profile` (absent in
+  // older and imported profiles; the memory model then names the terms it lacks). Per microbatch
+  // where the size matters; docs/metrics.md has the formula they enter.
+  /// Most bytes alive during the forward beyond what is alive after it (temporaries).
+  std::optional<std::uint64_t> forward_transient_bytes;
+  /// Most bytes alive during the backward beyond what was alive at its start (the gradient
+  /// arriving and the activations kept), with the weights' gradients already allocated.
+  std::optional<std::uint64_t> backward_transient_bytes;
+  /// The part of activation_bytes that is the layer's input itself (saved for its backward).
+  std::optional<std::uint64_t> input_kept_bytes;
+  /// With the backward split into B and W: what B leaves for W beyond the input's gradient (the
+  /// gradients at the operations where W starts).
+  std::optional<std::uint64_t> weight_pending_bytes;
+  /// Bytes of the weights' gradients (param_bytes of the trainable weights).
+  std::optional<std::uint64_t> gradient_bytes;
+  /// The largest single weight tensor, bytes: what an optimizer's per-tensor temporaries scale with.
+  std::optional<std::uint64_t> largest_parameter_bytes;
 
   /// recompute_ms when measured, forward_ms otherwise.
   double recomputeMedianMs() const { return recompute_ms ? recompute_ms->median : forward_ms.median; }

@@ -44,6 +44,10 @@ void addSizedFields(json& out, const LayerCost& layer) {
   if (layer.backward_input_ms) out["backward_input_ms"] = statsToJson(*layer.backward_input_ms);
   if (layer.backward_weight_ms) out["backward_weight_ms"] = statsToJson(*layer.backward_weight_ms);
   if (layer.recompute_ms) out["recompute_ms"] = statsToJson(*layer.recompute_ms);
+  if (layer.forward_transient_bytes) out["forward_transient_bytes"] = *layer.forward_transient_bytes;
+  if (layer.backward_transient_bytes) out["backward_transient_bytes"] = *layer.backward_transient_bytes;
+  if (layer.input_kept_bytes) out["input_kept_bytes"] = *layer.input_kept_bytes;
+  if (layer.weight_pending_bytes) out["weight_pending_bytes"] = *layer.weight_pending_bytes;
 }
 
 json layerToJson(const LayerCost& layer) {
@@ -52,6 +56,8 @@ json layerToJson(const LayerCost& layer) {
   addSizedFields(out, layer);
   out["params"] = layer.params;
   out["param_bytes"] = layer.param_bytes;
+  if (layer.gradient_bytes) out["gradient_bytes"] = *layer.gradient_bytes;
+  if (layer.largest_parameter_bytes) out["largest_parameter_bytes"] = *layer.largest_parameter_bytes;
   out["activation_bytes"] = layer.activation_bytes;
   out["output_bytes"] = layer.output_bytes;
   if (layer.output_shape) out["output_shape"] = *layer.output_shape;
@@ -99,6 +105,10 @@ void readSizedFields(const JsonFields& fields, LayerCost& layer) {
   layer.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
   layer.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
   layer.recompute_ms = fields.optionalTimeStats("recompute_ms");
+  layer.forward_transient_bytes = fields.optionalCount("forward_transient_bytes");
+  layer.backward_transient_bytes = fields.optionalCount("backward_transient_bytes");
+  layer.input_kept_bytes = fields.optionalCount("input_kept_bytes");
+  layer.weight_pending_bytes = fields.optionalCount("weight_pending_bytes");
   layer.activation_bytes = fields.count("activation_bytes");
   layer.output_bytes = fields.count("output_bytes");
   if (fields.has("output_shape")) {
@@ -125,6 +135,12 @@ LayerCost layerFromJson(const json& item, std::size_t position, const std::strin
   readSizedFields(fields, layer);
   layer.params = fields.count("params");
   layer.param_bytes = fields.count("param_bytes");
+  layer.gradient_bytes = fields.optionalCount("gradient_bytes");
+  layer.largest_parameter_bytes = fields.optionalCount("largest_parameter_bytes");
+  if (layer.gradient_bytes && *layer.gradient_bytes > layer.param_bytes) {
+    fields.fail("gradient_bytes", "is " + std::to_string(*layer.gradient_bytes) + ", more than param_bytes " +
+                                      std::to_string(layer.param_bytes) + "; a gradient is at most its weights' size");
+  }
   return layer;
 }
 
@@ -317,7 +333,11 @@ bool LayerCost::operator==(const LayerCost& other) const {
          backward_weight_ms == other.backward_weight_ms && recompute_ms == other.recompute_ms &&
          params == other.params &&
          param_bytes == other.param_bytes && activation_bytes == other.activation_bytes &&
-         output_bytes == other.output_bytes && output_shape == other.output_shape;
+         output_bytes == other.output_bytes && output_shape == other.output_shape &&
+         forward_transient_bytes == other.forward_transient_bytes &&
+         backward_transient_bytes == other.backward_transient_bytes && input_kept_bytes == other.input_kept_bytes &&
+         weight_pending_bytes == other.weight_pending_bytes && gradient_bytes == other.gradient_bytes &&
+         largest_parameter_bytes == other.largest_parameter_bytes;
 }
 
 }  // namespace stagecut

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "prediction/memory_prediction.h"
 
 namespace stagecut {
 
@@ -105,6 +106,17 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
     any_recomputed_ = any_recomputed_ || tables.any_recomputed;
     tables_.push_back(std::move(tables));
   }
+  if (!costs_.layer_memory.empty()) {
+    if (costs_.layer_memory.size() != layers) throw Error("cost model: layer_memory needs one entry per layer");
+    if (costs_.peak_states.size() != stages) throw Error("cost model: peak_states needs one entry per stage");
+    for (const RecomputeOption& option : options_) {
+      StageMemoryRules rules;
+      rules.splits_backward = costs_.splits_backward;
+      rules.recompute = &option;
+      rules.optimizer = costs_.optimizer;
+      memory_tables_.emplace_back(costs_.layer_memory, rules);
+    }
+  }
   if (options_.size() == 1) {
     // One option: its extra forward is plain compute, so prefix-sum shortcuts stay exact.
     for (std::size_t i = 0; i <= layers; ++i) compute_prefix_[i] += tables_[0].extra_prefix[i];
@@ -167,7 +179,23 @@ double CostModel::optionCostMs(int option, int stage, int first, int last) const
   return has_allreduce_ ? cost + exposedAllReduceMs(stage, first, last) / costs_.allreduce_slots : cost;
 }
 
+double CostModel::peakBytes(int option, int stage, int first, int last) const {
+  return peakMemoryBytes(costs_.peak_states[static_cast<std::size_t>(stage)],
+                         memory_tables_[static_cast<std::size_t>(option)].terms(first, last));
+}
+
+std::optional<MemoryParts> CostModel::memoryParts(int stage, int first, int last) const {
+  if (memory_tables_.empty()) return std::nullopt;
+  const int choice = std::max(0, recomputeChoice(stage, first, last));
+  const std::vector<MemoryState>& states = costs_.peak_states[static_cast<std::size_t>(stage)];
+  const StageMemoryTerms terms = memory_tables_[static_cast<std::size_t>(choice)].terms(first, last);
+  int at = 0;
+  peakMemoryBytes(states, terms, &at);
+  return memoryStateParts(states[static_cast<std::size_t>(at)], terms);
+}
+
 double CostModel::optionMemoryBytes(int option, int stage, int first, int last) const {
+  if (!memory_tables_.empty()) return peakBytes(option, stage, first, last);
   const OptionTables& tables = tables_[static_cast<std::size_t>(option)];
   const double kept = tables.kept_prefix[last + 1] - tables.kept_prefix[first];
   double inputs = tables.run_input_prefix[last + 1] - tables.run_input_prefix[first + 1];
@@ -205,6 +233,14 @@ double CostModel::stageCostMs(int stage, int first, int last) const {
 }
 
 double CostModel::growingMemoryBytes(int stage, int first, int last) const {
+  if (!memory_tables_.empty()) {
+    // Every peak is at least the optimizer step's memory (weights, gradients, state and its
+    // temporaries: sums and a range maximum), the same under every option.
+    MemoryState step;
+    step.gradients = true;
+    step.transient = MemoryState::Transient::kOptimizer;
+    return memoryStateBytes(step, memory_tables_.front().terms(first, last));
+  }
   double least = std::numeric_limits<double>::infinity();
   for (const OptionTables& tables : tables_) {
     const double kept = tables.kept_prefix[last + 1] - tables.kept_prefix[first];
@@ -255,6 +291,10 @@ CostModel CostModel::reversed() const {
   std::reverse(mirror.gradient_bytes.begin(), mirror.gradient_bytes.end());
   std::reverse(mirror.backward_ms.begin(), mirror.backward_ms.end());
   std::reverse(mirror.allreduce_overlap.begin(), mirror.allreduce_overlap.end());
+  // The predicted peak does not mirror (a stage receives its input and sends its output); a
+  // reversed model serves searches without caps, where memory is not asked.
+  mirror.layer_memory.clear();
+  mirror.peak_states.clear();
   return CostModel(std::move(mirror));
 }
 

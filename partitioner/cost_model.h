@@ -1,10 +1,12 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "prediction/recompute.h"
+#include "prediction/stage_memory.h"
 
 namespace stagecut {
 
@@ -47,6 +49,15 @@ struct ChainCosts {
   std::vector<double> in_flight;
   /// Per stage: memory cap in bytes; empty when there is none.
   std::vector<double> memory_cap_bytes;
+  /// The memory timeline's terms (prediction/stage_memory.h, as a Profile gives them): when
+  /// set, a stage's memory is its predicted peak, the largest of `peak_states[stage]` over the
+  /// stage's StageMemoryTerms, the number predictPipeline() reports for that split. Empty: the
+  /// sum of state_bytes, in_flight x kept bytes and the largest recomputed layer (hand-built
+  /// chains of tests and benchmarks).
+  std::vector<LayerMemoryTerms> layer_memory;
+  std::vector<std::vector<MemoryState>> peak_states;  ///< per stage: peakCandidates of its op list
+  bool splits_backward = false;                        ///< the schedule splits W off
+  OptimizerMemory optimizer;
 };
 
 /// Stage costs and memory of contiguous layer ranges in O(1) per recompute option (O(log L) for
@@ -89,6 +100,8 @@ class CostModel {
   /// Memory of stage `stage` holding first..last, bytes, under its recompute choice (the least
   /// of all options when none fits).
   double memoryBytes(int stage, int first, int last) const;
+  /// memoryBytes by part, under the stage's recompute choice; absent without layer_memory.
+  std::optional<MemoryParts> memoryParts(int stage, int first, int last) const;
   /// A lower bound of memoryBytes that only grows when the range grows (all of it without
   /// recomputation).
   double growingMemoryBytes(int stage, int first, int last) const;
@@ -122,9 +135,10 @@ class CostModel {
   }
   /// Whether some recompute option recomputes some layer.
   bool recomputes() const { return any_recomputed_; }
-  /// Whether stage memory only grows with the range (no recomputed layer, or no caps at all),
+  /// Whether stage memory only grows with the range (no recomputed layer and no predicted peak,
+  /// whose received and sent buffers depend on where a stage starts and ends; or no caps at all),
   /// which is what sliding-window probes rely on.
-  bool memoryIsMonotone() const { return !hasMemoryCaps() || !any_recomputed_; }
+  bool memoryIsMonotone() const { return !hasMemoryCaps() || (!any_recomputed_ && memory_tables_.empty()); }
   /// The same chain and stages in reverse order (stage N-1 first, layer L-1 first). Only
   /// meaningful when memoryIsMonotone() and separableCost(): the recompute input term and the
   /// all-reduce overlap do not mirror.
@@ -141,6 +155,8 @@ class CostModel {
   };
   double largestRecomputedBytes(const OptionTables& tables, int first, int last) const;
   double stateBytes(int first, int last) const { return state_prefix_[last + 1] - state_prefix_[first]; }
+  // The predicted peak (layer_memory set) of option `option`.
+  double peakBytes(int option, int stage, int first, int last) const;
 
   ChainCosts costs_;
   bool has_comm_ = false;
@@ -149,6 +165,7 @@ class CostModel {
   bool has_allreduce_ = false;
   std::vector<RecomputeOption> options_;
   std::vector<OptionTables> tables_;
+  std::vector<StageMemoryTable> memory_tables_;  // per option, when layer_memory is set
   std::vector<double> compute_prefix_;
   std::vector<double> state_prefix_;
   std::vector<double> gradient_prefix_;

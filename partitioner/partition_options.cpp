@@ -21,33 +21,7 @@ constexpr double kMinStageSpeed = 1e-3;
 // The most bytes stagecut reports (uint64 with room): memory beyond it is a wrong input.
 constexpr double kMaxMemoryBytes = 9.2e18;
 
-struct NamedOptimizer {
-  const char* name;
-  double bytes_per_param;
-};
-
-// Bytes per parameter of model state (ZeRO paper, section 3.1; Megatron keeps fp32 main
-// gradients, hence 18 rather than ZeRO's 16 for mixed precision).
-constexpr NamedOptimizer kOptimizers[] = {
-    {"sgd", 8.0}, {"sgd-momentum", 12.0}, {"adam", 16.0}, {"adam-mixed", 18.0}};
-
 }  // namespace
-
-const std::vector<std::string>& optimizerNames() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> list;
-    for (const auto& optimizer : kOptimizers) list.push_back(optimizer.name);
-    return list;
-  }();
-  return names;
-}
-
-double optimizerBytesPerParam(const std::string& name) {
-  for (const auto& optimizer : kOptimizers) {
-    if (name == optimizer.name) return optimizer.bytes_per_param;
-  }
-  throw Error("--optimizer: unknown optimizer '" + name + "'" + unknownNameHint(name, optimizerNames()));
-}
 
 PredictionOptions predictionOptions(const PartitionOptions& options) {
   PredictionOptions prediction;
@@ -58,6 +32,7 @@ PredictionOptions predictionOptions(const PartitionOptions& options) {
   prediction.data_parallel = options.data_parallel;
   prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
   prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
+  prediction.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
   return prediction;
 }
 
@@ -189,6 +164,17 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
   }
   costs.stage_speed = options.stage_speed.empty() ? std::vector<double>(stages, 1.0) : options.stage_speed;
   costs.in_flight = in_flight;
+  // The predicted peak: the same terms and op lists as predictPipeline()'s memory timeline.
+  const Schedule schedule =
+      pipelineSchedule(options.schedule, stages, options.microbatches, options.chunks, options.data_parallel);
+  costs.layer_memory = layerMemoryTerms(profile);
+  costs.splits_backward = schedule.splits_backward;
+  costs.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
+  for (int s = 0; s < stages; ++s) {
+    costs.peak_states.push_back(peakCandidates(rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)],
+                                                                schedule.chunks, schedule.splits_backward, true,
+                                                                s == 0, s + 1 == stages)));
+  }
   for (int s = 0; s < stages && !options.memory_cap_bytes.empty(); ++s) {
     const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
                                                                     : options.memory_cap_bytes[s];

@@ -31,21 +31,14 @@ struct PartitionOptions {
   std::vector<double> stage_speed;  ///< relative speed per stage; empty: all 1
   /// Weights + gradients + optimizer state per parameter, bytes (adam: 16).
   double bytes_per_param = 16.0;
+  /// The optimizer step's temporaries in largest weight tensors (OptimizerMemory): adam 2, sgd 0.
+  double optimizer_step_temporaries = 2.0;
   /// One cap for all stages, one per stage, or none (empty).
   std::vector<std::uint64_t> memory_cap_bytes;
 
   /// Whether any communication cost is charged.
   bool modelsCommunication() const { return bandwidth_bytes_per_s > 0 || latency_ms > 0; }
 };
-
-/// Bytes per parameter of `--optimizer NAME`: sgd 8 (fp32 weights and gradients), sgd-momentum
-/// 12, adam 16 (weights, gradients, two moments, fp32), adam-mixed 18 (bf16 weights, fp32
-/// gradients, fp32 master weights and moments, as Megatron keeps them). Throws Error (input)
-/// with the nearest name otherwise.
-double optimizerBytesPerParam(const std::string& name);
-
-/// Names optimizerBytesPerParam() knows.
-const std::vector<std::string>& optimizerNames();
 
 /// What predictPipeline() needs of a split's options: schedule, M, chunks, stage speeds, data
 /// parallelism and both links, so that a split is simulated under the options it was made with.

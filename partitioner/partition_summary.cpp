@@ -75,6 +75,14 @@ Partition describeSplit(const Profile& profile, const PartitionOptions& options,
     stage.comm_ms = model.commInMs(stage.first) + model.commOutMs(stage.last);
     stage.cost_ms = model.stageCostMs(s, stage.first, stage.last);
     stage.memory_bytes = static_cast<std::uint64_t>(std::llround(model.memoryBytes(s, stage.first, stage.last)));
+    if (std::optional<MemoryParts> parts = model.memoryParts(s, stage.first, stage.last)) {
+      // Whole bytes, as the partition file holds them.
+      for (double* part : {&parts->weights, &parts->gradients, &parts->optimizer, &parts->activations,
+                           &parts->buffers, &parts->transient}) {
+        *part = std::round(*part);
+      }
+      stage.memory_parts = parts;
+    }
     // The split's own choices travel with it, so that every later prediction charges them.
     if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
       stage.recompute = model.recomputeName(choice);

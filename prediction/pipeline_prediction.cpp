@@ -16,7 +16,7 @@ namespace {
 // only what the stage keeps; a stage's speed divides all its op times.
 RankAdjustments splitAdjustments(const Profile& profile, const Partition& partition,
                                  const PredictionOptions& options, const std::string& source,
-                                 bool* recomputes) {
+                                 bool* recomputes, std::vector<RecomputeOption>* stage_options) {
   RankAdjustments adjustments;
   adjustments.speed = options.stage_speed;
   bool any = false;
@@ -33,6 +33,7 @@ RankAdjustments splitAdjustments(const Profile& profile, const Partition& partit
       }
     }
     const RecomputeOption& option = known->second;
+    stage_options->push_back(option);
     adjustments.extra_backward_ms.push_back(stageRecomputeMs(option, stage.first, stage.last));
     adjustments.kept_activation_bytes.push_back(stageKeptBytes(profile, option, stage.first, stage.last));
     any = any || mode != "none";
@@ -65,8 +66,9 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   prediction.costs = costs.costs;
   prediction.layers_with_even_split = costs.layers_with_even_split;
   prediction.layers_with_w_from_backward = costs.layers_with_w_from_backward;
-  applyRankAdjustments(splitAdjustments(profile, partition, options, source, &prediction.recomputes), stages,
-                       &prediction.costs);
+  std::vector<RecomputeOption> recompute;
+  applyRankAdjustments(splitAdjustments(profile, partition, options, source, &prediction.recomputes, &recompute),
+                       stages, &prediction.costs);
   if (options.data_parallel > 1) {
     prediction.pipeline_step_ms = simulate(prediction.schedule, prediction.costs).step_ms;
     prediction.schedule = withGradientAllReduce(prediction.schedule);
@@ -77,6 +79,7 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   }
   prediction.simulated = simulate(prediction.schedule, prediction.costs);
   if (options.data_parallel <= 1) prediction.pipeline_step_ms = prediction.simulated.step_ms;
+  prediction.memory = predictMemory(profile, partition, prediction.schedule, recompute, options.optimizer);
   return prediction;
 }
 

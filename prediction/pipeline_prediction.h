@@ -5,6 +5,7 @@
 
 #include "core/partition.h"
 #include "core/profile.h"
+#include "prediction/memory_prediction.h"
 #include "schedule/pipeline_schedule.h"
 #include "schedule/profile_costs.h"
 #include "schedule/schedule_kind.h"
@@ -23,6 +24,7 @@ struct PredictionOptions {
   int data_parallel = 1;            ///< D replicas: each rank's list ends with its gradient all-reduce
   BoundaryLink link;                ///< between pipeline stages
   BoundaryLink dp_link;             ///< between the replicas of a stage (ring all-reduce)
+  OptimizerMemory optimizer;        ///< the optimizer state and step the memory timeline charges
 };
 
 /// One split's predicted step: the op lists every rank runs, the costs they were simulated on
@@ -31,6 +33,7 @@ struct PipelinePrediction {
   Schedule schedule;          ///< with one all-reduce op per chunk and rank when D > 1
   PipelineCosts costs;        ///< per model stage, with recomputation and stage speed charged
   SimulationResult simulated; ///< step, bubble, per-rank busy time, in-flight and activation peaks
+  MemoryPrediction memory;    ///< per rank: the memory timeline over the step and its peak
   /// The step without the all-reduce ops: what the pipeline alone takes (the step itself when D = 1).
   double pipeline_step_ms = 0.0;
   /// From costsFromPartition(): layers whose backward was split evenly into B and W, and layers

@@ -1,6 +1,7 @@
 #include "prediction/simulation_json.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -30,6 +31,12 @@ json scheduleToJson(const SimulatedScheduleFigures& figures, bool unit_costs) {
   entry["busy_time"] = busy;
   entry["idle_time"] = idle;
   if (!unit_costs) entry["peak_activation_bytes"] = bytes;
+  if (!unit_costs && !figures.peak_memory_bytes.empty()) {
+    entry["peak_memory_bytes"] = figures.peak_memory_bytes;
+    json parts = json::array();
+    for (const MemoryParts& rank : figures.memory_parts) parts.push_back(memoryPartsToJson(rank));
+    entry["memory_parts"] = std::move(parts);
+  }
   if (figures.exposed_allreduce_ms) {
     json allreduce = json::array();
     for (const RankStats& rank : figures.ranks) allreduce.push_back(rank.allreduce_ms);
@@ -65,6 +72,15 @@ SimulatedScheduleFigures scheduleFromJson(const json& item, const std::string& w
   if (!unit_costs) {
     fields.requireEntries("peak_activation_bytes", static_cast<std::size_t>(stages), "one per stage");
     bytes = fields.countList("peak_activation_bytes");
+  }
+  if (!unit_costs && fields.has("peak_memory_bytes")) {
+    fields.requireEntries("peak_memory_bytes", static_cast<std::size_t>(stages), "one per stage");
+    figures.peak_memory_bytes = fields.countList("peak_memory_bytes");
+    fields.requireEntries("memory_parts", static_cast<std::size_t>(stages), "one per stage");
+    for (std::size_t r = 0; r < item["memory_parts"].size(); ++r) {
+      figures.memory_parts.push_back(
+          memoryPartsFromJson(JsonFields(item["memory_parts"][r], where + ": memory_parts[" + std::to_string(r) + "]")));
+    }
   }
   // The writer gives both with data parallelism and neither without.
   std::vector<double> allreduce(peaks.size(), 0.0);
@@ -187,6 +203,15 @@ SimulatedScheduleFigures simulatedScheduleFigures(const PipelinePrediction& pred
   figures.bubble = prediction.simulated.bubble;
   figures.closed_form_bubble = closed_form_bubble;
   figures.ranks = prediction.simulated.ranks;
+  for (const RankMemory& rank : prediction.memory.ranks) {
+    figures.peak_memory_bytes.push_back(static_cast<std::uint64_t>(std::llround(rank.peak_bytes)));
+    MemoryParts parts = rank.peak_parts;
+    for (double* part : {&parts.weights, &parts.gradients, &parts.optimizer, &parts.activations, &parts.buffers,
+                         &parts.transient}) {
+      *part = std::round(*part);  // whole bytes, as written
+    }
+    figures.memory_parts.push_back(parts);
+  }
   if (data_parallel > 1) {
     figures.exposed_allreduce_ms = prediction.exposedAllReduceMs();
   }

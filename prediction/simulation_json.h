@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/memory_parts.h"
 #include "prediction/pipeline_prediction.h"
 #include "schedule/simulator.h"
 
@@ -30,6 +31,10 @@ struct SimulatedScheduleFigures {
   std::vector<RankStats> ranks;
   /// With data parallelism: how much longer the step is than the same step without all-reduce.
   std::optional<double> exposed_allreduce_ms;
+  /// Profile costs: per rank, the memory timeline's peak and its parts (absent in documents from
+  /// before they were written).
+  std::vector<std::uint64_t> peak_memory_bytes;
+  std::vector<MemoryParts> memory_parts;
 };
 
 /// The figures of one predicted schedule: `closed_form_bubble` as closedFormBubble() gave it,

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
+#include "profiler/weight_gradient_split.h"
 
 namespace stagecut {
 
@@ -200,6 +201,65 @@ std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tenso
   return kept > 0 ? static_cast<std::uint64_t>(kept) : 0;
 }
 
+namespace {
+
+std::uint64_t positivePart(std::int64_t bytes) { return bytes > 0 ? static_cast<std::uint64_t>(bytes) : 0; }
+
+// The input as a stage holds it: an intermediate (a clone of a leaf that requires grad), allocated
+// before the layer runs, so that the counters below see only what the layer adds.
+std::pair<torch::Tensor, torch::Tensor> stageInput(const torch::Tensor& input) {
+  torch::Tensor leaf = input.detach().clone();
+  if (leaf.is_floating_point()) leaf.requires_grad_(true);
+  return {leaf, leaf.is_floating_point() ? leaf.clone() : leaf};
+}
+
+}  // namespace
+
+LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor& input,
+                                    const torch::Tensor& upstream_grad, const torch::Tensor& target) {
+  LayerMemoryBytes bytes;
+  bytes.activation = measureActivationBytes(layer, input, target);
+  for (const auto& parameter : layer.parameters) {
+    bytes.largest_parameter = std::max(bytes.largest_parameter, tensorBytes(parameter));
+    // The accumulating case: a gradient is there, the backward's new one is a temporary.
+    if (parameter.requires_grad() && !parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+  }
+  {
+    auto [leaf, given] = stageInput(input);
+    torch::Tensor output;
+    std::int64_t after_forward = 0;
+    {
+      MemoryCounter counter;
+      output = layer.forward(layerInput(layer, given), target);
+      after_forward = counter.liveBytes();
+      bytes.forward_transient = positivePart(counter.peakBytes() - after_forward);
+    }
+    const std::int64_t kept_beyond_input = after_forward - static_cast<std::int64_t>(tensorBytes(output));
+    bytes.input_kept = std::min(positivePart(static_cast<std::int64_t>(bytes.activation) - kept_beyond_input),
+                                tensorBytes(given));
+    if (output.requires_grad()) {
+      MemoryCounter counter;
+      torch::autograd::backward({output}, {upstream_grad});
+      bytes.backward_transient = positivePart(counter.peakBytes());
+    }
+  }
+  for (const auto& parameter : layer.parameters) {
+    if (parameter.grad().defined()) bytes.gradients += tensorBytes(parameter.grad());
+  }
+  auto [leaf, given] = stageInput(input);
+  const torch::Tensor output = layer.forward(layerInput(layer, given), target);
+  if (output.requires_grad() && leaf.requires_grad() && !layer.parameters.empty()) {
+    MemoryCounter counter;
+    WeightGradientSplit split(output, {leaf}, layer.parameters);
+    const auto input_grads = torch::autograd::grad({output}, {leaf}, {upstream_grad}, true, false, true);
+    std::int64_t returned = 0;
+    for (const auto& grad : input_grads) returned += grad.defined() ? static_cast<std::int64_t>(tensorBytes(grad)) : 0;
+    bytes.weight_pending = positivePart(counter.liveBytes() - returned);
+  }
+  for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
+  return bytes;
+}
+
 Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
   const auto started = Clock::now();
   const int layer_count = static_cast<int>(chain.layers.size());
@@ -221,8 +281,16 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.param_bytes = parameterBytes(layer);
     cost.output_bytes = benches[i].output_bytes;
     cost.output_shape = benches[i].output_shape;
-    cost.activation_bytes =
-        namingLayerOnError(chain, i, [&] { return measureActivationBytes(layer, benches[i].input, batch.target); });
+    const LayerMemoryBytes memory = namingLayerOnError(chain, i, [&] {
+      return measureLayerMemory(layer, benches[i].input, benches[i].upstream_grad, batch.target);
+    });
+    cost.activation_bytes = memory.activation;
+    cost.input_kept_bytes = memory.input_kept;
+    cost.forward_transient_bytes = memory.forward_transient;
+    cost.backward_transient_bytes = memory.backward_transient;
+    cost.weight_pending_bytes = memory.weight_pending;
+    cost.gradient_bytes = memory.gradients;
+    cost.largest_parameter_bytes = memory.largest_parameter;
     profile.layers.push_back(cost);
   }
 

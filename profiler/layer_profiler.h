@@ -19,4 +19,21 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
 std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
                                      const torch::Tensor& target);
 
+/// What one layer's memory needs on `input`, bytes per microbatch, measured with MemoryCounter
+/// as a pipeline stage runs it (the input allocated before, by the stage; the weights' gradients
+/// allocated, as from the second microbatch of a step on). The profile's memory fields.
+struct LayerMemoryBytes {
+  std::uint64_t activation = 0;         ///< measureActivationBytes
+  std::uint64_t input_kept = 0;         ///< of `activation`, the input itself
+  std::uint64_t forward_transient = 0;  ///< peak of the forward above what is alive after it
+  std::uint64_t backward_transient = 0; ///< peak of the backward above what was alive before it
+  std::uint64_t weight_pending = 0;     ///< what a B/W split's B keeps for W, beyond the input's gradient
+  std::uint64_t gradients = 0;          ///< bytes of the weights' gradients
+  std::uint64_t largest_parameter = 0;  ///< the largest weight tensor
+};
+
+/// Measures LayerMemoryBytes of `layer` on `input`, its backward starting from `upstream_grad`.
+LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor& input,
+                                    const torch::Tensor& upstream_grad, const torch::Tensor& target);
+
 }  // namespace stagecut

@@ -125,4 +125,144 @@ std::string renderMemoryChart(const std::vector<Partition>& splits,
   return inlineSvgChart(svg.take(), kWidth, base + 34, "Memory per stage of each split");
 }
 
+namespace {
+
+// The y axis of a bytes chart: its unit, tick and scale from the largest value.
+struct BytesAxis {
+  ByteUnit unit;
+  double tick;
+  double top;
+  double scale;  // px per byte
+};
+
+BytesAxis bytesAxis(double largest) {
+  BytesAxis axis{unitFor(largest), 0, 0, 0};
+  axis.tick = niceStep(std::max(largest, 1.0) / axis.unit.bytes / 5);
+  axis.top = std::max(axis.tick, std::ceil(largest / axis.unit.bytes / axis.tick * 1.04) * axis.tick);
+  axis.scale = kPlotHeight / (axis.top * axis.unit.bytes);
+  return axis;
+}
+
+void drawBytesAxis(SvgBuilder& svg, const BytesAxis& axis, double base) {
+  char buffer[32];
+  for (double t = 0; t <= axis.top + 1e-9; t += axis.tick) {
+    const double y = base - t * axis.unit.bytes * axis.scale;
+    svg.line(kLeft, y, kWidth - kRight, y, t == 0 ? "#999" : "#e6e6e6");
+    svg.text(kLeft - 8, y + 4, std::string(formatTick(t, axis.tick, buffer, sizeof buffer)) + " " + axis.unit.name,
+             "font-size=\"12\" fill=\"#666\" text-anchor=\"end\"");
+  }
+}
+
+struct NamedPart {
+  const char* name;
+  const char* colour;
+  double MemoryParts::*bytes;
+};
+
+constexpr NamedPart kParts[] = {{"weights", "#4c72b0", &MemoryParts::weights},
+                                {"gradients", "#55a868", &MemoryParts::gradients},
+                                {"optimizer", "#8172b2", &MemoryParts::optimizer},
+                                {"activations", "#dd8452", &MemoryParts::activations},
+                                {"buffers", "#937860", &MemoryParts::buffers},
+                                {"temporaries", "#c44e52", &MemoryParts::transient}};
+
+const char* const kRankColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                                    "#bcbd22"};
+
+}  // namespace
+
+std::string renderMemoryPartsChart(const Partition& split, const std::vector<std::uint64_t>& cap_bytes) {
+  double largest = 0;
+  for (std::size_t s = 0; s < split.stages.size(); ++s) {
+    if (!split.stages[s].memory_parts) return "";
+    largest = std::max({largest, split.stages[s].memory_parts->total(), static_cast<double>(stageCapBytes(cap_bytes, s))});
+  }
+  const BytesAxis axis = bytesAxis(largest);
+  const double base = kTop + kPlotHeight;
+  SvgBuilder svg;
+  double x = kLeft;
+  for (const NamedPart& part : kParts) {
+    svg.rect(x, 10, 14, 14, part.colour, " rx=\"2\"");
+    svg.text(x + 20, 22, part.name, "font-size=\"13\" fill=\"#333\"");
+    x += 20 + 8.0 * static_cast<double>(std::string(part.name).size()) + 18;
+  }
+  drawBytesAxis(svg, axis, base);
+  const double group_w = (kWidth - kLeft - kRight) / std::max<double>(1, static_cast<double>(split.stages.size()));
+  const double bar_w = std::min(90.0, group_w * 0.6);
+  for (std::size_t s = 0; s < split.stages.size(); ++s) {
+    const MemoryParts& parts = *split.stages[s].memory_parts;
+    const double bx = kLeft + group_w * static_cast<double>(s) + (group_w - bar_w) / 2;
+    double y = base;
+    for (const NamedPart& part : kParts) {
+      const double h = parts.*part.bytes * axis.scale;
+      if (h <= 0) continue;
+      y -= h;
+      svg.raw("<g><title>stage " + std::to_string(s) + " " + part.name + ": " +
+              escapeMarkup(formatBytes(static_cast<std::uint64_t>(std::llround(parts.*part.bytes)))) + "</title>\n");
+      svg.rect(bx, y, bar_w, h, part.colour, "");
+      svg.raw("</g>\n");
+    }
+    svg.text(bx + bar_w / 2, y - 5, escapeMarkup(formatBytes(split.stages[s].memory_bytes)),
+             "font-size=\"10.5\" text-anchor=\"middle\" fill=\"#444\"");
+    const std::uint64_t cap = stageCapBytes(cap_bytes, s);
+    if (cap > 0) {
+      const double cy = base - static_cast<double>(cap) * axis.scale;
+      svg.line(bx - 8, cy, bx + bar_w + 8, cy, kCapColour, 2.5, " stroke-dasharray=\"6 3\"");
+    }
+    svg.text(bx + bar_w / 2, base + 20, "stage " + std::to_string(s), "font-size=\"13\" fill=\"#333\" text-anchor=\"middle\"");
+  }
+  return inlineSvgChart(svg.take(), kWidth, base + 34, "Each stage's predicted peak by part");
+}
+
+std::string renderMemoryTimelineChart(const std::vector<std::vector<double>>& measured,
+                                      const std::vector<std::vector<double>>& predicted,
+                                      const std::vector<std::uint64_t>& cap_bytes) {
+  double largest = 0;
+  std::size_t points = 0;
+  for (const auto& series : {measured, predicted}) {
+    for (const auto& rank : series) {
+      points = std::max(points, rank.size());
+      for (double bytes : rank) largest = std::max(largest, bytes);
+    }
+  }
+  if (points == 0) return "";
+  for (std::size_t r = 0; r < measured.size(); ++r) largest = std::max(largest, static_cast<double>(stageCapBytes(cap_bytes, r)));
+  const BytesAxis axis = bytesAxis(largest);
+  const double base = kTop + kPlotHeight;
+  SvgBuilder svg;
+  svg.text(kLeft, 22, "solid: measured, dashed: predicted; one point per op of the rank's list, the last for the optimizer step",
+           "font-size=\"13\" fill=\"#333\"");
+  drawBytesAxis(svg, axis, base);
+  const double step_x = (kWidth - kLeft - kRight) / std::max<double>(1, static_cast<double>(points));
+  const auto draw = [&](const std::vector<double>& bytes, const char* colour, const std::string& dash,
+                        const std::string& title) {
+    std::string path;
+    for (std::size_t i = 0; i < bytes.size(); ++i) {
+      // A step line: each op's peak held across its slot.
+      const double y = base - bytes[i] * axis.scale;
+      char point[64];
+      std::snprintf(point, sizeof point, "%s%.1f,%.1f L%.1f,%.1f ", i == 0 ? "M" : "L",
+                    kLeft + step_x * static_cast<double>(i), y, kLeft + step_x * static_cast<double>(i + 1), y);
+      path += point;
+    }
+    svg.raw("<path d=\"" + path + "\" fill=\"none\" stroke=\"" + colour + "\" stroke-width=\"2\"" + dash + "><title>" +
+            escapeMarkup(title) + "</title></path>\n");
+  };
+  for (std::size_t r = 0; r < measured.size() || r < predicted.size(); ++r) {
+    const char* colour = kRankColours[r % (sizeof kRankColours / sizeof kRankColours[0])];
+    if (r < measured.size()) draw(measured[r], colour, "", "rank " + std::to_string(r) + " measured");
+    if (r < predicted.size()) draw(predicted[r], colour, " stroke-dasharray=\"6 3\"", "rank " + std::to_string(r) + " predicted");
+    svg.text(kWidth - kRight - 4, kTop + 14 + 16.0 * static_cast<double>(r), "rank " + std::to_string(r),
+             "font-size=\"12\" text-anchor=\"end\" fill=\"" + std::string(colour) + "\"");
+    const std::uint64_t cap = stageCapBytes(cap_bytes, r);
+    if (cap > 0 && (r == 0 || cap_bytes.size() > 1)) {
+      const double cy = base - static_cast<double>(cap) * axis.scale;
+      svg.line(kLeft, cy, kWidth - kRight, cy, kCapColour, 2.0, " stroke-dasharray=\"2 3\"");
+    }
+  }
+  svg.text((kLeft + kWidth - kRight) / 2, base + 20, "ops of each rank's list, in order",
+           "font-size=\"12\" fill=\"#666\" text-anchor=\"middle\"");
+  return inlineSvgChart(svg.take(), kWidth, base + 34, "Memory over the step, per rank");
+}
+
 }  // namespace stagecut

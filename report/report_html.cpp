@@ -357,6 +357,12 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
                                                        : std::string("&ndash;")) + "</td>";
     }
     html += "</tr>\n</table>\n";
+    std::vector<std::vector<double>> measured_memory, predicted_memory;
+    for (const ValidationRankView& rank : view.ranks) {
+      measured_memory.push_back(rank.measured_memory_bytes);
+      predicted_memory.push_back(rank.predicted_memory_bytes);
+    }
+    html += renderMemoryTimelineChart(measured_memory, predicted_memory, inputs.memory_cap_bytes);
     SvgGanttOptions options;
     options.time_unit = "ms";
     html += inlineGantt(renderSvgGantt({{&view.predicted_ops, &view.predicted},
@@ -367,9 +373,9 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
 }
 
 std::string memorySection(const ReportInputs& inputs) {
-  std::string html = "<section id=\"memory\">\n<h2>Memory per stage</h2>\n<p>Weights, gradients and "
-                     "optimizer state plus the activations the schedule keeps in flight, as the "
-                     "partitioner predicts them for each split.";
+  std::string html = "<section id=\"memory\">\n<h2>Memory per stage</h2>\n<p>Each stage's predicted peak: weights, gradients and "
+                     "optimizer state, the activations the schedule keeps in flight, buffers and the "
+                     "largest op's temporaries at the fullest moment of the step, for each split.";
   if (inputs.memory_cap_bytes.empty()) {
     html += " No memory cap was given (<code>--memory-cap 80GiB</code> draws one).</p>\n";
   } else {
@@ -380,6 +386,11 @@ std::string memorySection(const ReportInputs& inputs) {
             "; a red outline marks a stage above it.</p>\n";
   }
   html += renderMemoryChart(inputs.splits, inputs.memory_cap_bytes);
+  const std::string parts = renderMemoryPartsChart(inputs.chosen, inputs.memory_cap_bytes);
+  if (!parts.empty()) {
+    html += "<p>The " + escapeMarkup(inputs.chosen.method) +
+            " split's peaks by part (docs/metrics.md): what a cap has to hold at each stage's fullest moment.</p>\n" + parts;
+  }
   return html + "</section>\n";
 }
 

@@ -34,7 +34,8 @@ ValidationView validationView(const ValidationReport& report, const std::string&
                   " layers; was it validated on another profile?");
     }
     view.ranks.push_back({rank.first_layer, rank.last_layer, rank.measured_peak_bytes,
-                          static_cast<std::int64_t>(rank.predicted_peak_bytes)});
+                          static_cast<std::int64_t>(rank.predicted_peak_bytes), rank.measured_memory_bytes,
+                          rank.predicted_memory_bytes});
   }
   const std::string name = scheduleDisplayName(view.schedule);
   view.predicted_ops = view.measured_ops = report.ops;

@@ -18,6 +18,10 @@ struct ValidationRankView {
   int last = 0;   ///< last layer, inclusive
   std::int64_t measured_peak_bytes = -1;    ///< -1 when the document does not say
   std::int64_t predicted_peak_bytes = -1;
+  /// Bytes at the peak of each op and of the optimizer step, measured and predicted (empty in
+  /// documents without them).
+  std::vector<double> measured_memory_bytes;
+  std::vector<double> predicted_memory_bytes;
 };
 
 /// What the report reads from a `stagecut.validation/1` document: the summary figures and the

@@ -68,34 +68,12 @@ std::size_t medianStep(const Schedule& schedule, const std::vector<RankOutcome>&
 
 }  // namespace
 
-std::uint64_t recomputePeakActivationBytes(const RankOps& ops, std::uint64_t input_bytes,
-                                           std::uint64_t activation_bytes, bool splits_backward) {
-  std::uint64_t live = 0, peak = 0;
-  for (const PipelineOp& op : ops) {
-    switch (op.kind) {
-      case OpKind::kForward:
-        live += input_bytes;
-        break;
-      case OpKind::kBackward:
-        live += activation_bytes;
-        peak = std::max(peak, live);
-        live -= input_bytes + (splits_backward ? 0 : activation_bytes);
-        break;
-      case OpKind::kWeight:
-        live -= activation_bytes;
-        break;
-      case OpKind::kAllReduce:
-        break;
-    }
-    peak = std::max(peak, live);
-  }
-  return peak;
-}
-
 ValidationReport buildValidationReport(const ValidateRequest& request, const Profile& profile,
                                        const Partition& partition, const std::vector<RankOutcome>& outcomes) {
   ValidationReport report;
   report.schedule = request.schedule;
+  report.optimizer = request.optimizer;
+  report.memory_fields_missing = missingMemoryFields(profile);
   report.stages = static_cast<int>(partition.stages.size());
   report.microbatches = request.microbatches;
   report.microbatch_size = profile.run.microbatch_size;
@@ -124,6 +102,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   prediction.data_parallel = report.replicas;
   prediction.link = link;
   prediction.dp_link = replica_link;
+  prediction.optimizer = optimizerMemory(request.optimizer);
   // The plain steps run every stage without recomputation, whatever the partition file chose.
   Partition plain = partition;
   for (StageCost& stage : plain.stages) stage.recompute.reset();
@@ -160,7 +139,19 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     rank.measured_bubble = measured_replica.step_ms > 0 ? measured.idle_ms / measured_replica.step_ms : 0.0;
     rank.predicted_bubble = report.predicted.step_ms > 0 ? predicted.idle_ms / report.predicted.step_ms : 0.0;
     rank.measured_peak_bytes = outcome.peak_bytes;
-    rank.predicted_peak_bytes = predicted.peak_activation_bytes;
+    const RankMemory& memory = plain_prediction.memory.ranks.at(static_cast<std::size_t>(outcome.stage));
+    rank.predicted_peak_bytes = static_cast<std::uint64_t>(std::llround(memory.peak_bytes));
+    rank.predicted_memory_bytes = memory.op_peak_bytes;
+    rank.predicted_memory_bytes.push_back(memory.optimizer_step_bytes);
+    rank.predicted_peak_parts = memory.peak_parts;
+    const auto& rank_ops = report.ops.ranks[static_cast<std::size_t>(outcome.stage)];
+    rank.predicted_peak_at = memory.peak_op < static_cast<int>(rank_ops.size())
+                                 ? describeOp(rank_ops[static_cast<std::size_t>(memory.peak_op)], 1)
+                                 : "the optimizer step";
+    for (const OpRecord& record : outcome.steps.at(median_step)) {
+      rank.measured_memory_bytes.push_back(static_cast<double>(record.peak_bytes));
+    }
+    rank.measured_memory_bytes.push_back(static_cast<double>(outcome.optimizer_step_peak_bytes.at(median_step)));
     rank.grad_max_rel_diff = outcome.grad_max_rel_diff;
     rank.worst_parameter = outcome.worst_parameter;
     report.grad_max_rel_diff = std::max(report.grad_max_rel_diff, outcome.grad_max_rel_diff);
@@ -208,7 +199,8 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     // The same split with every stage checkpointed, predicted as any recomputing split is.
     Partition checkpointed = partition;
     for (StageCost& stage : checkpointed.stages) stage.recompute = "full";
-    recompute.predicted = predictPipeline(profile, checkpointed, prediction, request.partition_path).simulated;
+    const PipelinePrediction recomputed = predictPipeline(profile, checkpointed, prediction, request.partition_path);
+    recompute.predicted = recomputed.simulated;
     recompute.predicted_step_ms = recompute.predicted.step_ms;
     const std::size_t median = medianStep(report.ops, outcomes, true, recompute.measured_step_ms);
     std::vector<SimulationResult> replicas;
@@ -219,11 +211,9 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     std::vector<double> recompute_losses;
     for (const auto& outcome : outcomes) {
       const std::size_t s = static_cast<std::size_t>(outcome.stage);
-      const std::uint64_t input_bytes =
-          s == 0 ? 0 : profile.layers[static_cast<std::size_t>(partition.stages[s].first - 1)].output_bytes;
       recompute.measured_peak_bytes.push_back(outcome.recompute_peak_bytes);
-      recompute.predicted_peak_bytes.push_back(recomputePeakActivationBytes(
-          report.ops.ranks[s], input_bytes, plain_prediction.costs.stages[s].activation_bytes, report.ops.splits_backward));
+      recompute.predicted_peak_bytes.push_back(
+          static_cast<std::uint64_t>(std::llround(recomputed.memory.ranks.at(s).peak_bytes)));
       recompute.measured_busy_ms.push_back(replicas.at(static_cast<std::size_t>(outcome.replica)).ranks[s].busy_ms);
       recompute.predicted_busy_ms.push_back(recompute.predicted.ranks[s].busy_ms);
       recompute.grad_max_rel_diff = std::max(recompute.grad_max_rel_diff, outcome.recompute_grad_max_rel_diff);

@@ -8,6 +8,7 @@
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
 #include "runtime/model_from_profile.h"
+#include "runtime/stage_optimizer.h"
 #include "prediction/pipeline_prediction.h"
 
 namespace stagecut {
@@ -176,20 +177,41 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   if (ReplicaGroup* group = world.replicaGroup()) probeReplicaLink(*group, clock, outcome);
 
   StageExecutor executor(chain, placement, transport, clock, world.replicaGroup());
-  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::int64_t& peak_bytes) {
+  StageOptimizer optimizer(request.optimizer, executor.parameters());
+  std::uint64_t weight_bytes = 0;
+  for (const auto& weight : executor.parameters()) weight_bytes += static_cast<std::uint64_t>(weight.nbytes());
+  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::vector<std::int64_t>& optimizer_peaks,
+                      std::int64_t& peak_bytes) {
     for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
       executor.zeroGradients();
       world.barrier();
+      // What the counter cannot see, allocated before it starts: the weights, their gradients
+      // (from the first step's backward on) and the optimizer's state.
+      std::uint64_t gradient_bytes = 0;
+      for (const auto& weight : executor.parameters()) {
+        if (weight.grad().defined()) gradient_bytes += static_cast<std::uint64_t>(weight.grad().nbytes());
+      }
+      const auto held = static_cast<std::int64_t>(weight_bytes + gradient_bytes + optimizer.stateBytes());
       MemoryCounter memory;
+      executor.setMemoryCounter(&memory);
       std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
+      executor.setMemoryCounter(nullptr);
+      memory.resetPeak();
+      optimizer.step();
+      const std::int64_t optimizer_peak = held + memory.peakBytes();
       if (step >= request.warmup_steps) {
+        for (OpRecord& record : records) {
+          record.peak_bytes += held;
+          peak_bytes = std::max(peak_bytes, record.peak_bytes);
+        }
+        peak_bytes = std::max(peak_bytes, optimizer_peak);
+        optimizer_peaks.push_back(optimizer_peak);
         measured.push_back(std::move(records));
-        peak_bytes = std::max<std::int64_t>(peak_bytes, memory.peakBytes());
       }
     }
     world.barrier();
   };
-  runSteps(outcome.steps, outcome.peak_bytes);
+  runSteps(outcome.steps, outcome.optimizer_step_peak_bytes, outcome.peak_bytes);
   const double plain_loss = executor.lastStepLoss();
 
   // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
@@ -205,7 +227,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   }
   if (request.recompute == "full") {
     executor.setRecompute(true);
-    runSteps(outcome.recompute_steps, outcome.recompute_peak_bytes);
+    runSteps(outcome.recompute_steps, outcome.recompute_optimizer_step_peak_bytes, outcome.recompute_peak_bytes);
     std::string worst;
     outcome.recompute_grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, worst);
     if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();

@@ -54,7 +54,9 @@ void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& targe
   torch::Tensor activation = state.input;
   for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
     activation = runLayer(chain_.layers[i], activation, target);
-    state.outputs.push_back(activation);
+    // Only a split backward needs the inner outputs; held otherwise, they would outlive the
+    // layers that free them, as no framework's stage keeps them.
+    if (splits_backward_) state.outputs.push_back(activation);
   }
   if (last_stage_) {
     state.root = microbatchLoss(activation, microbatch_count_);
@@ -180,12 +182,14 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
                                              bool splits_backward) {
   live_.clear();
   last_loss_ = 0.0;
+  splits_backward_ = splits_backward;
   const int microbatch_count = static_cast<int>(microbatches.size());
   std::vector<OpRecord> records;
   records.reserve(ops.size());
   for (const PipelineOp& op : ops) {
     OpRecord record;
     record.op = op;
+    if (memory_) memory_->resetPeak();
     // The receive inside an op is waiting, not work: the op's clock starts once its input is here.
     switch (op.kind) {
       case OpKind::kForward:
@@ -203,6 +207,7 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
     }
     record.start_ns = compute_start_ns_;
     record.end_ns = clock_.nowNs();
+    if (memory_) record.peak_bytes = memory_->peakBytes();
     records.push_back(record);
   }
   transport_.flushSends();

@@ -6,9 +6,10 @@
 #include <vector>
 
 #include "profiler/layer_chain.h"
+#include "profiler/memory_counter.h"
 #include "runtime/rank_world.h"
 #include "runtime/stage_transport.h"
-#include "runtime/weight_gradient_split.h"
+#include "profiler/weight_gradient_split.h"
 #include "schedule/pipeline_schedule.h"
 
 namespace stagecut {
@@ -20,6 +21,9 @@ struct OpRecord {
   PipelineOp op;
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;
+  /// With a MemoryCounter (setMemoryCounter): the most bytes alive during the op, its receive
+  /// included, as the counter counts them (from where it started).
+  std::int64_t peak_bytes = 0;
 };
 
 /// What one rank runs: the layers [first_layer, last_layer] of a chain as its model stage, and
@@ -55,6 +59,8 @@ class StageExecutor {
 
   /// Turns activation recomputation on or off for the following steps.
   void setRecompute(bool recompute) { recompute_ = recompute; }
+  /// Samples `counter` at every op (OpRecord::peak_bytes); nullptr: no sampling.
+  void setMemoryCounter(MemoryCounter* counter) { memory_ = counter; }
 
   /// Runs `ops` for `microbatches` (the first stage reads their inputs, the last their
   /// targets). Returns when every op ran and every send was delivered. Throws Error (kRuntime)
@@ -67,13 +73,14 @@ class StageExecutor {
   double lastStepLoss() const { return last_loss_; }
   /// This stage's parameters, in layer order.
   std::vector<torch::Tensor> parameters() const;
-  /// Sets every parameter's gradient to zero (the start of a step).
+  /// Sets every parameter's gradient to zero (the start of a step). The buffers stay, as
+  /// Megatron's and DeepSpeed's do: the memory model counts them from the first backward on.
   void zeroGradients();
 
  private:
   struct MicrobatchState {
     torch::Tensor input;                 // leaf that receives the input gradient
-    std::vector<torch::Tensor> outputs;  // each layer's output; the last is the stage's
+    std::vector<torch::Tensor> outputs;  // with a split backward: each layer's output, for B's targets
     torch::Tensor root;                  // what the backward starts from (scaled loss on the last stage)
     std::shared_ptr<WeightGradientSplit> weight_split;  // set by B when W is apart
     torch::Tensor root_grad;                   // what B started from, kept for W
@@ -94,6 +101,8 @@ class StageExecutor {
   const RankClock& clock_;
   ReplicaGroup* replicas_;
   bool recompute_ = false;
+  bool splits_backward_ = false;
+  MemoryCounter* memory_ = nullptr;
   int microbatch_count_ = 1;
   bool first_stage_;
   bool last_stage_;

@@ -18,7 +18,7 @@ nlohmann::json stepsToJson(const std::vector<std::vector<OpRecord>>& all_steps) 
     nlohmann::json ops = nlohmann::json::array();
     for (const auto& record : step) {
       ops.push_back({static_cast<int>(record.op.kind), record.op.microbatch, record.op.chunk, record.start_ns,
-                     record.end_ns});
+                     record.end_ns, record.peak_bytes});
     }
     steps.push_back(std::move(ops));
   }
@@ -36,6 +36,7 @@ std::vector<std::vector<OpRecord>> stepsFromJson(const nlohmann::json& document)
       record.op.chunk = op[2].get<int>();
       record.start_ns = op[3].get<std::int64_t>();
       record.end_ns = op[4].get<std::int64_t>();
+      record.peak_bytes = op[5].get<std::int64_t>();
       records.push_back(record);
     }
     steps.push_back(std::move(records));
@@ -53,6 +54,8 @@ nlohmann::json rankOutcomeToJson(const RankOutcome& outcome) {
           {"replica_bandwidth_bytes_per_s", outcome.replica_bandwidth_bytes_per_s},
           {"recompute_steps", stepsToJson(outcome.recompute_steps)},
           {"recompute_peak_bytes", outcome.recompute_peak_bytes},
+          {"recompute_optimizer_step_peak_bytes", outcome.recompute_optimizer_step_peak_bytes},
+          {"optimizer_step_peak_bytes", outcome.optimizer_step_peak_bytes},
           {"recompute_grad_max_rel_diff", outcome.recompute_grad_max_rel_diff},
           {"recompute_loss_pipeline", numberOrNull(outcome.recompute_loss_pipeline)},
           {"first_layer", outcome.first_layer},
@@ -82,6 +85,9 @@ RankOutcome rankOutcomeFromJson(const nlohmann::json& document) {
   outcome.recompute_grad_max_rel_diff = document.at("recompute_grad_max_rel_diff").get<double>();
   outcome.recompute_loss_pipeline = numberOrNaN(document.at("recompute_loss_pipeline"));
   outcome.peak_bytes = document.at("peak_bytes").get<std::int64_t>();
+  outcome.optimizer_step_peak_bytes = document.at("optimizer_step_peak_bytes").get<std::vector<std::int64_t>>();
+  outcome.recompute_optimizer_step_peak_bytes =
+      document.at("recompute_optimizer_step_peak_bytes").get<std::vector<std::int64_t>>();
   outcome.grad_max_rel_diff = document.at("grad_max_rel_diff").get<double>();
   outcome.worst_parameter = document.at("worst_parameter").get<std::string>();
   outcome.loss_pipeline = numberOrNaN(document.at("loss_pipeline"));

@@ -30,6 +30,8 @@ struct ValidateRequest {
   std::string recompute = "none";
   /// D: data-parallel replicas of the pipeline (N x D ranks), each on its own M microbatches.
   int data_parallel = 1;
+  /// The optimizer run at the end of each step (StageOptimizer): none, sgd, sgd-momentum, adam.
+  std::string optimizer = "adam";
 };
 
 /// One rank's measurements, sent to rank 0 at the end.
@@ -37,8 +39,11 @@ struct RankOutcome {
   int rank = 0;
   int first_layer = 0;
   int last_layer = 0;
-  std::vector<std::vector<OpRecord>> steps;  ///< the measured steps' op records
-  std::int64_t peak_bytes = 0;               ///< most bytes allocated during a step, beyond its start
+  /// The measured steps' op records; their peak_bytes count everything the rank holds: its
+  /// weights, gradients and optimizer state as well as what the step allocates.
+  std::vector<std::vector<OpRecord>> steps;
+  std::vector<std::int64_t> optimizer_step_peak_bytes;  ///< per measured step, likewise
+  std::int64_t peak_bytes = 0;               ///< the most of all of them
   double grad_max_rel_diff = 0.0;            ///< against the full-batch gradient of the same layers
   std::string worst_parameter;
   double loss_pipeline = std::numeric_limits<double>::quiet_NaN();   ///< last rank only
@@ -52,6 +57,7 @@ struct RankOutcome {
   double replica_bandwidth_bytes_per_s = 0.0;
   /// With --recompute full: the checkpointed steps' op records and their peak bytes.
   std::vector<std::vector<OpRecord>> recompute_steps;
+  std::vector<std::int64_t> recompute_optimizer_step_peak_bytes;
   std::int64_t recompute_peak_bytes = 0;
   double recompute_grad_max_rel_diff = 0.0;  ///< the gradient check after the checkpointed steps
   double recompute_loss_pipeline = std::numeric_limits<double>::quiet_NaN();

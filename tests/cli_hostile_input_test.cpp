@@ -438,7 +438,7 @@ const std::vector<BadCommand>& badCommands() {
        "activation_bytes x 2 microbatches in flight); check the profile's params and "
        "activation_bytes, --bytes-per-param and --microbatches"},
       {"partition: an empty optimizer", {profile}, "partition " + kP + " --stages 2 --optimizer ''",
-       "--optimizer: unknown optimizer ''; use one of: sgd, sgd-momentum, adam, adam-mixed"},
+       "--optimizer: unknown optimizer ''; use one of: none, sgd, sgd-momentum, adam, adam-mixed"},
       {"partition: an empty schedule", {profile}, "partition " + kP + " --stages 2 --schedule ''",
        "--schedule: unknown schedule ''; use one of: gpipe, 1f1b, interleaved-1f1b, zb-h1"},
       {"partition: an empty format", {profile}, "partition " + kP + " --stages 2 --format ''",

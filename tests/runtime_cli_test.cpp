@@ -391,3 +391,81 @@ TEST_CASE("SIGTERM or SIGINT to validate stops every rank within seconds, one li
     CHECK(processesWithEnvironment(marker) == 0);
   }
 }
+
+namespace {
+
+// The most bytes any rank of a validate --json run held, and the partition's largest stage.
+double largestMeasuredPeak(const nlohmann::json& report) {
+  double most = 0;
+  for (const auto& rank : report["ranks"]) most = std::max(most, rank["peak_memory_bytes"].get<double>());
+  return most;
+}
+
+double largestPredictedStage(const std::string& partition_path) {
+  double most = 0;
+  for (const auto& stage : nlohmann::json::parse(stagecut::readTextFile(partition_path))["stages"]) {
+    most = std::max(most, stage["memory_bytes"].get<double>());
+  }
+  return most;
+}
+
+nlohmann::json validateJson(const TempDir& dir, const std::string& partition) {
+  const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file(partition) +
+                                           " --schedule gpipe --microbatches 8 --optimizer none --steps 1 --json");
+  REQUIRE(result.exit_code == 0);
+  return nlohmann::json::parse(result.out);
+}
+
+}  // namespace
+
+TEST_CASE("a memory cap between two splits' measured peaks makes partition choose the one that fits, "
+          "and validate measures it under the cap",
+          "[runtime][cli][memory]") {
+  const TempDir dir;
+  // GPipe keeps all 8 microbatches' activations on both stages: where the blocks sit decides the
+  // largest stage. A slow second stage (--stage-speed 1,0.3) makes the fastest split put all
+  // blocks on the first, which is not the split that needs least.
+  const CommandResult profile = runStagecut(
+      "profile --model gpt --preset gpt-tiny --layers 4 --seq 64 --vocab 2048 --microbatch 4 --warmup 0 "
+      "--min-repeats 1 --max-repeats 1 -o " + dir.file("p.json"));
+  REQUIRE(profile.exit_code == 0);
+  const std::string partition =
+      "partition " + dir.file("p.json") + " --stages 2 --microbatches 8 --schedule gpipe --optimizer none "
+      "--stage-speed 1,0.3 ";
+  // A: the fastest split. B: of all cuts in two, the one measured to need least.
+  REQUIRE(runStagecut(partition + "-o " + dir.file("a.json")).exit_code == 0);
+  const nlohmann::json split_a = nlohmann::json::parse(stagecut::readTextFile(dir.file("a.json")));
+  const int cut_a = split_a["stages"][1]["first"].get<int>();
+  const int layers = split_a["stages"][1]["last"].get<int>() + 1;
+  double measured_a = 0, measured_b = 0;
+  int cut_b = -1;
+  for (int cut = 1; cut < layers; ++cut) {
+    nlohmann::json split = split_a;
+    split["stages"][0]["last"] = cut - 1;
+    split["stages"][1]["first"] = cut;
+    std::ofstream(dir.file("cut.json")) << split.dump();
+    const double measured = largestMeasuredPeak(validateJson(dir, "cut.json"));
+    if (cut == cut_a) measured_a = measured;
+    if (cut_b < 0 || measured < measured_b) {
+      cut_b = cut;
+      measured_b = measured;
+    }
+  }
+  INFO("measured peaks: A (cut at " << cut_a << ") " << measured_a << ", B (cut at " << cut_b << ") " << measured_b);
+  REQUIRE(measured_b < measured_a);
+  const auto cap = static_cast<long long>((measured_a + measured_b) / 2);
+  REQUIRE(runStagecut(partition + "--memory-cap " + std::to_string(cap) + " -o " + dir.file("c.json")).exit_code == 0);
+  CHECK(largestPredictedStage(dir.file("c.json")) <= static_cast<double>(cap));
+  CHECK(nlohmann::json::parse(stagecut::readTextFile(dir.file("c.json")))["stages"][1]["first"].get<int>() != cut_a);
+  const nlohmann::json run = validateJson(dir, "c.json");
+  CHECK(largestMeasuredPeak(run) <= static_cast<double>(cap));
+  // The document carries both timelines, one point per op and one for the optimizer step.
+  for (const auto& rank : run["ranks"]) {
+    const auto& memory = rank["memory"];
+    CHECK(memory["measured"].size() == memory["predicted"].size());
+    CHECK(memory["measured"].size() == 2 * 8 + 1u);
+    CHECK(memory["predicted_parts"]["weights"].get<double>() > 0);
+    CHECK(memory["predicted_parts"]["optimizer"].get<double>() == 0);
+  }
+  CHECK(run["optimizer"] == "none");
+}

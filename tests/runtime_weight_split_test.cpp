@@ -9,7 +9,7 @@
 #include "profiler/layer_chain.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/zoo.h"
-#include "runtime/weight_gradient_split.h"
+#include "profiler/weight_gradient_split.h"
 #include "tests/gradient_check.h"
 
 using stagecut::LayerChain;

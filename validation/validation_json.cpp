@@ -132,12 +132,12 @@ void readOpMedians(const JsonFields& rank_fields, RankComparison* rank) {
   pair("W", &rank->measured_weight_ms, &rank->predicted_weight_ms);
 }
 
-std::vector<double> readSteps(const JsonFields& fields, const char* key) {
+std::vector<double> readSteps(const JsonFields& fields, const char* key, const char* what = "step times in ms") {
   const json& steps = fields.array(key);
   std::vector<double> values;
   for (const json& step : steps) {
     if (!step.is_number() || !std::isfinite(step.get<double>()) || step.get<double>() < 0) {
-      fields.fail(key, "must list step times in ms (finite, >= 0), found " + describeJsonValue(step));
+      fields.fail(key, std::string("must list ") + what + " (finite, >= 0), found " + describeJsonValue(step));
     }
     values.push_back(step.get<double>());
   }
@@ -160,6 +160,18 @@ RankComparison readRank(const json& item, const std::string& where, int index, i
   rank.grad_max_rel_diff = fields.nonNegative("grad_max_rel_diff");
   rank.worst_parameter = fields.string("worst_parameter");
   readOpMedians(fields, &rank);
+  if (fields.has("memory")) {
+    const JsonFields memory = fields.object("memory");
+    rank.measured_memory_bytes = readSteps(memory, "measured", "bytes");
+    rank.predicted_memory_bytes = readSteps(memory, "predicted", "bytes");
+    if (rank.measured_memory_bytes.size() != rank.predicted_memory_bytes.size()) {
+      memory.fail("measured", "lists " + std::to_string(rank.measured_memory_bytes.size()) + " points and \"predicted\" " +
+                                  std::to_string(rank.predicted_memory_bytes.size()) +
+                                  "; both list one per op and one for the optimizer step");
+    }
+    if (memory.has("predicted_parts")) rank.predicted_peak_parts = memoryPartsFromJson(memory.object("predicted_parts"));
+    rank.predicted_peak_at = memory.optionalString("predicted_peak_at");
+  }
   rank.stage = index % stages;
   rank.replica = index / stages;
   if (replicas > 1) {
@@ -220,6 +232,12 @@ json validationToJson(const ValidationReport& report) {
                      {"grad_max_rel_diff", rank.grad_max_rel_diff},
                      {"worst_parameter", rank.worst_parameter},
                      {"op_median_ms", opMediansJson(rank)}});
+    if (!rank.measured_memory_bytes.empty() || !rank.predicted_memory_bytes.empty()) {
+      json memory = {{"measured", rank.measured_memory_bytes}, {"predicted", rank.predicted_memory_bytes}};
+      if (rank.predicted_peak_parts) memory["predicted_parts"] = memoryPartsToJson(*rank.predicted_peak_parts);
+      if (!rank.predicted_peak_at.empty()) memory["predicted_peak_at"] = rank.predicted_peak_at;
+      ranks.back()["memory"] = std::move(memory);
+    }
     if (report.replicas > 1) {
       ranks.back()["stage"] = rank.stage;
       ranks.back()["replica"] = rank.replica;
@@ -251,6 +269,8 @@ json validationToJson(const ValidationReport& report) {
                                  {"measured", timelineJson(report.ops, report.measured)}}}};
   // Optional fields (stagecut.validation/1 readers ignore what they do not know).
   if (!report.profile_fingerprint.empty()) document["profile_fingerprint"] = report.profile_fingerprint;
+  if (!report.optimizer.empty()) document["optimizer"] = report.optimizer;
+  if (!report.memory_fields_missing.empty()) document["memory_fields_missing"] = report.memory_fields_missing;
   if (report.replicas > 1) {
     document["data_parallel"] = report.replicas;
     document["replica_link_latency_ms"] = report.replica_link_latency_ms;
@@ -288,6 +308,13 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   ValidationReport report;
   report.profile_fingerprint = fields.optionalString("profile_fingerprint");
   report.schedule = fields.string("schedule");
+  report.optimizer = fields.optionalString("optimizer");
+  if (fields.has("memory_fields_missing")) {
+    for (const json& name : fields.array("memory_fields_missing")) {
+      if (!name.is_string()) fields.fail("memory_fields_missing", "must list field names, found " + describeJsonValue(name));
+      report.memory_fields_missing.push_back(name.get<std::string>());
+    }
+  }
   report.stages = fields.integer("stages", 1, kMaxCount);
   report.microbatches = fields.integer("microbatches", 1, kMaxCount);
   report.microbatch_size = fields.optionalInteger("microbatch_size", 0, kMaxCount, 0);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/memory_parts.h"
 #include "schedule/pipeline_schedule.h"
 #include "schedule/simulator.h"
 
@@ -23,8 +24,17 @@ struct RankComparison {
   double predicted_busy_ms = 0.0;
   double measured_bubble = 0.0;   ///< idle / step time on this rank
   double predicted_bubble = 0.0;
-  std::int64_t measured_peak_bytes = 0;     ///< most bytes allocated during a step
-  std::uint64_t predicted_peak_bytes = 0;   ///< the schedule's in-flight activations on this stage
+  /// The most bytes the rank held in a measured step (weights, gradients, optimizer state and
+  /// what the step allocated), and the memory timeline's peak.
+  std::int64_t measured_peak_bytes = 0;
+  std::uint64_t predicted_peak_bytes = 0;
+  /// The memory over the reported step: at the peak of each op of the rank's list, then of the
+  /// optimizer step that ends it; measured and predicted (empty in older documents).
+  std::vector<double> measured_memory_bytes;
+  std::vector<double> predicted_memory_bytes;
+  /// The predicted peak by part, and where in the step it is ("B(3)", "the optimizer step").
+  std::optional<MemoryParts> predicted_peak_parts;
+  std::string predicted_peak_at;
   double grad_max_rel_diff = 0.0;
   std::string worst_parameter;
   /// Median duration of the rank's F, B and W ops in the reported step, measured and predicted
@@ -57,6 +67,10 @@ struct ValidationReport {
   /// recorded): report puts the run beside that profile only.
   std::string profile_fingerprint;
   std::string schedule;
+  /// The optimizer each step ended with ("" in documents from before it was recorded: adam).
+  std::string optimizer;
+  /// Profile fields the memory prediction lacked (missingMemoryFields): its terms left out.
+  std::vector<std::string> memory_fields_missing;
   int stages = 0;
   int microbatches = 0;
   int microbatch_size = 0;  ///< samples per microbatch (the profile's size that was run)

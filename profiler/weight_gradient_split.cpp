@@ -1,4 +1,4 @@
-#include "runtime/weight_gradient_split.h"
+#include "profiler/weight_gradient_split.h"
 
 #include <map>
 #include <set>
@@ -216,7 +216,7 @@ void WeightGradientSplit::runWeightBackward(const torch::Tensor& root_grad,
       if (weight.grad().defined()) {
         weight.mutable_grad().add_(weight_grads[w]);
       } else {
-        weight.mutable_grad() = weight_grads[w].clone();
+        weight.mutable_grad() = weight_grads[w];  // autograd's own new tensor: no copy
       }
     }
   }

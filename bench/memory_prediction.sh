@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Holds the memory timeline's predicted peak to the peak validate measures, rank by rank: two
+# models (the issue's small GPT and the demo's), 2 and 3 stages, gpipe, 1f1b and zb-h1, plain and
+# --recompute full (one validate runs both), --optimizer adam and none. Prints one row per rank
+# and the largest error. Memory does not depend on the machine's load; the run takes ~10 minutes
+# on 2 cores.
+# Usage: bench/memory_prediction.sh [BUILD_DIR]
+set -euo pipefail
+build=${1:-build}
+stagecut="$build/cli/stagecut"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+
+declare -A models=(
+  [small]="--model gpt --preset gpt2-small --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 8000 --microbatch 2"
+  [demo]="--model gpt --preset gpt-demo --microbatch 4"
+)
+for model in small demo; do
+  # Memory needs one sample per layer; few timed rounds keep the profile short.
+  # shellcheck disable=SC2086
+  "$stagecut" profile ${models[$model]} --min-repeats 3 --max-repeats 3 -o "$out/$model.profile.json" >/dev/null
+done
+
+for model in small demo; do
+  for stages in 2 3; do
+    for schedule in gpipe 1f1b zb-h1; do
+      for optimizer in adam none; do
+        run="$model.$stages.$schedule.$optimizer"
+        "$stagecut" partition "$out/$model.profile.json" --stages "$stages" --schedule "$schedule" \
+          --microbatches 8 --optimizer "$optimizer" -o "$out/$run.partition.json" >/dev/null
+        "$stagecut" validate "$out/$model.profile.json" --partition "$out/$run.partition.json" \
+          --schedule "$schedule" --microbatches 8 --steps 2 --recompute full --optimizer "$optimizer" \
+          --json >"$out/$run.validation.json"
+      done
+    done
+  done
+done
+
+python3 - "$out" <<'EOF'
+import glob, json, os, sys
+rows, worst = [], (0.0, "")
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.validation.json"))):
+    model, stages, schedule, optimizer = os.path.basename(path).split(".")[:4]
+    document = json.load(open(path))
+    runs = [("none", document["ranks"])]
+    if document.get("recompute"):
+        runs.append(("full", document["recompute"]["ranks"]))
+    for recompute, ranks in runs:
+        for rank in ranks:
+            measured, predicted = rank["peak_memory_bytes"], rank["predicted_peak_memory_bytes"]
+            error = predicted / measured - 1.0
+            label = f"{model} {stages} stages {schedule} --recompute {recompute} --optimizer {optimizer} rank {rank['rank']}"
+            rows.append((label, measured, predicted, error))
+            if abs(error) >= abs(worst[0]):
+                worst = (error, label)
+mib = 1024.0 * 1024.0
+print(f"{'run':<70} {'measured':>10} {'predicted':>10} {'error':>8}")
+for label, measured, predicted, error in rows:
+    print(f"{label:<70} {measured / mib:>7.1f} MiB {predicted / mib:>6.1f} MiB {error * 100:>+7.1f}%")
+errors = sorted(abs(row[3]) for row in rows)
+print(f"\n{len(rows)} ranks: median |error| {errors[len(errors) // 2] * 100:.1f}%, "
+      f"largest {worst[0] * 100:+.1f}% ({worst[1]}); "
+      f"{sum(1 for e in errors if e <= 0.10)} of {len(rows)} within 10%")
+EOF
