@@ -185,7 +185,7 @@ std::string parameterDtype(const LayerChain& chain) {
 
 std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
                                      const torch::Tensor& target) {
-  MemoryCounter counter;
+  MemoryCounter counter(input.device().type());
   torch::Tensor output;
   {
     // The layer gets its own copy of the input: if it saves it for the backward the copy stays
@@ -229,7 +229,7 @@ LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor
     torch::Tensor output;
     std::int64_t after_forward = 0;
     {
-      MemoryCounter counter;
+      MemoryCounter counter(given.device().type());
       output = layer.forward(layerInput(layer, given), target);
       after_forward = counter.liveBytes();
       bytes.forward_transient = positivePart(counter.peakBytes() - after_forward);
@@ -238,7 +238,7 @@ LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor
     bytes.input_kept = std::min(positivePart(static_cast<std::int64_t>(bytes.activation) - kept_beyond_input),
                                 tensorBytes(given));
     if (output.requires_grad()) {
-      MemoryCounter counter;
+      MemoryCounter counter(output.device().type());
       torch::autograd::backward({output}, {upstream_grad});
       bytes.backward_transient = positivePart(counter.peakBytes());
     }
@@ -249,7 +249,7 @@ LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor
   auto [leaf, given] = stageInput(input);
   const torch::Tensor output = layer.forward(layerInput(layer, given), target);
   if (output.requires_grad() && leaf.requires_grad() && !layer.parameters.empty()) {
-    MemoryCounter counter;
+    MemoryCounter counter(output.device().type());
     WeightGradientSplit split(output, {leaf}, layer.parameters);
     const auto input_grads = torch::autograd::grad({output}, {leaf}, {upstream_grad}, true, false, true);
     std::int64_t returned = 0;

@@ -11,8 +11,9 @@ namespace {
 
 class CountingReporter : public c10::MemoryReportingInfoBase {
  public:
+  explicit CountingReporter(c10::DeviceType device) : device_(device) {}
   void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
-    if (device.type() != c10::DeviceType::CPU) return;
+    if (device.type() != device_) return;
     const int64_t live = live_.fetch_add(alloc_size) + alloc_size;
     int64_t peak = peak_.load();
     while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
@@ -20,6 +21,7 @@ class CountingReporter : public c10::MemoryReportingInfoBase {
   }
   bool memoryProfilingEnabled() const override { return true; }
 
+  c10::DeviceType device_;
   std::atomic<int64_t> live_{0};
   std::atomic<int64_t> peak_{0};
 };
@@ -27,13 +29,14 @@ class CountingReporter : public c10::MemoryReportingInfoBase {
 }  // namespace
 
 struct MemoryCounter::Impl {
-  std::shared_ptr<CountingReporter> reporter = std::make_shared<CountingReporter>();
+  explicit Impl(c10::DeviceType device) : reporter(std::make_shared<CountingReporter>(device)) {}
+  std::shared_ptr<CountingReporter> reporter;
   // Installing the reporter as this thread's profiler state turns on c10's CPU reporting;
   // LibTorch's thread pools carry the thread-local state into their workers.
   c10::DebugInfoGuard guard{c10::DebugInfoKind::PROFILER_STATE, reporter};
 };
 
-MemoryCounter::MemoryCounter() : impl_(std::make_unique<Impl>()) {}
+MemoryCounter::MemoryCounter(c10::DeviceType device) : impl_(std::make_unique<Impl>(device)) {}
 MemoryCounter::~MemoryCounter() = default;
 
 std::int64_t MemoryCounter::liveBytes() const { return impl_->reporter->live_.load(); }

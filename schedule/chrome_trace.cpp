@@ -61,6 +61,15 @@ std::string renderChromeTrace(const std::vector<SimulatedSchedule>& runs) {
                       timing.start_ms * 1000.0, (timing.end_ms - timing.start_ms) * 1000.0,
                       op.microbatch, op.chunk, schedule.modelStage(rank, op.chunk));
         out += buffer;
+        if (runs[pid].memory_bytes && static_cast<std::size_t>(rank) < runs[pid].memory_bytes->size() &&
+            i < (*runs[pid].memory_bytes)[static_cast<std::size_t>(rank)].size()) {
+          std::snprintf(buffer, sizeof buffer,
+                        "{\"ph\":\"C\",\"name\":\"memory rank %d\",\"pid\":%d,\"ts\":%.3f,"
+                        "\"args\":{\"MiB\":%.3f}},\n",
+                        rank, process, timing.start_ms * 1000.0,
+                        (*runs[pid].memory_bytes)[static_cast<std::size_t>(rank)][i] / (1024.0 * 1024.0));
+          out += buffer;
+        }
       }
     }
   }

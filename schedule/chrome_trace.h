@@ -13,6 +13,9 @@ namespace stagecut {
 struct SimulatedSchedule {
   const Schedule* schedule = nullptr;
   const SimulationResult* result = nullptr;
+  /// Optional: per rank, the bytes at the peak of each of its ops, drawn as a counter track
+  /// ("memory rank r", MiB) that steps at each op's start.
+  const std::vector<std::vector<double>>* memory_bytes = nullptr;
 };
 
 /// A Chrome trace (the JSON object format that Perfetto and chrome://tracing open) of simulated

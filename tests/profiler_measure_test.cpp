@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "profiler/layer_profiler.h"
+#include "profiler/memory_counter.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/zoo.h"
 #include "profiler/zoo_builders.h"
@@ -120,4 +121,19 @@ TEST_CASE("B + W is close to the whole backward on a large layer", "[profiler][m
   const auto& layer = profile.layers[0];
   const double split = layer.backward_input_ms->median + layer.backward_weight_ms->median;
   CHECK(split == Approx(layer.backward_ms.median).epsilon(0.35));
+}
+
+TEST_CASE("a CUDA memory counter counts what CUDA's allocator reports, and not the CPU's", "[profiler][memory]") {
+  // The caching allocator reports each tensor's block through the same hook as the CPU
+  // allocator, with a CUDA device: a fake report stands in for it where there is no GPU.
+  stagecut::MemoryCounter cuda(c10::DeviceType::CUDA);
+  int block = 0;
+  const c10::Device gpu(c10::DeviceType::CUDA, 0);
+  c10::reportMemoryUsageToProfiler(&block, 4096, 4096, 1 << 20, gpu);
+  const torch::Tensor on_cpu = torch::ones({1024});
+  CHECK(cuda.liveBytes() == 4096);
+  c10::reportMemoryUsageToProfiler(&block, 2048, 6144, 1 << 20, gpu);
+  c10::reportMemoryUsageToProfiler(&block, -6144, 0, 1 << 20, gpu);
+  CHECK(cuda.liveBytes() == 0);
+  CHECK(cuda.peakBytes() == 6144);
 }
