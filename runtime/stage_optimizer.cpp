@@ -1,6 +1,7 @@
 #include "runtime/stage_optimizer.h"
 
 #include "core/error.h"
+#include "prediction/stage_memory.h"
 
 namespace stagecut {
 
@@ -13,12 +14,11 @@ std::uint64_t bytesOf(const torch::Tensor& tensor) {
 }  // namespace
 
 void checkRunnableOptimizer(const std::string& name) {
-  if (name == "none" || name == "sgd" || name == "sgd-momentum" || name == "adam") return;
+  optimizerMemory(name);  // an unknown name: the one message, with the nearest name
   if (name == "adam-mixed") {
     throw Error("--optimizer adam-mixed: validate runs the model in float32 and cannot keep bf16 weights with "
                 "fp32 master copies; use --optimizer adam (and partition with --optimizer adam to compare)");
   }
-  throw Error("--optimizer " + name + ": unknown optimizer; use none, sgd, sgd-momentum or adam");
 }
 
 StageOptimizer::StageOptimizer(const std::string& name, std::vector<torch::Tensor> weights) {
