@@ -9,7 +9,9 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/framework_formats.h"
+#include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
+#include "partitioner/split_rules.h"
 
 namespace stagecut {
 
@@ -17,7 +19,7 @@ namespace {
 
 void printComparison(std::ostream& out, const std::vector<Partition>& splits,
                      const PartitionOptions& options) {
-  const Partition& optimum = splits.back();
+  const Partition& optimum = chosenSplit(splits);
   TextTable table;
   table.addColumn("", TextTable::Align::kLeft);
   for (const Partition& split : splits) table.addColumn(split.method, TextTable::Align::kRight);
@@ -56,11 +58,16 @@ void addCompareCommand(CLI::App& app) {
       "compare", "Compare the exact split with the uniform and parameter-balanced baselines");
   auto flags = std::make_shared<PartitionFlags>();
   addPartitionFlags(command, *flags);
+  addSplitFlag(command, *flags);
   command->callback([flags] {
     const std::string& path = flags->profile_path;
     const Profile profile = readProfileFile(path, flags->microbatch_size);
     const PartitionOptions options = resolvePartitionFlags(*flags, profile);
-    const std::vector<Partition> splits = partitionForComparison(profile, options, path);
+    std::vector<Partition> splits = partitionForComparison(profile, options, path);
+    const std::vector<int> yours = userSplit(*flags, profile);
+    if (!yours.empty()) {
+      splits.push_back(describeSplit(profile, options, buildCostModel(profile, options, path), yours, "yours"));
+    }
     const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
     ComparisonDocument comparison;
     comparison.profile_fingerprint = readProfileFingerprint(path);
@@ -69,7 +76,7 @@ void addCompareCommand(CLI::App& app) {
     }
     const nlohmann::json document = comparisonToJson(comparison);
     const std::vector<StageRecompute> optimum_extras =
-        extras ? stageRecompute(profile, options, splits.back(), path) : std::vector<StageRecompute>{};
+        extras ? stageRecompute(profile, options, chosenSplit(splits), path) : std::vector<StageRecompute>{};
     const std::optional<OutputPath> output = flags->output();
     if (output) writeOutputFile(*output, toJsonText(document));
     if (flags->json) {
@@ -78,10 +85,19 @@ void addCompareCommand(CLI::App& app) {
     }
     std::cout << path << ": " << profile.layerCount() << " layers, " << assumptionsNote(*flags, options) << "\n";
     std::cout << communicationNote(*flags) << "\n";
-    std::cout << "uniform: equal layer counts, the first stages take the remainder (DeepSpeed, "
-                 "Megatron); params: DeepSpeed's partition_method=\"parameters\"; compute: stagecut's "
-                 "exact optimum\n\n";
+    std::cout << "uniform: equal layer counts, the first stages take the remainder (DeepSpeed's "
+                 "partition_method=\"uniform\"); params: DeepSpeed's partition_method=\"parameters\" (both "
+                 "over the layers before the loss, which joins the last stage); "
+              << (options.rules == SplitRuleSet::kAny
+                      ? "free: stagecut's exact optimum over any split (stagecut validate runs it)"
+                      : "compute: stagecut's exact optimum among the splits every framework stagecut prints can "
+                        "run; free: the optimum over any split, where that is better (stagecut validate runs it)")
+              << (yours.empty() ? "" : "; yours: --split as given") << "\n\n";
     printComparison(std::cout, splits, options);
+    if (!yours.empty()) {
+      const std::string broken = ruleViolation(frameworkRules(profile), profile, yours);
+      if (!broken.empty()) std::cout << "\n  yours: " << broken << "\n";
+    }
     if (extras) {
       std::cout << "\n  The compute split, per stage:\n\n";
       printRecomputeTable(std::cout, optimum_extras, options);

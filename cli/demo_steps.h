@@ -3,6 +3,7 @@
 // The steps of `stagecut demo`, each a function over library calls, so the command reads as
 // the tour it is.
 
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,9 +21,12 @@ namespace stagecut {
 struct DemoPlan {
   ProfileRequest request;
   std::string model_label;
-  int stages = 4;               ///< compared and simulated
+  /// Compared and simulated. 3, not 4: the demo model's head + loss is one unit every framework
+  /// keeps on the last stage, and at 4 stages it alone sets the bottleneck of the best split a
+  /// framework can run, which then ties the params split.
+  int stages = 3;
   int validate_stages = 2;      ///< run for real (one rank per core here)
-  int microbatches = 8;
+  int microbatches = 9;         ///< a multiple of both stage counts, for interleaved 1F1B
   int validate_steps = 3;
   std::string output_dir;
   std::string profilePath() const { return output_dir + "/profile.json"; }
@@ -41,15 +45,14 @@ struct DemoPlan {
 /// The default demo (the gpt-demo preset) or, with `quick`, a tiny model with few repeats.
 DemoPlan demoPlan(bool quick, const std::string& output_dir);
 
-/// The three splits of the same profile for plan.stages stages.
+/// The splits of the same profile for plan.stages stages: uniform, params and compute (one
+/// every framework stagecut prints can run), and the free optimum where it differs.
 struct DemoComparison {
   Partition uniform;
   Partition params;
   Partition compute;
-  /// The best split Megatron's layout can express (embedding on the first stage, head and loss
-  /// together on the last), and its layout flag.
-  Partition megatron;
-  std::string megatron_layout;
+  std::optional<Partition> free;
+  std::string megatron_layout;  ///< the compute split's, "(none)" when Megatron's does not apply
 };
 DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan);
 void printComparison(std::ostream& out, const DemoComparison& comparison);

@@ -4,12 +4,14 @@
 #include "cli/partition_flags.h"
 #include "cli/partition_report.h"
 #include "cli/partition_table.h"
+#include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/framework_formats.h"
+#include "partitioner/split_rules.h"
 #include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
 #include "partitioner/simulated_refinement.h"
@@ -38,16 +40,79 @@ void printFormat(std::ostream& out, const std::string& format, const std::string
   }
 }
 
+// The best split under each framework's rules beside the free optimum, as the table
+// `partition` prints under its split.
+void printRuleSetSplits(std::ostream& out, const std::vector<RuleSetSplit>& rows, const Profile& profile) {
+  const Partition* free = nullptr;
+  for (const RuleSetSplit& row : rows) {
+    if (row.rules == SplitRuleSet::kAny && row.partition) free = &*row.partition;
+  }
+  TextTable table;
+  for (const char* header : {"rules", "runs on", "layers per stage", "bottleneck ms", "step ms", "vs free"}) {
+    const std::string name = header;
+    table.addColumn(name, name == "bottleneck ms" || name == "step ms" || name == "vs free" ? TextTable::Align::kRight
+                                                                                           : TextTable::Align::kLeft);
+  }
+  std::vector<std::string> failures;
+  for (const RuleSetSplit& row : rows) {
+    if (!row.partition) {
+      table.addRow({ruleSetName(row.rules), ruleSetRunners(row.rules), "none", "", "", ""});
+      failures.push_back(std::string(ruleSetName(row.rules)) + ": " + row.failure);
+      continue;
+    }
+    const Partition& split = *row.partition;
+    table.addRow({ruleSetName(row.rules), ruleSetRunners(row.rules), joinNumbers(split.layersPerStage()),
+                  formatMs(split.bottleneck_ms), formatMs(split.predicted_step_ms),
+                  free ? formatSignedPercent(split.bottleneck_ms / free->bottleneck_ms - 1.0) : ""});
+  }
+  out << "\n  the best split under each framework's rules (each exact; vs free: its bottleneck against the free "
+         "optimum's):\n";
+  table.print(out, "  ");
+  for (const std::string& failure : failures) out << "  " << failure << "\n";
+  const std::string no_megatron = megatronInapplicability(profile);
+  if (!no_megatron.empty()) {
+    out << "  no Megatron layout: " << no_megatron
+        << " (Megatron needs the embedding first and the loss last); use the deepspeed, torchgpipe or list output\n";
+  }
+}
+
+// The rules a --format's split obeys: its framework's own, or every framework's for list and
+// json (the free optimum with --any-split).
+PartitionOptions optionsForFormat(PartitionOptions options, const PartitionCommandFlags& flags) {
+  const bool own_rules = flags.format != "list" && flags.format != "json" && flags.format != "megatron";
+  if (own_rules) {
+    if (flags.shared.any_split) {
+      throw Error("--any-split: --format " + flags.format + " cannot express every split (" +
+                  ruleSetRunners(SplitRuleSet::kLossWithLast) +
+                  " apply the loss to the last stage's output); drop one of the two");
+    }
+    options.rules = SplitRuleSet::kLossWithLast;
+  }
+  return options;
+}
+
 void runPartition(const PartitionCommandFlags& flags) {
   checkFrameworkFormatName(flags.format);
   const std::string& path = flags.shared.profile_path;
   const Profile profile = readProfileFile(path, flags.shared.microbatch_size);
-  const PartitionOptions options = resolvePartitionFlags(flags.shared, profile);
+  const PartitionOptions options = optionsForFormat(resolvePartitionFlags(flags.shared, profile), flags);
   const bool megatron = flags.format == "megatron" || flags.megatron_first_last;
+  if (megatron && flags.shared.any_split) {
+    throw Error("--any-split: Megatron cannot run every split (its embedding first, norm + head + loss last); "
+                "drop --any-split or --format megatron");
+  }
+  const std::vector<int> yours = userSplit(flags.shared, profile);
+  if (!yours.empty() && (megatron || flags.simulate)) {
+    throw Error(std::string("--split: evaluates your split as given; drop ") +
+                (flags.simulate ? "--simulate" : flags.megatron_first_last ? "--megatron-first-last" : "--format megatron") +
+                " (it chooses a split)");
+  }
 
   Partition partition;
   MegatronPartition megatron_result;
-  if (megatron) {
+  if (!yours.empty()) {
+    partition = describeSplit(profile, options, buildCostModel(profile, options, path), yours, "yours");
+  } else if (megatron) {
     megatron_result = partitionForMegatron(profile, options, path, flags.megatron_first_last);
     partition = megatron_result.chosen;
   } else {
@@ -61,9 +126,16 @@ void runPartition(const PartitionCommandFlags& flags) {
       partition = describeSplit(profile, options, model, refinement.layers_per_stage, "compute+simulated");
     }
   }
-  // Formats print only what passed their coverage check; an explicit format that cannot express
-  // the split says why.
-  const std::string text = flags.format == "json" ? "" : formatSplit(flags.format, profile, partition.layersPerStage());
+  // A user's split that a format cannot express prints what it breaks instead of the text.
+  std::string text, text_failure;
+  if (flags.format != "json") {
+    try {
+      text = formatSplit(flags.format, profile, partition.layersPerStage());
+    } catch (const Error& error) {
+      if (yours.empty() || error.kind() != ErrorKind::kInput) throw;
+      text_failure = error.what();
+    }
+  }
 
   const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
   const std::vector<StageRecompute> stage_extras =
@@ -78,9 +150,13 @@ void runPartition(const PartitionCommandFlags& flags) {
   std::cout << path << ": " << profile.layerCount() << " layers, "
             << assumptionsNote(flags.shared, options) << "\n";
   std::cout << communicationNote(flags.shared) << "\n";
-  if (megatron) {
-    std::cout << "Megatron view: the embedding stays on the first stage, the final norm, output "
+  if (!yours.empty()) {
+    std::cout << "your split, as given (--split " << flags.shared.split_text << ")\n";
+  } else if (megatron) {
+    std::cout << "Megatron's rules: the embedding stays on the first stage, the final norm, output "
                  "layer and loss on the last\n";
+  } else {
+    std::cout << rulesNote(options, profile) << "\n";
   }
   std::cout << "\n";
   printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
@@ -91,10 +167,10 @@ void runPartition(const PartitionCommandFlags& flags) {
   }
   if (megatron_result.first_last) {
     const Partition& free = megatron_result.free_optimum;
-    std::cout << "  restricted to --decoder-first/last-pipeline-num-layers: bottleneck "
+    std::cout << "  restricted to Megatron's flags: bottleneck "
               << formatSignedPercent(partition.bottleneck_ms / free.bottleneck_ms - 1.0)
               << ", step " << formatSignedPercent(partition.predicted_step_ms / free.predicted_step_ms - 1.0)
-              << " against the free layout (" << formatMs(free.bottleneck_ms) << " ms, "
+              << " against the best layout (" << formatMs(free.bottleneck_ms) << " ms, "
               << formatMs(free.predicted_step_ms) << " ms)\n";
   }
   if (flags.simulate) {
@@ -104,7 +180,26 @@ void runPartition(const PartitionCommandFlags& flags) {
               << refinement.candidates << " splits with the optimal bottleneck"
               << (refinement.truncated ? " (the first ones; more exist)" : "") << "\n";
   }
-  if (flags.format != "json") printFormat(std::cout, flags.format, text);
+  const std::vector<RuleSetSplit> rule_rows = ruleSetSplits(profile, options, path);
+  if (!yours.empty()) {
+    for (const RuleSetSplit& row : rule_rows) {
+      if (!row.partition) continue;
+      const Partition& best = *row.partition;
+      std::cout << "  best under " << ruleSetName(row.rules) << " rules (" << ruleSetRunners(row.rules) << "): "
+                << joinNumbers(best.layersPerStage()) << ", step " << formatMs(best.predicted_step_ms) << " ms, "
+                << formatSignedPercent(best.predicted_step_ms / partition.predicted_step_ms - 1.0)
+                << " against yours\n";
+    }
+    const std::string broken = ruleViolation(frameworkRules(profile), profile, yours);
+    if (!broken.empty()) std::cout << "  your split: " << broken << "\n";
+  } else {
+    printRuleSetSplits(std::cout, rule_rows, profile);
+  }
+  if (!text_failure.empty()) {
+    std::cout << "\n" << flags.format << ": cannot express your split: " << text_failure << "\n";
+  } else if (flags.format != "json") {
+    printFormat(std::cout, flags.format, text);
+  }
   if (output) std::cout << "\nwrote " << output->path << "\n";
 }
 
@@ -115,11 +210,14 @@ void addPartitionCommand(CLI::App& app) {
       "partition", "Split a profile into pipeline stages with the smallest slowest stage (exact)");
   auto flags = std::make_shared<PartitionCommandFlags>();
   addPartitionFlags(command, flags->shared);
+  addSplitFlag(command, flags->shared);
   command->add_option("--format", flags->format,
-                      "list, json, megatron, torchgpipe, fairscale, deepspeed, pippy or torchtitan")
+                      "list, json, megatron, torchgpipe, fairscale, deepspeed, pippy or torchtitan: prints the "
+                      "best split that framework can run, in its words")
       ->capture_default_str();
   command->add_flag("--megatron-first-last", flags->megatron_first_last,
-                    "Only splits --decoder-first/last-pipeline-num-layers can express (equal middle stages)");
+                    "Only splits Megatron's flags can express without a layout (--decoder-first/last-pipeline-"
+                    "num-layers or --account-for-embedding/loss-in-pipeline-split)");
   command->add_flag("--simulate", flags->simulate,
                     "Among splits with the optimal bottleneck, take the fastest in the event simulator");
   command->callback([flags] { runPartition(*flags); });

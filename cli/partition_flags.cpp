@@ -1,9 +1,11 @@
 #include "cli/partition_flags.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
 #include "core/units.h"
+#include "partitioner/split_text.h"
 
 namespace stagecut {
 
@@ -13,7 +15,8 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
       "--microbatch-size", flags.microbatch_size,
       "Use the costs at this measured microbatch size (a profile measured at several; default: the size "
       "its layers hold)");
-  command->add_option("--stages,-n", flags.stages, "Pipeline stages N")->required();
+  flags.stages_option =
+      command->add_option("--stages,-n", flags.stages, "Pipeline stages N (required unless --split gives them)");
   flags.microbatches_option = command->add_option("--microbatches,-m", flags.microbatches,
                       "Microbatches per step M (default: 4 x stages)");
   command->add_option("--schedule", flags.schedule,
@@ -52,6 +55,9 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   command->add_option("--dp-latency", flags.dp_latency,
                       "All-reduce latency per ring step (with --data-parallel)")
       ->capture_default_str();
+  command->add_flag("--any-split", flags.any_split,
+                    "The free optimum, for a runtime that runs any split (stagecut validate): no framework's "
+                    "rules (by default the split runs in every framework stagecut prints)");
   command->add_flag("--json", flags.json, "Print the JSON document instead of tables");
   flags.output_option =
       command->add_option("-o,--output", flags.output_path, "Also write the JSON document to this file");
@@ -62,13 +68,46 @@ std::optional<OutputPath> PartitionFlags::output() const {
   return OutputPath(output_path, "-o", {{"the input profile", profile_path}});
 }
 
+void addSplitFlag(CLI::App* command, PartitionFlags& flags) {
+  flags.split_option = command->add_option(
+      "--split", flags.split_text,
+      "Your own split, in any form stagecut prints: 4,3,1,1, a Megatron layout or its flags, "
+      "parts=[...] or balance=[...]");
+}
+
+std::vector<int> userSplit(const PartitionFlags& flags, const Profile& profile) {
+  if (flags.split_option == nullptr || flags.split_option->count() == 0) return {};
+  const bool stages_given = flags.stages_option != nullptr && flags.stages_option->count() > 0;
+  return parseSplitText(flags.split_text, profile, stages_given ? std::max(flags.stages, 1) : 0, "--split");
+}
+
+std::string rulesNote(const PartitionOptions& options, const Profile& profile) {
+  const SplitRules rules = resolvedSplitRules(profile, options);
+  if (!options.rules) {
+    return std::string("compute split: one every framework below can run (") +
+           (rules.set == SplitRuleSet::kMegatron ? "Megatron's embedding first and norm + head + loss last; " : "") +
+           "the loss with the last stage)";
+  }
+  if (*options.rules == SplitRuleSet::kAny) {
+    return "free split: any split (stagecut validate runs it; frameworks may not)";
+  }
+  return std::string("compute split: by ") + ruleSetRunners(*options.rules) + "'s rules";
+}
+
 PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile) {
   if (const auto output = flags.output()) checkOutputPath(*output);
-  checkStageCount(flags.stages, profile.layerCount());
+  const std::vector<int> split = userSplit(flags, profile);
+  // A command that registers --stages itself (report) always has one.
+  const bool stages_given = flags.stages_option == nullptr || flags.stages_option->count() > 0;
+  if (!stages_given && split.empty()) {
+    throw Error("--stages is required: give the pipeline's stage count, e.g. --stages 4");
+  }
+  const int stages = stages_given ? flags.stages : static_cast<int>(split.size());
+  checkStageCount(stages, profile.layerCount());
   PartitionOptions options;
-  options.stages = flags.stages;
+  options.stages = stages;
   const bool microbatches_given = flags.microbatches_option && flags.microbatches_option->count() > 0;
-  options.microbatches = microbatches_given ? flags.microbatches : 4 * flags.stages;
+  options.microbatches = microbatches_given ? flags.microbatches : 4 * stages;
   if (options.microbatches < 1) {
     throw Error("--microbatches " + std::to_string(flags.microbatches) +
                 ": a step needs at least 1 microbatch");
@@ -95,7 +134,7 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
     options.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.bandwidth, "--bandwidth");
   }
   if (!flags.latency.empty()) options.latency_ms = parseDurationMs(flags.latency, "--latency");
-  if (!flags.stage_speed.empty()) options.stage_speed = parseStageSpeeds(flags.stage_speed, flags.stages);
+  if (!flags.stage_speed.empty()) options.stage_speed = parseStageSpeeds(flags.stage_speed, stages);
   const OptimizerMemory optimizer = optimizerMemory(flags.optimizer);
   options.bytes_per_param = optimizer.bytes_per_param;
   options.optimizer_step_temporaries = optimizer.step_temporaries;
@@ -107,7 +146,8 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
                 ": must be a finite number of bytes, e.g. 16 for fp32 Adam");
   }
   if (flags.bytes_per_param > 0) options.bytes_per_param = flags.bytes_per_param;
-  if (!flags.memory_cap.empty()) options.memory_cap_bytes = parseMemoryCaps(flags.memory_cap, flags.stages);
+  if (!flags.memory_cap.empty()) options.memory_cap_bytes = parseMemoryCaps(flags.memory_cap, stages);
+  if (flags.any_split) options.rules = SplitRuleSet::kAny;
   return options;
 }
 

@@ -18,6 +18,7 @@ struct PartitionFlags {
   int microbatch_size = 0;  ///< --microbatch-size: one of a profile's measured sizes; 0: its layers' size
   CLI::Option* microbatch_size_option = nullptr;
   int stages = 0;
+  CLI::Option* stages_option = nullptr;  ///< unset: from --split
   int microbatches = 0;
   CLI::Option* microbatches_option = nullptr;  ///< unset: 4 x stages
   std::string schedule = "1f1b";
@@ -33,6 +34,9 @@ struct PartitionFlags {
   int data_parallel = 1;           ///< --data-parallel D
   std::string dp_bandwidth = "100GB/s";  ///< --dp-bandwidth
   std::string dp_latency = "10us";       ///< --dp-latency
+  bool any_split = false;          ///< --any-split: the free optimum, no framework's rules
+  std::string split_text;          ///< --split: the user's own split, in any printed form
+  CLI::Option* split_option = nullptr;
   bool json = false;
   std::string output_path;
   CLI::Option* output_option = nullptr;  ///< -o, to tell `-o ''` from no -o
@@ -43,6 +47,15 @@ struct PartitionFlags {
 
 /// Registers the shared flags on `command`.
 void addPartitionFlags(CLI::App* command, PartitionFlags& flags);
+
+/// Registers --split (partition and compare): with it, --stages may be left out.
+void addSplitFlag(CLI::App* command, PartitionFlags& flags);
+
+/// The --split as layers per stage of `profile` (parseSplitText); empty without --split.
+std::vector<int> userSplit(const PartitionFlags& flags, const Profile& profile);
+
+/// One line: the rules the compute split obeys and who can run it.
+std::string rulesNote(const PartitionOptions& options, const Profile& profile);
 
 /// Checks and converts the flags against the profile. Throws Error (input) with the flag's
 /// name for anything out of range or unparsable.

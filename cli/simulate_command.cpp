@@ -17,6 +17,7 @@
 #include "partitioner/data_parallel_plan.h"
 #include "partitioner/partition_options.h"
 #include "prediction/pipeline_prediction.h"
+#include "partitioner/split_text.h"
 #include "schedule/chrome_trace.h"
 #include "schedule/closed_form.h"
 #include "schedule/generators.h"
@@ -30,6 +31,8 @@ struct SimulateOptions {
   std::string profile_path;
   int microbatch_size = 0;  ///< --microbatch-size: one of the profile's measured sizes
   std::string partition_path;
+  std::string split_text;  ///< --split: the split in any printed form, instead of --partition
+  bool split_given = false;
   int stages = 4;
   bool stages_given = false;
   int microbatches = 8;
@@ -94,15 +97,32 @@ void checkDataParallel(int replicas) {
 
 // Reads the profile and the partition and fills the report's per-stage view.
 ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport* report) {
-  if (options.partition_path.empty()) {
+  if (options.partition_path.empty() && !options.split_given) {
     throw Error(options.profile_path + ": simulating a profile needs its split; add --partition " +
-                "FILE (written by 'stagecut partition ... --format json')");
+                "FILE (written by 'stagecut partition ... --format json') or --split 4,3,2");
+  }
+  if (!options.partition_path.empty() && options.split_given) {
+    throw Error("--split: --partition " + options.partition_path + " gives the split already; drop one of the two");
   }
   ProfileInputs inputs;
   inputs.profile = readProfileFile(options.profile_path, options.microbatch_size);
-  inputs.partition = readPartitionFile(options.partition_path);
-  // Before anything indexes the profile's layers by the partition's ranges.
-  checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
+  if (options.split_given) {
+    const std::vector<int> counts =
+        parseSplitText(options.split_text, inputs.profile, options.stages_given ? options.stages : 0, "--split");
+    inputs.partition.method = "yours";
+    int first = 0;
+    for (int count : counts) {
+      StageCost stage;
+      stage.first = first;
+      stage.last = first + count - 1;
+      inputs.partition.stages.push_back(stage);
+      first += count;
+    }
+  } else {
+    inputs.partition = readPartitionFile(options.partition_path);
+    // Before anything indexes the profile's layers by the partition's ranges.
+    checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
+  }
   const int stages = static_cast<int>(inputs.partition.stages.size());
   if (options.stages_given && options.stages != stages) {
     throw Error("--stages " + std::to_string(options.stages) + ": the partition " +
@@ -135,7 +155,7 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   }
   report->unit_costs = false;
   report->profile_path = options.profile_path;
-  report->partition_path = options.partition_path;
+  report->partition_path = options.split_given ? "--split " + options.split_text : options.partition_path;
   report->stages = stages;
 
   // The per-stage table: the split as one chunk per rank, as every schedule's costs start.
@@ -177,6 +197,10 @@ OutputPath chartOutput(const SimulateOptions& options, const std::string& flag, 
 }
 
 void checkUnitCostOptions(const SimulateOptions& options) {
+  if (options.split_given) {
+    throw Error("--split " + options.split_text + ": needs the profile it splits; use "
+                "'stagecut simulate PROFILE --split " + options.split_text + "'");
+  }
   if (!options.partition_path.empty()) {
     throw Error("--partition " + options.partition_path + ": needs the profile it splits; use "
                 "'stagecut simulate PROFILE --partition " + options.partition_path + "'");
@@ -353,6 +377,9 @@ void addSimulateCommand(CLI::App& app) {
                       "without it every op costs one unit");
   command->add_option("--partition,-p", options->partition_path,
                       "The stagecut.partition/1 split of the profile's layers into stages");
+  command->add_option("--split", options->split_text,
+                      "The split instead of --partition, in any form stagecut prints: 4,3,2, a Megatron "
+                      "layout or its flags, parts=[...] or balance=[...]");
   command->add_option("--microbatch-size", options->microbatch_size,
                       "Use the profile's costs at this measured microbatch size (default: the size its layers hold)");
   command->add_option("--stages,-n", options->stages, "Pipeline stages N (unit costs)")
@@ -408,6 +435,7 @@ void addSimulateCommand(CLI::App& app) {
   command->add_flag("--json", options->json, "Print a stagecut.simulation/1 document instead");
   command->callback([options, command] {
     options->stages_given = command->count("--stages") > 0;
+    options->split_given = command->count("--split") > 0;
     options->microbatches_given = command->count("--microbatches") > 0;
     options->trace_given = command->count("--trace") > 0;
     options->svg_given = command->count("--svg") > 0;

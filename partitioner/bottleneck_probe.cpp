@@ -107,7 +107,7 @@ bool probeReachable(const CostModel& model, double limit_ms, std::vector<EndWind
           reached = allowed(i) && model.stageCostMs(s, i, j) <= limit_ms && model.fitsMemory(s, i, j);
         }
       }
-      if (reached) {
+      if (reached && model.canEndAt(j)) {
         current[j] = 1;
         reach_lo = std::min(reach_lo, j);
         reach_hi = j;
@@ -125,7 +125,7 @@ bool probeReachable(const CostModel& model, double limit_ms, std::vector<EndWind
 
 bool greedyProbeIsExact(const CostModel& model) {
   if (model.hasCommunication() || !model.uniformSpeed() || !model.memoryIsMonotone() ||
-      !model.separableCost()) {
+      !model.separableCost() || model.restrictsCuts()) {
     return false;
   }
   if (!model.hasMemoryCaps()) return true;

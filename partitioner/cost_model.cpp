@@ -62,6 +62,10 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
   for (double cap : costs_.memory_cap_bytes) {
     if (!(cap > 0)) throw Error("cost model: memory caps must be > 0");
   }
+  if (!costs_.cut_allowed.empty() && costs_.cut_allowed.size() != layers - 1) {
+    throw Error("cost model: cut_allowed needs one entry per boundary (" + std::to_string(layers - 1) + ")");
+  }
+  restricts_cuts_ = std::any_of(costs_.cut_allowed.begin(), costs_.cut_allowed.end(), [](char c) { return c == 0; });
   has_comm_ = std::any_of(costs_.boundary_comm_ms.begin(), costs_.boundary_comm_ms.end(),
                           [](double ms) { return ms > 0; });
   uniform_speed_ = std::all_of(costs_.stage_speed.begin(), costs_.stage_speed.end(),
@@ -291,6 +295,7 @@ CostModel CostModel::reversed() const {
   std::reverse(mirror.gradient_bytes.begin(), mirror.gradient_bytes.end());
   std::reverse(mirror.backward_ms.begin(), mirror.backward_ms.end());
   std::reverse(mirror.allreduce_overlap.begin(), mirror.allreduce_overlap.end());
+  std::reverse(mirror.cut_allowed.begin(), mirror.cut_allowed.end());
   // The predicted peak does not mirror (a stage receives its input and sends its output); a
   // reversed model serves searches without caps, where memory is not asked.
   mirror.layer_memory.clear();

@@ -58,6 +58,10 @@ struct ChainCosts {
   std::vector<std::vector<MemoryState>> peak_states;  ///< per stage: peakCandidates of its op list
   bool splits_backward = false;                        ///< the schedule splits W off
   OptimizerMemory optimizer;
+  /// Per boundary b (after layer b, L - 1 entries): whether a stage may end there. A framework
+  /// that cannot build some stages (a loss alone, a split embedding) forbids those cuts
+  /// (partitioner/split_rules.h). Empty: every cut is allowed.
+  std::vector<char> cut_allowed;
 };
 
 /// Stage costs and memory of contiguous layer ranges in O(1) per recompute option (O(log L) for
@@ -78,6 +82,12 @@ class CostModel {
   bool hasMemoryCaps() const { return !costs_.memory_cap_bytes.empty(); }
   /// True when every stage runs at the same speed.
   bool uniformSpeed() const { return uniform_speed_; }
+  /// Whether a stage may end at layer `last` (the last layer always ends one).
+  bool canEndAt(int last) const {
+    return costs_.cut_allowed.empty() || last + 1 >= layerCount() || costs_.cut_allowed[last] != 0;
+  }
+  /// Whether some cut is forbidden.
+  bool restrictsCuts() const { return restricts_cuts_; }
 
   /// Sum of compute_ms over first..last (with the recompute option's extra forward when there
   /// is only one option); a lower bound of stageCostMs x speed.
@@ -163,6 +173,7 @@ class CostModel {
   bool uniform_speed_ = true;
   bool any_recomputed_ = false;
   bool has_allreduce_ = false;
+  bool restricts_cuts_ = false;
   std::vector<RecomputeOption> options_;
   std::vector<OptionTables> tables_;
   std::vector<StageMemoryTable> memory_tables_;  // per option, when layer_memory is set

@@ -64,6 +64,10 @@ std::vector<int> bestSplitWithinLimit(const CostModel& model, double limit_ms,
     const EndWindow& next = windows[s + 1];
     for (int j = windows[s].lo; j <= windows[s].hi; ++j) {
       TailEntry best;
+      if (!model.canEndAt(j)) {
+        tail[s][j - windows[s].lo] = best;  // no stage may end here: stays invalid
+        continue;
+      }
       for (int k = std::max(j + 1, next.lo); k <= next.hi; ++k) {
         if (computeBeyondLimit(s + 1, j + 1, k)) break;
         const TailEntry& rest = tail[s + 1][k - next.lo];
@@ -176,6 +180,14 @@ std::vector<int> solveExactSplit(const CostModel& model, ProbeChoice choice) {
     throw Error("--stages " + std::to_string(stages) + ": the profile has " +
                 std::to_string(model.layerCount()) + " layers; use --stages " +
                 std::to_string(model.layerCount()) + " or fewer");
+  }
+  if (model.restrictsCuts()) {
+    int cuts = 0;
+    for (int last = 0; last + 1 < model.layerCount(); ++last) cuts += model.canEndAt(last) ? 1 : 0;
+    if (stages > cuts + 1) {
+      throw Error("--stages " + std::to_string(stages) + ": the cuts the rules allow make at most " +
+                  std::to_string(cuts + 1) + " stages; use --stages " + std::to_string(cuts + 1) + " or fewer");
+    }
   }
   const bool greedy = choice == ProbeChoice::kGreedy ||
                       (choice == ProbeChoice::kAuto && greedyProbeIsExact(model));

@@ -1,6 +1,7 @@
 #include "partitioner/framework_formats.h"
 
 #include <cstdio>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "core/units.h"
 #include "partitioner/baselines.h"
 #include "partitioner/megatron_layout.h"
+#include "partitioner/split_rules.h"
 #include "partitioner/split_score.h"
 
 namespace stagecut {
@@ -61,19 +63,48 @@ void requireUniqueNames(const std::string& format, const Profile& profile) {
   }
 }
 
+// The split as the loss-as-function frameworks see it: their module list ends before the loss,
+// which they apply to the last stage's output.
+std::vector<int> moduleCounts(const Profile& profile, std::vector<int> counts) {
+  counts.back() -= trailingLossLayers(profile);
+  return counts;
+}
+
+std::string lossNote(const Profile& profile) {
+  const int loss = trailingLossLayers(profile);
+  if (loss == 0) return "";
+  const LayerCost& layer = profile.layers[profile.layerCount() - static_cast<std::size_t>(loss)];
+  return layer.kind.empty() ? layer.name : layer.kind;
+}
+
+void checkRules(const std::string& format, const Profile& profile, const std::vector<int>& counts) {
+  const std::optional<SplitRules> rules = formatRules(format, profile);
+  if (!rules) {
+    throw Error("--format " + format + ": Megatron's layout does not apply to this chain: " +
+                megatronInapplicability(profile) +
+                " (Megatron needs the embedding first and the loss last); use --format deepspeed, torchgpipe or list");
+  }
+  const std::string violation = ruleViolation(*rules, profile, counts);
+  if (!violation.empty()) {
+    throw Error("--format " + format + ": " + violation + "; partition with --format " + format +
+                " for the best split it can run");
+  }
+}
+
 std::string listFormat(const std::vector<int>& counts) {
   const std::string text = joinNumbers(counts, ",");
   checkCounts("list", parseIntegers(text), counts);
   return text;
 }
 
-std::string balanceFormat(const std::string& format, const std::vector<int>& counts) {
-  const std::string text = "balance=[" + joinNumbers(counts, ", ") + "]";
-  checkCounts(format, parseIntegers(text), counts);
+std::string balanceFormat(const std::string& format, const Profile& profile, const std::vector<int>& counts) {
+  const std::vector<int> modules = moduleCounts(profile, counts);
+  const std::string text = "balance=[" + joinNumbers(modules, ", ") + "]";
+  checkCounts(format, parseIntegers(text), modules);
   return text;
 }
 
-std::string megatronFormat(const Profile& profile, const std::vector<int>& counts) {
+std::string megatronLayoutText(const Profile& profile, const std::vector<int>& counts) {
   const MegatronGroups groups = megatronGroups(profile);
   const std::string layout = megatronLayout(groups, counts);
   std::vector<int> parsed;
@@ -85,14 +116,16 @@ std::string megatronFormat(const Profile& profile, const std::vector<int>& count
     parsed.push_back(layers);
   }
   checkCounts("megatron", parsed, counts);
-  std::string text = "--pipeline-model-parallel-layout \"" + layout + "\"";
-  const std::string flags = megatronFirstLastFlags(groups, counts);
-  if (!flags.empty()) text += "\n" + flags;
-  return text;
+  return "--pipeline-model-parallel-layout \"" + layout + "\"";
+}
+
+std::string megatronFlagsText(const Profile& profile, const std::vector<int>& counts) {
+  return megatronFlags(megatronGroups(profile), counts);
 }
 
 std::string deepspeedFormat(const Profile& profile, const std::vector<int>& counts) {
-  const std::vector<int> parts = boundaryList(counts);
+  const std::vector<int> modules = moduleCounts(profile, counts);
+  const std::vector<int> parts = boundaryList(modules);
   std::ostringstream text;
   text << "parts=[" << joinNumbers(parts, ", ") << "]";
   std::vector<int> listed;
@@ -108,10 +141,12 @@ std::string deepspeedFormat(const Profile& profile, const std::vector<int>& coun
       ++listed.back();
     }
   }
+  const std::string loss = lossNote(profile);
+  if (!loss.empty()) text << "\n  loss: " << loss;
   std::vector<int> from_parts;
   for (std::size_t s = 0; s + 1 < parts.size(); ++s) from_parts.push_back(parts[s + 1] - parts[s]);
-  checkCounts("deepspeed", from_parts, counts);
-  checkCounts("deepspeed", listed, counts);
+  checkCounts("deepspeed", from_parts, modules);
+  checkCounts("deepspeed", listed, modules);
   return text.str();
 }
 
@@ -132,7 +167,8 @@ std::string pippyFormat(const Profile& profile, const std::vector<int>& counts) 
 std::string torchtitanFormat(const Profile& profile, const std::vector<int>& counts) {
   requireUniqueNames("torchtitan", profile);
   std::string text = "module_fqns_per_model_part=[";
-  const std::vector<int> parts = boundaryList(counts);
+  const std::vector<int> modules = moduleCounts(profile, counts);
+  const std::vector<int> parts = boundaryList(modules);
   std::vector<int> parsed;
   std::set<std::string> named;
   for (std::size_t s = 0; s + 1 < parts.size(); ++s) {
@@ -145,8 +181,10 @@ std::string torchtitanFormat(const Profile& profile, const std::vector<int>& cou
     }
     text += "]";
   }
-  checkCounts("torchtitan", parsed, counts);
-  if (named.size() != profile.layerCount()) coverageBug("torchtitan", "a layer is missing");
+  checkCounts("torchtitan", parsed, modules);
+  if (named.size() != profile.layerCount() - static_cast<std::size_t>(trailingLossLayers(profile))) {
+    coverageBug("torchtitan", "a module is missing");
+  }
   return text + "]";
 }
 
@@ -170,22 +208,35 @@ std::string formatSplit(const std::string& format, const Profile& profile,
   checkFrameworkFormatName(format);
   checkSplitShape(layers_per_stage, static_cast<int>(profile.layerCount()),
                   static_cast<int>(layers_per_stage.size()), "--format");
+  if (format == "json") {
+    throw Error("--format json: the partition document is written by the command, not formatted here");
+  }
+  checkRules(format, profile, layers_per_stage);
   if (format == "list") return listFormat(layers_per_stage);
-  if (format == "megatron") return megatronFormat(profile, layers_per_stage);
-  if (format == "torchgpipe" || format == "fairscale") return balanceFormat(format, layers_per_stage);
+  if (format == "megatron") {
+    const std::string flags = megatronFlagsText(profile, layers_per_stage);
+    return megatronLayoutText(profile, layers_per_stage) + (flags.empty() ? "" : "\nor\n" + flags);
+  }
+  if (format == "torchgpipe" || format == "fairscale") return balanceFormat(format, profile, layers_per_stage);
   if (format == "deepspeed") return deepspeedFormat(profile, layers_per_stage);
   if (format == "pippy") return pippyFormat(profile, layers_per_stage);
-  if (format == "torchtitan") return torchtitanFormat(profile, layers_per_stage);
-  throw Error("--format json: the partition document is written by the command, not formatted here");
+  return torchtitanFormat(profile, layers_per_stage);
 }
 
-std::map<std::string, std::string> frameworkOutputs(const Profile& profile,
-                                                    const std::vector<int>& layers_per_stage) {
-  std::map<std::string, std::string> outputs;
+FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage) {
+  FrameworkOutputs outputs;
   for (const std::string& format : frameworkFormatNames()) {
     if (format == "json") continue;
     try {
-      outputs[format] = formatSplit(format, profile, layers_per_stage);
+      const std::string text = formatSplit(format, profile, layers_per_stage);
+      if (format != "megatron") {
+        outputs[format] = text;
+        continue;
+      }
+      // Two keys: Megatron refuses the layout and the flags together.
+      outputs["megatron"] = megatronLayoutText(profile, layers_per_stage);
+      const std::string flags = megatronFlagsText(profile, layers_per_stage);
+      if (!flags.empty()) outputs["megatron-flags"] = flags;
     } catch (const Error& error) {
       if (error.kind() != ErrorKind::kInput) throw;  // a coverage bug must not pass silently
     }

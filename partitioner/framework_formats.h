@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/partition.h"
 #include "core/profile.h"
 
 namespace stagecut {
@@ -17,21 +18,25 @@ void checkFrameworkFormatName(const std::string& name);
 
 /// The split in framework `format`'s own words (every name but "json"):
 /// - list: `3,5,5,3`
-/// - megatron: `--pipeline-model-parallel-layout "Et*3|t*5|t*5|t*3L"`, and on a second line the
-///   equivalent first/last flags when the middle stages are equal
-/// - torchgpipe, fairscale: `balance=[3, 5, 5, 3]`
-/// - deepspeed: `parts=[0, 3, 8, 13, 16]`, then each stage's layers as DeepSpeed prints them
+/// - megatron: `--pipeline-model-parallel-layout "Et*3|t*5|t*5|t*3L"`, then "or" and the flags
+///   that express the same split without a layout where some do (megatronFlags)
+/// - torchgpipe, fairscale: `balance=[3, 5, 5, 2]` over the `nn.Sequential`, which ends before
+///   the loss
+/// - deepspeed: `parts=[0, 3, 8, 13, 15]` over PipelineModule's layers (the loss is its
+///   `loss_fn`), then each stage's layers and the loss as DeepSpeed prints them
 /// - pippy: `split_spec={"block.3": SplitPoint.BEGINNING, ...}` (torch.distributed.pipelining)
-/// - torchtitan: `module_fqns_per_model_part=[["embed", "block.0"], ...]`
+/// - torchtitan: `module_fqns_per_model_part=[["embed", "block.0"], ...]` (no loss: a function)
 /// Each text is parsed back and checked to cover every layer exactly once before it is
-/// returned. Throws Error (input) when the format cannot express the split (duplicate layer
-/// names for pippy and torchtitan, a separated embedding or loss for megatron).
+/// returned. Throws Error (input) when the split breaks the format's rules (formatRules: a
+/// stage of only the loss, a split embedding or `L`, Megatron on a chain without an embedding
+/// first and the loss last) or the format cannot name the layers (duplicate names for pippy
+/// and torchtitan).
 std::string formatSplit(const std::string& format, const Profile& profile,
                         const std::vector<int>& layers_per_stage);
 
-/// formatSplit for every format that can express the split (json excluded): the `outputs` map
-/// of a partition document.
-std::map<std::string, std::string> frameworkOutputs(const Profile& profile,
-                                                    const std::vector<int>& layers_per_stage);
+/// Every format that can express the split (json excluded): the `outputs` map of a partition
+/// document. Megatron's two alternatives are two keys: "megatron" (the layout) and
+/// "megatron-flags".
+FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage);
 
 }  // namespace stagecut

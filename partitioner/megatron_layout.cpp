@@ -66,43 +66,6 @@ MegatronGroups megatronGroups(const Profile& profile) {
   return groups;
 }
 
-Profile megatronView(const Profile& profile, const MegatronGroups& groups) {
-  Profile view = profile;
-  auto merge = [&](int first, int count, const std::string& kind) {
-    LayerCost merged = profile.layers[first];
-    merged.kind = kind;
-    merged.output_shape = profile.layers[first + count - 1].output_shape;
-    merged.output_bytes = profile.layers[first + count - 1].output_bytes;
-    merged.backward_input_ms.reset();
-    merged.backward_weight_ms.reset();
-    for (int k = first + 1; k < first + count; ++k) {
-      const LayerCost& layer = profile.layers[k];
-      merged.name += "+" + layer.name;
-      merged.forward_ms = TimeStatsMs::exactly(merged.forward_ms.median + layer.forward_ms.median);
-      merged.backward_ms = TimeStatsMs::exactly(merged.backward_ms.median + layer.backward_ms.median);
-      merged.params += layer.params;
-      merged.param_bytes += layer.param_bytes;
-      merged.activation_bytes += layer.activation_bytes;
-    }
-    return merged;
-  };
-  view.layers.clear();
-  const int layers = static_cast<int>(profile.layerCount());
-  if (groups.embedding_layers > 0) view.layers.push_back(merge(0, groups.embedding_layers, "Embedding"));
-  for (int k = groups.embedding_layers; k < layers - groups.loss_layers; ++k) view.layers.push_back(profile.layers[k]);
-  if (groups.loss_layers > 0) {
-    view.layers.push_back(merge(layers - groups.loss_layers, groups.loss_layers, "OutputLayerAndLoss"));
-  }
-  for (std::size_t k = 0; k < view.layers.size(); ++k) view.layers[k].index = static_cast<int>(k);
-  return view;
-}
-
-std::vector<int> fromMegatronView(std::vector<int> view_layers_per_stage, const MegatronGroups& groups) {
-  if (groups.embedding_layers > 0) view_layers_per_stage.front() += groups.embedding_layers - 1;
-  if (groups.loss_layers > 0) view_layers_per_stage.back() += groups.loss_layers - 1;
-  return view_layers_per_stage;
-}
-
 std::string megatronLayout(const MegatronGroups& groups, const std::vector<int>& layers_per_stage) {
   bool expressible = false;
   const std::vector<int> blocks = blocksPerStage(groups, layers_per_stage, &expressible);
@@ -143,48 +106,107 @@ std::vector<std::string> expandMegatronLayout(const std::string& layout) {
   return stages;
 }
 
-std::string megatronFirstLastFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage) {
-  bool expressible = false;
-  const std::vector<int> blocks = blocksPerStage(groups, layers_per_stage, &expressible);
-  const int stages = static_cast<int>(blocks.size());
-  if (!expressible || stages < 2) return "";
-  for (int s = 2; s + 1 < stages; ++s) {
-    if (blocks[s] != blocks[1]) return "";
+std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_for_embedding,
+                                         bool account_for_loss, std::optional<int> first, std::optional<int> last) {
+  if (stages < 1 || blocks < 0) return {};
+  const bool uneven = first.has_value() || last.has_value();
+  const bool accounted = account_for_embedding || account_for_loss;
+  if (stages == 1) return uneven || accounted ? std::vector<int>{} : std::vector<int>{blocks};
+  // "num_layers_in_first_pipeline_stage ... cannot be set at the same time with
+  // account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split"
+  if (uneven && accounted) return {};
+  if (uneven) {
+    if ((first && *first <= 0) || (last && *last <= 0)) return {};  // "must be larger than 0"
+    int remaining = blocks - first.value_or(0) - last.value_or(0);
+    const int middle_stages = stages - (first ? 1 : 0) - (last ? 1 : 0);
+    if (remaining < 0 || (remaining > 0) != (middle_stages > 0)) return {};
+    if (middle_stages > 0 && remaining % middle_stages != 0) return {};
+    std::vector<int> result;
+    if (first) result.push_back(*first);
+    for (int s = 0; s < middle_stages; ++s) result.push_back(remaining / middle_stages);
+    if (last) result.push_back(*last);
+    return result;
   }
-  // Megatron rejects 0 for either flag ("must be larger than 0") and empty middle stages.
-  if (blocks.front() < 1 || blocks.back() < 1 || (stages > 2 && blocks[1] < 1)) return "";
-  return "--decoder-first-pipeline-num-layers " + std::to_string(blocks.front()) +
-         " --decoder-last-pipeline-num-layers " + std::to_string(blocks.back());
+  // The embedding (loss) counts as one layer of the even split and the first (last) stage
+  // builds one transformer layer fewer; without either, the layers divide evenly.
+  const int counted = blocks + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+  if (counted % stages != 0) return {};
+  std::vector<int> result(static_cast<std::size_t>(stages), counted / stages);
+  if (account_for_embedding) --result.front();
+  if (account_for_loss) --result.back();
+  if (result.front() < 0 || result.back() < 0) return {};
+  return result;
 }
 
-std::vector<int> bestFirstLastSplit(const CostModel& model, const MegatronGroups& groups) {
+std::string megatronFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage) {
+  bool expressible = false;
+  const std::vector<int> blocks = blocksPerStage(groups, layers_per_stage, &expressible);
+  if (!expressible || groups.embedding_layers == 0 || groups.loss_layers == 0) return "";
+  const int stages = static_cast<int>(blocks.size());
+  const std::string base = "--num-layers " + std::to_string(groups.block_layers) +
+                           " --pipeline-model-parallel-size " + std::to_string(stages);
+  for (int accounted = 0; accounted < 4; ++accounted) {
+    const bool embedding = (accounted & 1) != 0, loss = (accounted & 2) != 0;
+    if (megatronBlocksFromFlags(groups.block_layers, stages, embedding, loss, std::nullopt, std::nullopt) == blocks) {
+      return base + (embedding ? " --account-for-embedding-in-pipeline-split" : "") +
+             (loss ? " --account-for-loss-in-pipeline-split" : "");
+    }
+  }
+  const std::string first = " --decoder-first-pipeline-num-layers " + std::to_string(blocks.front());
+  const std::string last = " --decoder-last-pipeline-num-layers " + std::to_string(blocks.back());
+  if (megatronBlocksFromFlags(groups.block_layers, stages, false, false, blocks.front(), std::nullopt) == blocks) {
+    return base + first;
+  }
+  if (megatronBlocksFromFlags(groups.block_layers, stages, false, false, std::nullopt, blocks.back()) == blocks) {
+    return base + last;
+  }
+  if (megatronBlocksFromFlags(groups.block_layers, stages, false, false, blocks.front(), blocks.back()) == blocks) {
+    return base + first + last;
+  }
+  return "";
+}
+
+std::vector<int> bestFlagsSplit(const CostModel& model, const MegatronGroups& groups) {
   const int stages = model.stageCount();
   const int blocks = groups.block_layers;
   std::vector<int> best;
   SplitScore best_score;
-  auto consider = [&](int first_blocks, int middle_blocks, int last_blocks) {
-    std::vector<int> counts;
-    counts.push_back(groups.embedding_layers + first_blocks);
-    for (int s = 1; s + 1 < stages; ++s) counts.push_back(middle_blocks);
-    if (stages > 1) counts.push_back(last_blocks + groups.loss_layers);
-    else counts.front() += last_blocks + groups.loss_layers;
+  auto consider = [&](const std::vector<int>& blocks_per_stage) {
+    if (static_cast<int>(blocks_per_stage.size()) != stages) return;
+    std::vector<int> counts = blocks_per_stage;
+    counts.front() += groups.embedding_layers;
+    counts.back() += groups.loss_layers;
     if (std::any_of(counts.begin(), counts.end(), [](int c) { return c < 1; })) return;
+    int last = -1;
+    for (int s = 0; s + 1 < stages; ++s) {
+      last += counts[s];
+      if (!model.canEndAt(last)) return;
+    }
     if (!splitFitsMemory(model, counts)) return;
     const SplitScore score = scoreSplit(model, counts);
-    if (best.empty() || scoreBetter(score, best_score) ||
-        (!scoreBetter(best_score, score) && counts < best)) {
+    if (best.empty() || scoreBetter(score, best_score) || (!scoreBetter(best_score, score) && counts < best)) {
       best = counts;
       best_score = score;
     }
   };
-  if (stages == 1) {
-    consider(blocks, 0, 0);
-  } else if (stages == 2) {
-    for (int first = 1; first < blocks; ++first) consider(first, 0, blocks - first);
-  } else {
-    for (int middle = 1; middle * (stages - 2) <= blocks; ++middle) {
+  for (int accounted = 0; accounted < 4; ++accounted) {
+    consider(megatronBlocksFromFlags(blocks, stages, (accounted & 1) != 0, (accounted & 2) != 0, std::nullopt,
+                                     std::nullopt));
+  }
+  for (int end = 1; end <= blocks; ++end) {
+    consider(megatronBlocksFromFlags(blocks, stages, false, false, end, std::nullopt));
+    consider(megatronBlocksFromFlags(blocks, stages, false, false, std::nullopt, end));
+  }
+  if (stages == 2) {
+    for (int first = 1; first < blocks; ++first) {
+      consider(megatronBlocksFromFlags(blocks, stages, false, false, first, blocks - first));
+    }
+  } else if (stages > 2) {
+    for (int middle = 1; middle * (stages - 2) < blocks; ++middle) {
       const int ends = blocks - middle * (stages - 2);
-      for (int first = 1; first < ends; ++first) consider(first, middle, ends - first);
+      for (int first = 1; first < ends; ++first) {
+        consider(megatronBlocksFromFlags(blocks, stages, false, false, first, ends - first));
+      }
     }
   }
   return best;

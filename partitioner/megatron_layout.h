@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,13 +20,6 @@ struct MegatronGroups {
 /// Classifies the profile's layers by kind and name (case-insensitive).
 MegatronGroups megatronGroups(const Profile& profile);
 
-/// The profile with its embedding layers merged into one layer and its norm/head/loss layers
-/// merged into one, so that any split of the result is one Megatron can express.
-Profile megatronView(const Profile& profile, const MegatronGroups& groups);
-
-/// Layers per stage of the original profile from a split of megatronView().
-std::vector<int> fromMegatronView(std::vector<int> view_layers_per_stage, const MegatronGroups& groups);
-
 /// `"Et*3|t*5|t*5|t*3L"`: the --pipeline-model-parallel-layout of a split of the original
 /// profile (runs of 4 or more equal symbols written as x*N). Throws Error (input) when the split
 /// separates the embedding layers or the norm/head/loss layers, which Megatron cannot express.
@@ -34,15 +28,24 @@ std::string megatronLayout(const MegatronGroups& groups, const std::vector<int>&
 /// Expands a layout string ("Et*3|tt") into one symbol string per stage ("Ettt", "tt").
 std::vector<std::string> expandMegatronLayout(const std::string& layout);
 
-/// `--decoder-first-pipeline-num-layers A --decoder-last-pipeline-num-layers B` when the split
-/// has equal, non-empty middle stages (any split with 2 stages) and A, B >= 1 (Megatron rejects
-/// 0), else "".
-std::string megatronFirstLastFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage);
+/// The flags that give Megatron this split without a layout (blocks per stage b, B blocks, N
+/// stages), the simplest that express it exactly, else "":
+/// - `--num-layers B --pipeline-model-parallel-size N` alone: every stage B / N blocks;
+/// - with `--account-for-embedding-in-pipeline-split` and/or `--account-for-loss-in-pipeline-split`:
+///   the embedding (loss) counts as one layer of an even split of B + 1 (+ 1), so the first
+///   (last) stage builds one block fewer;
+/// - with `--decoder-first-pipeline-num-layers A` and/or `--decoder-last-pipeline-num-layers Z`
+///   (each >= 1): the other stages share the rest evenly, at least one block each.
+/// Megatron refuses the two kinds together and either with a layout, so the text holds one kind.
+std::string megatronFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage);
 
-/// The best split (SplitScore order, then fewer layers earlier) among those the two
-/// first/last flags can express: embedding + A blocks, equal middle stages, B blocks + loss,
-/// with A, B >= 1.
-/// Empty when none exists or none fits the memory caps.
-std::vector<int> bestFirstLastSplit(const CostModel& model, const MegatronGroups& groups);
+/// Blocks per stage that Megatron builds from megatronFlags()' flags (B blocks, N stages), by
+/// its documented rules; empty when it would refuse them. The inverse the tests and --split use.
+std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_for_embedding,
+                                         bool account_for_loss, std::optional<int> first, std::optional<int> last);
+
+/// The best split (SplitScore order, then fewer layers earlier) among those megatronFlags() can
+/// express and the model allows (its cuts and memory caps). Empty when none exists.
+std::vector<int> bestFlagsSplit(const CostModel& model, const MegatronGroups& groups);
 
 }  // namespace stagecut

@@ -23,6 +23,10 @@ constexpr double kMaxMemoryBytes = 9.2e18;
 
 }  // namespace
 
+SplitRules resolvedSplitRules(const Profile& profile, const PartitionOptions& options) {
+  return options.rules ? splitRules(*options.rules, profile) : frameworkRules(profile);
+}
+
 PredictionOptions predictionOptions(const PartitionOptions& options) {
   PredictionOptions prediction;
   prediction.schedule = options.schedule;
@@ -180,6 +184,7 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
                                                                     : options.memory_cap_bytes[s];
     costs.memory_cap_bytes.push_back(static_cast<double>(cap));
   }
+  costs.cut_allowed = resolvedSplitRules(profile, options).cut_allowed;
   if (options.data_parallel > 1) {
     const RingAllReduceCost ring =
         ringAllReduceCost(options.data_parallel, BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms});

@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/profile.h"
 #include "partitioner/cost_model.h"
+#include "partitioner/split_rules.h"
 #include "prediction/pipeline_prediction.h"
 #include "prediction/recompute.h"
 #include "schedule/schedule_kind.h"
@@ -35,6 +37,10 @@ struct PartitionOptions {
   double optimizer_step_temporaries = 2.0;
   /// One cap for all stages, one per stage, or none (empty).
   std::vector<std::uint64_t> memory_cap_bytes;
+  /// The rules the exact split obeys (partitioner/split_rules.h). Unset: those of every
+  /// framework stagecut prints for the chain (frameworkRules), so the split a user is shown
+  /// runs in each of them; kAny for the free optimum.
+  std::optional<SplitRuleSet> rules;
 
   /// Whether any communication cost is charged.
   bool modelsCommunication() const { return bandwidth_bytes_per_s > 0 || latency_ms > 0; }
@@ -55,6 +61,9 @@ std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages);
 /// Throws Error (input) for --stages below 1 (`--stages 0: a pipeline needs at least 1 stage`)
 /// or above the layer count (`--stages 9: the profile has 7 layers; use --stages 7 or fewer`).
 void checkStageCount(int stages, std::size_t layers);
+
+/// The rules `options` put on a split of `profile`: options.rules' set, or frameworkRules.
+SplitRules resolvedSplitRules(const Profile& profile, const PartitionOptions& options);
 
 /// Checks the options against the profile (`source` names it in messages) and resolves them
 /// into the solvers' cost model. Throws Error (input) for --stages < 1 or above the layer count,

@@ -23,11 +23,12 @@ double plainDpBottleneckMs(const CostModel& model) {
   // best[j]: the smallest bottleneck of stages 0..s covering layers 0..j.
   std::vector<double> best(layers, kInfinity), next(layers, kInfinity);
   for (int j = 0; j < layers; ++j) {
-    if (model.fitsMemory(0, 0, j)) best[j] = model.stageCostMs(0, 0, j);
+    if (model.canEndAt(j) && model.fitsMemory(0, 0, j)) best[j] = model.stageCostMs(0, 0, j);
   }
   for (int s = 1; s < stages; ++s) {
     std::fill(next.begin(), next.end(), kInfinity);
     for (int j = s; j < layers; ++j) {
+      if (!model.canEndAt(j)) continue;
       for (int i = s; i <= j; ++i) {
         if (!std::isfinite(best[i - 1]) || !model.fitsMemory(s, i, j)) continue;
         next[j] = std::min(next[j], std::max(best[i - 1], model.stageCostMs(s, i, j)));
@@ -47,7 +48,10 @@ std::vector<int> solvePlainDp(const CostModel& model) {
                 " or fewer");
   }
   const double bottleneck_ms = plainDpBottleneckMs(model);
-  if (!std::isfinite(bottleneck_ms)) throwMemoryInfeasible(model);
+  if (!std::isfinite(bottleneck_ms)) {
+    if (model.restrictsCuts()) solveExactSplit(model);  // says which of the cuts or caps fail
+    throwMemoryInfeasible(model);
+  }
   std::vector<EndWindow> every_end(stages);
   for (int s = 0; s < stages; ++s) every_end[s] = EndWindow{s, layers - stages + s};
   return bestSplitWithinLimit(model, bottleneck_ms, every_end);

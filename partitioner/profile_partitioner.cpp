@@ -1,5 +1,7 @@
 #include "partitioner/profile_partitioner.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "partitioner/baselines.h"
 #include "partitioner/exact_solver.h"
@@ -7,6 +9,40 @@
 #include "partitioner/partition_summary.h"
 
 namespace stagecut {
+
+namespace {
+
+// The rules leave `cuts` places to cut: more stages than cuts + 1 cannot be built.
+void checkStagesUnderRules(const SplitRules& rules, int stages, int layers) {
+  const int forbidden = static_cast<int>(std::count(rules.cut_allowed.begin(), rules.cut_allowed.end(), 0));
+  const int most = layers - forbidden;
+  if (stages <= most) return;
+  throw Error("--stages " + std::to_string(stages) + ": " + ruleSetRunners(rules.set) + " can cut this chain of " +
+              std::to_string(layers) + " layers into at most " + std::to_string(most) +
+              " stages (the loss shares the last stage" +
+              (rules.set == SplitRuleSet::kMegatron ? "; Megatron keeps E and L whole" : "") + "); use --stages " +
+              std::to_string(most) + " or fewer, or --any-split for a runtime that runs any split");
+}
+
+// uniform and params as DeepSpeed computes them: over its layers, which end before the loss
+// (its loss_fn runs on the last stage's output).
+std::vector<int> baselineSplit(const Profile& profile, int stages, SplitMethod method) {
+  const int layers = static_cast<int>(profile.layerCount());
+  const int loss = trailingLossLayers(profile);
+  const int modules = layers - loss >= stages ? layers - loss : layers;
+  std::vector<int> counts;
+  if (method == SplitMethod::kUniform) {
+    counts = uniformSplit(modules, stages);
+  } else {
+    std::vector<std::uint64_t> params;
+    for (int k = 0; k < modules; ++k) params.push_back(profile.layers[k].params);
+    counts = deepspeedParamsSplit(params, stages);
+  }
+  counts.back() += layers - modules;
+  return counts;
+}
+
+}  // namespace
 
 const char* splitMethodName(SplitMethod method) {
   switch (method) {
@@ -20,17 +56,13 @@ const char* splitMethodName(SplitMethod method) {
 Partition partitionProfile(const Profile& profile, const PartitionOptions& options,
                            const std::string& source, SplitMethod method) {
   const CostModel model = buildCostModel(profile, options, source);
-  std::vector<int> counts;
-  if (method == SplitMethod::kUniform) {
-    counts = uniformSplit(model.layerCount(), model.stageCount());
-  } else if (method == SplitMethod::kParams) {
-    std::vector<std::uint64_t> params;
-    for (const LayerCost& layer : profile.layers) params.push_back(layer.params);
-    counts = deepspeedParamsSplit(params, model.stageCount());
-  } else {
-    counts = solveExactSplit(model);
+  if (method != SplitMethod::kCompute) {
+    return describeSplit(profile, options, model, baselineSplit(profile, model.stageCount(), method),
+                         splitMethodName(method));
   }
-  return describeSplit(profile, options, model, counts, splitMethodName(method));
+  checkStagesUnderRules(resolvedSplitRules(profile, options), model.stageCount(), model.layerCount());
+  const bool free = options.rules == SplitRuleSet::kAny;
+  return describeSplit(profile, options, model, solveExactSplit(model), free ? kFreeMethod : "compute");
 }
 
 std::vector<Partition> partitionForComparison(const Profile& profile, const PartitionOptions& options,
@@ -39,35 +71,66 @@ std::vector<Partition> partitionForComparison(const Profile& profile, const Part
   for (SplitMethod method : {SplitMethod::kUniform, SplitMethod::kParams, SplitMethod::kCompute}) {
     splits.push_back(partitionProfile(profile, options, source, method));
   }
+  if (options.rules != SplitRuleSet::kAny) {
+    PartitionOptions free = options;
+    free.rules = SplitRuleSet::kAny;
+    Partition optimum = partitionProfile(profile, free, source, SplitMethod::kCompute);
+    if (optimum.layersPerStage() != splits.back().layersPerStage()) splits.push_back(std::move(optimum));
+  }
   return splits;
+}
+
+const Partition& chosenSplit(const std::vector<Partition>& splits) {
+  for (const Partition& split : splits) {
+    if (split.method == "compute" || split.method == kFreeMethod) return split;
+  }
+  return splits.back();
+}
+
+std::vector<RuleSetSplit> ruleSetSplits(const Profile& profile, const PartitionOptions& options,
+                                        const std::string& source) {
+  std::vector<RuleSetSplit> rows;
+  for (SplitRuleSet set : {SplitRuleSet::kMegatron, SplitRuleSet::kLossWithLast, SplitRuleSet::kAny}) {
+    if (set == SplitRuleSet::kMegatron && !megatronInapplicability(profile).empty()) continue;
+    RuleSetSplit row;
+    row.rules = set;
+    PartitionOptions restricted = options;
+    restricted.rules = set;
+    try {
+      row.partition = partitionProfile(profile, restricted, source, SplitMethod::kCompute);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kInput) throw;
+      row.failure = error.what();
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 MegatronPartition partitionForMegatron(const Profile& profile, const PartitionOptions& options,
                                        const std::string& source, bool first_last) {
-  const MegatronGroups groups = megatronGroups(profile);
-  const Profile view = megatronView(profile, groups);
-  checkStageCount(options.stages, view.layerCount());
-  const CostModel view_model = buildCostModel(view, options, source);
-  const CostModel model = buildCostModel(profile, options, source);
-
+  const std::string why_not = megatronInapplicability(profile);
+  if (!why_not.empty()) {
+    throw Error("--format megatron: Megatron's layout does not apply to " + source + ": " + why_not +
+                " (Megatron needs the embedding first and the loss last); use --format deepspeed, torchgpipe or list");
+  }
+  PartitionOptions megatron = options;
+  megatron.rules = SplitRuleSet::kMegatron;
   MegatronPartition result;
-  const std::vector<int> free_counts = fromMegatronView(solveExactSplit(view_model), groups);
-  result.free_optimum = describeSplit(profile, options, model, free_counts, "compute");
+  result.free_optimum = partitionProfile(profile, megatron, source, SplitMethod::kCompute);
   result.chosen = result.free_optimum;
   if (first_last) {
-    MegatronGroups view_groups = groups;
-    view_groups.embedding_layers = groups.embedding_layers > 0 ? 1 : 0;
-    view_groups.loss_layers = groups.loss_layers > 0 ? 1 : 0;
-    const std::vector<int> view_counts = bestFirstLastSplit(view_model, view_groups);
-    if (view_counts.empty()) {
-      throw Error("--megatron-first-last: no split with equal middle stages fits " +
+    const MegatronGroups groups = megatronGroups(profile);
+    const CostModel model = buildCostModel(profile, megatron, source);
+    const std::vector<int> counts = bestFlagsSplit(model, groups);
+    if (counts.empty()) {
+      throw Error("--megatron-first-last: no split Megatron's flags can express fits " +
                   std::to_string(groups.block_layers) + " transformer layers into " +
                   std::to_string(options.stages) + " stages" +
                   (options.memory_cap_bytes.empty() ? "" : " within --memory-cap") +
                   "; use --pipeline-model-parallel-layout (drop --megatron-first-last)");
     }
-    const std::vector<int> counts = fromMegatronView(view_counts, groups);
-    result.chosen = describeSplit(profile, options, model, counts, "megatron-first-last");
+    result.chosen = describeSplit(profile, megatron, model, counts, "megatron-first-last");
     result.first_last = true;
   }
   return result;

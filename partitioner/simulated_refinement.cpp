@@ -51,6 +51,7 @@ SimulatedRefinement refineBySimulatedStep(const Profile& profile, const Partitio
     const EndWindow& window = windows[stage];
     for (int last = std::max(first, window.lo); last <= window.hi; ++last) {
       if (stage == stages - 1 && last != layers - 1) continue;
+      if (!model.canEndAt(last)) continue;
       if (model.stageCostMs(stage, first, last) > limit_ms || !model.fitsMemory(stage, first, last)) continue;
       counts[stage] = last - first + 1;
       if (stage + 1 < stages) {

@@ -74,7 +74,7 @@ ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& o
   inputs.microbatches = options.microbatches;
   inputs.memory_cap_bytes = options.memory_cap_bytes;
   inputs.splits = partitionForComparison(profile, options, source);
-  inputs.chosen = inputs.splits.back();
+  inputs.chosen = chosenSplit(inputs.splits);
   // The schedules are drawn under the options the splits were priced with.
   ReportScheduleOptions simulated = schedules;
   simulated.link.bandwidth_bytes_per_s = options.bandwidth_bytes_per_s;
@@ -99,10 +99,7 @@ ReportInputs reportInputsFromSplits(const Profile& profile, const std::string& s
   ReportInputs inputs;
   inputs.profile = profile;
   inputs.profile_source = source;
-  inputs.chosen = splits.back();
-  for (const Partition& split : splits) {
-    if (split.method == "compute") inputs.chosen = split;
-  }
+  inputs.chosen = chosenSplit(splits);
   inputs.splits = std::move(splits);
   inputs.microbatches = microbatches > 0 ? microbatches : impliedMicrobatches(inputs.chosen);
   if (inputs.microbatches <= 0) inputs.microbatches = 4 * static_cast<int>(inputs.chosen.stages.size());

@@ -100,20 +100,24 @@ TEST_CASE("partition prints each framework's format", "[cli][partition][formats]
   CHECK_THAT(partition("--stages 4 --microbatches 8 --format megatron").out,
              Contains("megatron:\n  --pipeline-model-parallel-layout \"Ett|ttt|ttt|L\"\n"));
   const CommandResult first_last = partition("--stages 4 --microbatches 8 --format megatron --megatron-first-last");
-  CHECK_THAT(first_last.out, Contains("--pipeline-model-parallel-layout \"Ettt|tt|tt|tL\"\n"
-                                      "  --decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 1\n"));
-  CHECK_THAT(first_last.out, Contains("bottleneck +32.2%, step +21.1% against the free layout"));
-  CHECK_THAT(partition("--stages 4 --format torchgpipe").out, Contains("torchgpipe:\n  balance=[3, 3, 3, 2]\n"));
-  CHECK_THAT(partition("--stages 4 --format fairscale").out, Contains("fairscale:\n  balance=[3, 3, 3, 2]\n"));
+  // Two alternatives, "or" between them: Megatron refuses the layout and the flags together.
+  CHECK_THAT(first_last.out, Contains("--pipeline-model-parallel-layout \"Ettt|tt|tt|tL\"\n  or\n"
+                                      "  --num-layers 8 --pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 3 "
+                                      "--decoder-last-pipeline-num-layers 1\n"));
+  CHECK_THAT(first_last.out, Contains("restricted to Megatron's flags: bottleneck +32.2%, step +21.1% against the best layout"));
+  // The Sequential, PipelineModule and model parts end before the loss, their loss function.
+  CHECK_THAT(partition("--stages 4 --format torchgpipe").out, Contains("torchgpipe:\n  balance=[3, 3, 3, 1]\n"));
+  CHECK_THAT(partition("--stages 4 --format fairscale").out, Contains("fairscale:\n  balance=[3, 3, 3, 1]\n"));
   CHECK_THAT(partition("--stages 4 --format deepspeed").out,
-             Contains("deepspeed:\n  parts=[0, 3, 6, 9, 11]\n  stage=0 layers=3\n       0: Embedding\n"
+             Contains("deepspeed:\n  parts=[0, 3, 6, 9, 10]\n  stage=0 layers=3\n       0: Embedding\n"
                       "       1: TransformerBlock\n       2: TransformerBlock\n  stage=1 layers=3\n"));
+  CHECK_THAT(partition("--stages 4 --format deepspeed").out, Contains("       9: LMHead\n    loss: CrossEntropyLoss\n"));
   CHECK_THAT(partition("--stages 4 --format pippy").out,
              Contains("split_spec={\"block.2\": SplitPoint.BEGINNING, \"block.5\": SplitPoint.BEGINNING, "
                       "\"head\": SplitPoint.BEGINNING}"));
   CHECK_THAT(partition("--stages 2 --format torchtitan").out,
              Contains("module_fqns_per_model_part=[[\"embed\", \"block.0\", \"block.1\", \"block.2\", "
-                      "\"block.3\", \"block.4\"], [\"block.5\", \"block.6\", \"block.7\", \"head\", \"loss\"]]"));
+                      "\"block.3\", \"block.4\"], [\"block.5\", \"block.6\", \"block.7\", \"head\"]]"));
 }
 
 TEST_CASE("partition --json prints a stagecut.partition/1 document and -o writes it", "[cli][partition]") {
@@ -136,8 +140,9 @@ TEST_CASE("compare prints the baselines beside the optimum with the slowdown", "
   const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 4 --microbatches 8");
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("no communication cost modelled"));
-  CHECK_THAT(result.out, Contains("  layers per stage        3,3,3,2   1,4,4,2   3,3,3,2\n"));
-  CHECK_THAT(result.out, Contains("  bottleneck vs compute      0.0%    +33.3%      0.0%\n"));
+  // uniform as DeepSpeed's partition_method="uniform" does it: 10 layers, then its loss_fn.
+  CHECK_THAT(result.out, Contains("  layers per stage        3,3,2,3   1,4,4,2   3,3,3,2\n"));
+  CHECK_THAT(result.out, Contains("  bottleneck vs compute    +32.2%    +33.3%      0.0%\n"));
   CHECK_THAT(result.out, Contains("  lower bound ms            16.95     16.95     16.95\n"));
 }
 

@@ -156,7 +156,7 @@ TEST_CASE("stagecut simulate names the profile input that is wrong", "[cli][simu
   const CommandResult no_partition = runStagecut("simulate '" + files.profile + "'");
   CHECK(no_partition.exit_code == 2);
   CHECK(no_partition.err == "stagecut: " + files.profile + ": simulating a profile needs its "
-        "split; add --partition FILE (written by 'stagecut partition ... --format json')\n");
+        "split; add --partition FILE (written by 'stagecut partition ... --format json') or --split 4,3,2\n");
   const std::string inputs = "'" + files.profile + "' --partition '" + files.partition + "'";
   const CommandResult stages = runStagecut("simulate " + inputs + " --stages 4");
   CHECK(stages.exit_code == 2);

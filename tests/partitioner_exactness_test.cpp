@@ -30,6 +30,7 @@ struct Features {
   bool selective = false;        // one option: a random subset of layers recomputed
   bool recompute_choice = false;  // options none, selective and full, chosen per stage
   bool allreduce = false;
+  bool cuts = false;  // some boundaries forbidden, as framework rules do
   bool integers = true;
 };
 
@@ -63,6 +64,11 @@ std::optional<BruteBest> bruteForce(const ChainCosts& costs) {
     if (stage == stages - 1) {
       counts[stage] = remaining;
       BruteBest candidate{counts, 0.0, 0.0, 0.0};
+      int end = -1;
+      for (int s = 0; s + 1 < stages; ++s) {
+        end += counts[s];
+        if (!costs.cut_allowed.empty() && !costs.cut_allowed[end]) return;
+      }
       int first = 0;
       for (int s = 0; s < stages; ++s) {
         const int last = first + counts[s] - 1;
@@ -157,6 +163,10 @@ ChainCosts randomChain(std::mt19937& random, int layers, int stages, const Featu
   if (features.comm) {
     for (int b = 0; b + 1 < layers; ++b) costs.boundary_comm_ms.push_back(value(0, 6));
   }
+  if (features.cuts && layers > 1) {
+    // Mostly allowed, as framework rules leave them; sometimes too few for the stages.
+    for (int b = 0; b + 1 < layers; ++b) costs.cut_allowed.push_back(static_cast<char>(integer(0, 3) != 0));
+  }
   const double speed_choices[] = {0.5, 1.0, 2.0};  // powers of two keep integer costs exact
   for (int s = 0; s < stages; ++s) {
     costs.stage_speed.push_back(features.speeds ? speed_choices[integer(0, 2)] : 1.0);
@@ -180,6 +190,8 @@ std::string describe(const ChainCosts& costs) {
   for (double v : costs.boundary_comm_ms) text += " " + std::to_string(v);
   text += " | speed:";
   for (double v : costs.stage_speed) text += " " + std::to_string(v);
+  text += " | cuts:";
+  for (char c : costs.cut_allowed) text += c ? " 1" : " 0";
   text += " | caps:";
   for (double v : costs.memory_cap_bytes) text += " " + std::to_string(v);
   return text;
@@ -228,8 +240,8 @@ void runSweep(const Features& features, int trials_per_shape, unsigned seed) {
     }
   }
   CHECK(cases >= 50 * trials_per_shape);
-  // The caps are drawn so that both outcomes occur.
-  if (features.caps && !features.recompute_choice) CHECK(feasible < cases);
+  // The caps and forbidden cuts are drawn so that both outcomes occur.
+  if ((features.caps && !features.recompute_choice) || features.cuts) CHECK(feasible < cases);
   CHECK(feasible > 0);
 }
 
@@ -319,6 +331,20 @@ TEST_CASE("exact solvers match brute force with communication, speeds and caps t
   runSweep(features, 12, 9);
   features.integers = false;
   runSweep(features, 8, 10);
+}
+
+TEST_CASE("exact solvers match brute force where some cuts are forbidden (framework rules)",
+          "[partitioner][exact][rules]") {
+  Features features;
+  features.cuts = true;
+  runSweep(features, 12, 17);
+  features.comm = true;
+  features.speeds = true;
+  features.caps = true;
+  runSweep(features, 8, 18);
+  features.integers = false;
+  features.recompute_choice = true;
+  runSweep(features, 6, 19);
 }
 
 // The textbook shortcut: bisection with a greedy "farthest cut" probe. These cases show why the

@@ -68,47 +68,90 @@ TEST_CASE("megatron layout marks embedding, blocks and loss and shortens runs", 
   CHECK(stagecut::megatronLayout(groups, {4, 5, 5, 3}) == "Ettt|t*5|t*5|tL");
   CHECK(stagecut::expandMegatronLayout("Ettt|t*5|t*5|tL") ==
         std::vector<std::string>{"Ettt", "ttttt", "ttttt", "tL"});
-  CHECK(stagecut::megatronFirstLastFlags(groups, {4, 5, 5, 3}) ==
-        "--decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 1");
-  CHECK(stagecut::megatronFirstLastFlags(groups, {4, 4, 5, 4}).empty());
+  CHECK(stagecut::megatronFlags(groups, {4, 5, 5, 3}) ==
+        "--num-layers 14 --pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 3 "
+        "--decoder-last-pipeline-num-layers 1");
+  CHECK(stagecut::megatronFlags(groups, {4, 4, 5, 4}).empty());
+  // The two alternatives, never in one line: Megatron refuses them together.
   CHECK(stagecut::formatSplit("megatron", profile, {4, 5, 5, 3}) ==
-        "--pipeline-model-parallel-layout \"Ettt|t*5|t*5|tL\"\n"
-        "--decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 1");
+        "--pipeline-model-parallel-layout \"Ettt|t*5|t*5|tL\"\nor\n"
+        "--num-layers 14 --pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 3 "
+        "--decoder-last-pipeline-num-layers 1");
   // A split between the head and the loss cannot be written for Megatron.
   CHECK_THROWS_WITH(stagecut::formatSplit("megatron", profile, {4, 5, 7, 1}),
-                    "--format megatron: the split separates the norm, output and loss layers, which "
-                    "Megatron runs as one unit; partition with --format megatron (it keeps them "
-                    "together) or use --format list");
+                    "--format megatron: stage 3 holds only the loss (layer 16, loss (CrossEntropyLoss)); "
+                    "DeepSpeed, torchgpipe, fairscale, PiPPy, torchtitan apply the loss to the last stage's "
+                    "output; partition with --format megatron for the best split it can run");
 }
 
-TEST_CASE("the Megatron view merges the embedding and the loss layers and maps splits back", "[partitioner][formats]") {
-  const stagecut::Profile profile = gptLike(6);
-  const stagecut::MegatronGroups groups = stagecut::megatronGroups(profile);
-  const stagecut::Profile view = stagecut::megatronView(profile, groups);
-  REQUIRE(view.layerCount() == 8);
-  CHECK(view.layers.back().name == "head+loss");
-  CHECK(view.layers.back().forward_ms.median == profile.layers[7].forward_ms.median + profile.layers[8].forward_ms.median);
-  CHECK(stagecut::fromMegatronView({3, 3, 2}, groups) == std::vector<int>{3, 3, 3});
+TEST_CASE("megatron's flags: the simplest that express the split, by Megatron's rules", "[partitioner][formats]") {
+  const auto flags = [](int blocks, const std::vector<int>& counts) {
+    return stagecut::megatronFlags(stagecut::megatronGroups(gptLike(blocks)), counts);
+  };
+  const std::string base8 = "--num-layers 8 --pipeline-model-parallel-size 4";
+  CHECK(flags(8, {3, 2, 2, 4}) == base8);  // 2 blocks each: no flag
+  CHECK(flags(8, {6, 1, 1, 3}) == base8 + " --decoder-first-pipeline-num-layers 5");
+  CHECK(flags(8, {2, 1, 1, 7}) == base8 + " --decoder-last-pipeline-num-layers 5");
+  CHECK(flags(8, {2, 3, 3, 3}) ==
+        base8 + " --decoder-first-pipeline-num-layers 1 --decoder-last-pipeline-num-layers 1");
+  // The embedding (loss) counted as a layer of an even split: (7 + 1) / 4 = 2 per stage.
+  const std::string base7 = "--num-layers 7 --pipeline-model-parallel-size 4";
+  CHECK(flags(7, {2, 2, 2, 4}) == base7 + " --account-for-embedding-in-pipeline-split");
+  CHECK(flags(7, {3, 2, 2, 3}) == base7 + " --account-for-loss-in-pipeline-split");
+  CHECK(flags(6, {2, 2, 2, 3}) == "--num-layers 6 --pipeline-model-parallel-size 4 "
+                                  "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split");
+  // Only the accounted embedding can leave the first stage without blocks (flags must be >= 1).
+  CHECK(flags(3, {1, 1, 1, 3}) == "--num-layers 3 --pipeline-model-parallel-size 4 "
+                                  "--account-for-embedding-in-pipeline-split");
+  CHECK(flags(8, {1, 3, 3, 5}).empty());
+  CHECK(flags(8, {3, 2, 3, 3}).empty());  // uneven middle stages need a layout
+  // Megatron's own checks, as its TransformerConfig makes them.
+  CHECK(stagecut::megatronBlocksFromFlags(8, 4, true, false, 2, std::nullopt).empty());  // both kinds
+  CHECK(stagecut::megatronBlocksFromFlags(8, 4, false, false, 0, std::nullopt).empty());  // "must be > 0"
+  CHECK(stagecut::megatronBlocksFromFlags(8, 3, false, false, 4, 4).empty());  // a middle stage without layers
+  CHECK(stagecut::megatronBlocksFromFlags(8, 3, false, false, 4, 3) == std::vector<int>{4, 1, 3});
 }
 
 TEST_CASE("framework formats describe the split in each framework's words", "[partitioner][formats]") {
   const stagecut::Profile profile = gptLike(2);  // embed, block.0, block.1, head, loss
   const std::vector<int> split{2, 1, 2};
   CHECK(stagecut::formatSplit("list", profile, split) == "2,1,2");
-  CHECK(stagecut::formatSplit("torchgpipe", profile, split) == "balance=[2, 1, 2]");
-  CHECK(stagecut::formatSplit("fairscale", profile, split) == "balance=[2, 1, 2]");
+  // The loss is not a module of the Sequential / PipelineModule / model part: it is a function
+  // applied to the last stage's output.
+  CHECK(stagecut::formatSplit("torchgpipe", profile, split) == "balance=[2, 1, 1]");
+  CHECK(stagecut::formatSplit("fairscale", profile, split) == "balance=[2, 1, 1]");
   CHECK(stagecut::formatSplit("deepspeed", profile, split) ==
-        "parts=[0, 2, 3, 5]\nstage=0 layers=2\n     0: Embedding\n     1: TransformerBlock\n"
-        "stage=1 layers=1\n     2: TransformerBlock\nstage=2 layers=2\n     3: LMHead\n     4: CrossEntropyLoss");
+        "parts=[0, 2, 3, 4]\nstage=0 layers=2\n     0: Embedding\n     1: TransformerBlock\n"
+        "stage=1 layers=1\n     2: TransformerBlock\nstage=2 layers=1\n     3: LMHead\n  loss: CrossEntropyLoss");
   CHECK(stagecut::formatSplit("pippy", profile, split) ==
         "split_spec={\"block.1\": SplitPoint.BEGINNING, \"head\": SplitPoint.BEGINNING}");
   CHECK(stagecut::formatSplit("torchtitan", profile, split) ==
-        "module_fqns_per_model_part=[[\"embed\", \"block.0\"], [\"block.1\"], [\"head\", \"loss\"]]");
+        "module_fqns_per_model_part=[[\"embed\", \"block.0\"], [\"block.1\"], [\"head\"]]");
   CHECK(stagecut::formatSplit("megatron", profile, split) ==
-        "--pipeline-model-parallel-layout \"Et|t|L\"");
+        "--pipeline-model-parallel-layout \"Et|t|L\"\nor\n"
+        "--num-layers 2 --pipeline-model-parallel-size 3 --account-for-loss-in-pipeline-split");
   const auto outputs = stagecut::frameworkOutputs(profile, split);
-  CHECK(outputs.size() == 7);
+  CHECK(outputs.size() == 8);
+  CHECK(outputs.at("megatron") == "--pipeline-model-parallel-layout \"Et|t|L\"");
+  CHECK(outputs.at("megatron-flags") ==
+        "--num-layers 2 --pipeline-model-parallel-size 3 --account-for-loss-in-pipeline-split");
   CHECK(outputs.count("json") == 0);
+  // A stage of only the loss: only stagecut's own list can express it.
+  const auto loss_alone = stagecut::frameworkOutputs(profile, {2, 2, 1});
+  CHECK(loss_alone.size() == 1);
+  CHECK(loss_alone.count("list") == 1);
+}
+
+TEST_CASE("megatron is printed only for a chain with an embedding first and the loss last", "[partitioner][formats]") {
+  stagecut::Profile profile = makeProfile(6);  // layer0 .. layer5: no embedding, no loss
+  CHECK(stagecut::frameworkOutputs(profile, {3, 3}).count("megatron") == 0);
+  CHECK_THROWS_WITH(stagecut::formatSplit("megatron", profile, {3, 3}),
+                    Catch::StartsWith("--format megatron: Megatron's layout does not apply to this chain: its "
+                                      "first layer, layer.0"));
+  profile.layers[0].kind = "Embedding";
+  profile.layers[5].kind = "LMHead";  // a head, but no loss
+  CHECK(stagecut::frameworkOutputs(profile, {3, 3}).count("megatron") == 0);
+  CHECK(stagecut::megatronInapplicability(profile).find("is not the loss") != std::string::npos);
 }
 
 TEST_CASE("formats refuse what they cannot express and splits that do not cover the chain", "[partitioner][formats]") {

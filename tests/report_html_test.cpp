@@ -114,8 +114,8 @@ TEST_CASE("validations show predicted above measured on one axis, and the measur
   const std::size_t measured = html.find(">Measured 1F1B</tspan>", predicted);
   REQUIRE(measured != std::string::npos);
   CHECK(html.substr(predicted, measured - predicted).find("</svg>") == std::string::npos);
-  CHECK_THAT(html, Contains("compute split (same as uniform) 6,5, 1F1B, 4 microbatches"));
-  CHECK_THAT(html, Contains("params split 5,6, 1F1B, 4 microbatches"));
+  CHECK_THAT(html, Contains("compute split 6,5, 1F1B, 4 microbatches"));
+  CHECK_THAT(html, Contains("uniform split (same as params) 5,6, 1F1B, 4 microbatches"));
   CHECK_THAT(html, Contains("compute-run.json"));
   CHECK_THAT(html, Contains("Measured speed-up"));
   CHECK_THAT(html, Contains("<span class=\"badge pass\">pass</span>"));

@@ -1,0 +1,26 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/profile.h"
+
+namespace stagecut {
+
+/// Reads a user's split back from any form stagecut prints (framework_formats.h), as layers per
+/// stage of `profile`:
+/// - a list: `4,3,1,1`;
+/// - a Megatron layout, with or without its flag: `--pipeline-model-parallel-layout "Et*3|t*3|L"`;
+/// - Megatron's flags: `--decoder-first-pipeline-num-layers 3 --decoder-last-pipeline-num-layers 2`
+///   or `--account-for-embedding-in-pipeline-split ...`, with `--pipeline-model-parallel-size N`
+///   or, without it, `stages` (0: not known);
+/// - DeepSpeed's `parts=[0, 4, 7, 8]` (its stage listing may follow), torchgpipe/fairscale's
+///   `balance=[4, 3, 1]`, PiPPy's `split_spec={"block.3": SplitPoint.BEGINNING, ...}` and
+///   torchtitan's `module_fqns_per_model_part=[["embed", ...], ...]`, over the layers before the
+///   loss (the loss joins the last stage) or over every layer.
+/// `flag` names the option in messages. Throws Error (input), in one line, for text in none of
+/// these forms and for a split that does not cover the chain ("--split 4,4,4: 12 layers, the
+/// profile has 9"). Rules are not checked here (ruleViolation does).
+std::vector<int> parseSplitText(const std::string& text, const Profile& profile, int stages, const std::string& flag);
+
+}  // namespace stagecut

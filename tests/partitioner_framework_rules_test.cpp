@@ -1,0 +1,468 @@
+// Every framework output read back the way its framework reads it, by parsers written here
+// from the frameworks' documentation and source (not stagecut's own): every layer once, in
+// order, on the stage stagecut says; no stage of only the loss; no Megatron layout without E
+// first and L last; the layout and Megatron's flags never in one text. And each restricted
+// search against a brute force over the splits its rules admit.
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "core/units.h"
+#include "partitioner/framework_formats.h"
+#include "partitioner/megatron_layout.h"
+#include "partitioner/partition_options.h"
+#include "partitioner/profile_partitioner.h"
+#include "partitioner/split_rules.h"
+#include "partitioner/split_score.h"
+#include "partitioner/split_text.h"
+#include "tests/test_support.h"
+
+namespace {
+
+using stagecut::Profile;
+
+// A chain and what its author knows about it: how many leading layers are the embedding,
+// how many trailing ones Megatron runs as L (norm, head, loss), how many are the loss.
+struct Chain {
+  Profile profile;
+  int embedding = 0;
+  int output_group = 0;  // Megatron's L
+  int loss = 0;
+  int modules() const { return static_cast<int>(profile.layerCount()) - loss; }
+  bool megatron() const { return embedding > 0 && loss > 0; }
+};
+
+enum class Shape { kGpt, kGptWithNorm, kTwoEmbeddings, kCnnWithLoss, kPlain };
+
+Chain makeChain(std::mt19937& random, Shape shape, int middle) {
+  auto integer = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
+  std::vector<std::pair<std::string, std::string>> layers;  // name, kind
+  Chain chain;
+  if (shape == Shape::kGpt || shape == Shape::kGptWithNorm || shape == Shape::kTwoEmbeddings) {
+    layers.push_back({"embed", "Embedding"});
+    chain.embedding = 1;
+    if (shape == Shape::kTwoEmbeddings) {
+      layers.push_back({"embed_pos", "PositionalEmbedding"});
+      chain.embedding = 2;
+    }
+    for (int b = 0; b < middle; ++b) layers.push_back({"block." + std::to_string(b), "TransformerBlock"});
+    if (shape == Shape::kGptWithNorm) layers.push_back({"final_norm", "LayerNorm"});
+    layers.push_back({"head", "LMHead"});
+    layers.push_back({"loss", "CrossEntropyLoss"});
+    chain.output_group = shape == Shape::kGptWithNorm ? 3 : 2;
+    chain.loss = 1;
+  } else if (shape == Shape::kCnnWithLoss) {
+    for (int b = 0; b < middle; ++b) layers.push_back({"features." + std::to_string(b), "Conv2d"});
+    layers.push_back({"fc", "Linear"});
+    layers.push_back({"criterion", "CrossEntropyLoss"});
+    chain.loss = 1;
+  } else {
+    for (int b = 0; b < middle + 1; ++b) layers.push_back({"stage_layer." + std::to_string(b), "Linear"});
+  }
+  chain.profile = stagecut::testing::makeProfile(static_cast<int>(layers.size()));
+  for (std::size_t k = 0; k < layers.size(); ++k) {
+    stagecut::LayerCost& layer = chain.profile.layers[k];
+    layer.name = layers[k].first;
+    layer.kind = layers[k].second;
+    // Integer times keep every sum exact, so the tie-breaks must agree to the layer.
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(integer(0, 6));
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(integer(1, 9));
+    layer.backward_input_ms.reset();
+    layer.backward_weight_ms.reset();
+  }
+  return chain;
+}
+
+// ---- the frameworks' readers ----------------------------------------------------------
+
+std::vector<int> integersIn(const std::string& text) {
+  std::vector<int> values;
+  std::regex number("[0-9]+");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) {
+    values.push_back(std::stoi(it->str()));
+  }
+  return values;
+}
+
+// The loss-as-function frameworks describe modules; the loss joins the last stage's output.
+std::vector<int> withLoss(std::vector<int> module_counts, const Chain& chain) {
+  if (!module_counts.empty()) module_counts.back() += chain.loss;
+  return module_counts;
+}
+
+// torchgpipe/fairscale: GPipe(nn.Sequential, balance) needs sum(balance) == len(Sequential),
+// every entry positive.
+std::vector<int> readBalance(const std::string& text, const Chain& chain) {
+  REQUIRE(text.rfind("balance=[", 0) == 0);
+  const std::vector<int> balance = integersIn(text);
+  CHECK(std::accumulate(balance.begin(), balance.end(), 0) == chain.modules());
+  for (int count : balance) CHECK(count > 0);
+  return withLoss(balance, chain);
+}
+
+// DeepSpeed: parts = [0, ..., len(layers)] over PipelineModule's layers; the rank-0 listing
+// names each stage's layers and then the loss_fn.
+std::vector<int> readDeepSpeed(const std::string& text, const Chain& chain) {
+  std::istringstream lines(text);
+  std::string first_line;
+  std::getline(lines, first_line);
+  REQUIRE(first_line.rfind("parts=[", 0) == 0);
+  const std::vector<int> parts = integersIn(first_line);
+  REQUIRE(parts.size() >= 2);
+  CHECK(parts.front() == 0);
+  CHECK(parts.back() == chain.modules());
+  std::vector<int> counts;
+  for (std::size_t s = 0; s + 1 < parts.size(); ++s) counts.push_back(parts[s + 1] - parts[s]);
+  std::vector<int> listed;
+  std::vector<int> indices;
+  bool loss_line = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("stage=", 0) == 0) {
+      listed.push_back(integersIn(line).at(1));
+    } else if (line.rfind("  loss: ", 0) == 0) {
+      loss_line = true;
+    } else {
+      indices.push_back(integersIn(line).at(0));
+    }
+  }
+  CHECK(listed == counts);
+  std::vector<int> expected(static_cast<std::size_t>(chain.modules()));
+  std::iota(expected.begin(), expected.end(), 0);
+  CHECK(indices == expected);
+  CHECK(loss_line == (chain.loss > 0));
+  for (int count : counts) CHECK(count > 0);
+  return withLoss(counts, chain);
+}
+
+// torch.distributed.pipelining: each split point begins a stage at a module of the model.
+std::vector<int> readPippy(const std::string& text, const Chain& chain) {
+  REQUIRE(text.rfind("split_spec={", 0) == 0);
+  std::regex point("\"([^\"]+)\": SplitPoint.BEGINNING");
+  std::vector<int> starts{0};
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), point); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    int index = -1;
+    for (int k = 0; k < chain.modules(); ++k) {
+      if (chain.profile.layers[k].name == name) index = k;
+    }
+    REQUIRE(index > 0);  // a module of the model, not the loss, not the first
+    starts.push_back(index);
+  }
+  starts.push_back(chain.modules());
+  std::vector<int> counts;
+  for (std::size_t s = 0; s + 1 < starts.size(); ++s) counts.push_back(starts[s + 1] - starts[s]);
+  for (int count : counts) CHECK(count > 0);
+  return withLoss(counts, chain);
+}
+
+// torchtitan: module_fqns_per_model_part lists the modules each part keeps, in order.
+std::vector<int> readTorchtitan(const std::string& text, const Chain& chain) {
+  REQUIRE(text.rfind("module_fqns_per_model_part=[", 0) == 0);
+  std::vector<int> counts;
+  std::vector<std::string> names;
+  std::regex part("\\[((\"[^\"]*\"(, )?)+)\\]");
+  const std::string body = text.substr(std::string("module_fqns_per_model_part=[").size());
+  std::regex name("\"([^\"]*)\"");
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), part); it != std::sregex_iterator(); ++it) {
+    const std::string inside = (*it)[1];
+    int count = 0;
+    for (auto n = std::sregex_iterator(inside.begin(), inside.end(), name); n != std::sregex_iterator(); ++n) {
+      names.push_back((*n)[1]);
+      ++count;
+    }
+    counts.push_back(count);
+  }
+  std::vector<std::string> modules;
+  for (int k = 0; k < chain.modules(); ++k) modules.push_back(chain.profile.layers[k].name);
+  CHECK(names == modules);
+  return withLoss(counts, chain);
+}
+
+// Megatron's layout: stages split by '|', x*N repeats, E only as the first layer of the first
+// stage ("The first layer must be embedding"), L only as the last of the last ("The last
+// layer must be loss").
+std::vector<int> readMegatronLayout(const std::string& text, const Chain& chain) {
+  const std::string flag = "--pipeline-model-parallel-layout \"";
+  REQUIRE(text.rfind(flag, 0) == 0);
+  REQUIRE(text.back() == '"');
+  CHECK(text.find("--decoder") == std::string::npos);
+  CHECK(text.find("--account-for") == std::string::npos);
+  const std::string layout = text.substr(flag.size(), text.size() - flag.size() - 1);
+  std::vector<std::string> stages{""};
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    if (layout[i] == '|') {
+      stages.emplace_back();
+    } else if (layout[i] == '*') {
+      std::size_t end = i + 1;
+      while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end]))) ++end;
+      stages.back().append(static_cast<std::size_t>(std::stoi(layout.substr(i + 1, end - i - 1)) - 1), stages.back().back());
+      i = end - 1;
+    } else {
+      stages.back() += layout[i];
+    }
+  }
+  CHECK(stages.front().front() == 'E');
+  CHECK(stages.back().back() == 'L');
+  std::vector<int> counts;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    int layers = 0;
+    for (std::size_t i = 0; i < stages[s].size(); ++i) {
+      const char symbol = stages[s][i];
+      if (symbol == 'E') CHECK((s == 0 && i == 0));
+      if (symbol == 'L') CHECK((s + 1 == stages.size() && i + 1 == stages[s].size()));
+      layers += symbol == 'E' ? chain.embedding : symbol == 'L' ? chain.output_group : 1;
+    }
+    counts.push_back(layers);
+  }
+  return counts;
+}
+
+// Megatron's flags, as its TransformerConfig checks them and get_num_layers_to_build and
+// get_transformer_layer_offset place the layers.
+std::vector<int> readMegatronFlags(const std::string& text, const Chain& chain) {
+  CHECK(text.find("--pipeline-model-parallel-layout") == std::string::npos);
+  std::istringstream words(text);
+  std::optional<int> first, last, num_layers, size;
+  bool embedding = false, loss = false;
+  for (std::string word; words >> word;) {
+    if (word == "--account-for-embedding-in-pipeline-split") { embedding = true; continue; }
+    if (word == "--account-for-loss-in-pipeline-split") { loss = true; continue; }
+    int value = 0;
+    REQUIRE(words >> value);
+    if (word == "--decoder-first-pipeline-num-layers") first = value;
+    else if (word == "--decoder-last-pipeline-num-layers") last = value;
+    else if (word == "--num-layers") num_layers = value;
+    else if (word == "--pipeline-model-parallel-size") size = value;
+    else FAIL("unknown flag " << word);
+  }
+  REQUIRE(num_layers);
+  REQUIRE(size);
+  const int pp = *size;
+  CHECK(*num_layers == static_cast<int>(chain.profile.layerCount()) - chain.embedding - chain.output_group);
+  CHECK_FALSE(((first || last) && (embedding || loss)));
+  std::vector<int> blocks;
+  if (first || last) {
+    if (first) CHECK(*first > 0);
+    if (last) CHECK(*last > 0);
+    const int middle_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
+    const int middle = *num_layers - first.value_or(0) - last.value_or(0);
+    CHECK((middle > 0) == (middle_stages > 0));
+    if (middle_stages > 0) CHECK(middle % middle_stages == 0);
+    for (int rank = 0; rank < pp; ++rank) {
+      if (rank == 0 && first) blocks.push_back(*first);
+      else if (rank == pp - 1 && last) blocks.push_back(*last);
+      else blocks.push_back(middle / middle_stages);
+    }
+  } else {
+    const int counted = *num_layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+    CHECK(counted % pp == 0);
+    for (int rank = 0; rank < pp; ++rank) {
+      int build = counted / pp;
+      if (rank == 0 && embedding) --build;
+      if (rank == pp - 1 && loss) --build;
+      CHECK(build >= 0);
+      blocks.push_back(build);
+    }
+  }
+  blocks.front() += chain.embedding;
+  blocks.back() += chain.output_group;
+  return blocks;
+}
+
+// What the frameworks can run, from the rules as their documentation states them.
+bool lossAlone(const Chain& chain, const std::vector<int>& counts) {
+  return chain.loss > 0 && counts.back() <= chain.loss;
+}
+bool megatronCanRun(const Chain& chain, const std::vector<int>& counts) {
+  return chain.megatron() && counts.front() >= chain.embedding && counts.back() >= chain.output_group &&
+         !lossAlone(chain, counts);
+}
+
+void forEachSplit(int layers, int stages, const std::function<void(const std::vector<int>&)>& visit) {
+  std::vector<int> counts(static_cast<std::size_t>(stages));
+  std::function<void(int, int)> place = [&](int stage, int remaining) {
+    if (stage == stages - 1) {
+      counts[stage] = remaining;
+      visit(counts);
+      return;
+    }
+    for (int count = 1; count <= remaining - (stages - 1 - stage); ++count) {
+      counts[stage] = count;
+      place(stage + 1, remaining - count);
+    }
+  };
+  place(0, layers);
+}
+
+const Shape kShapes[] = {Shape::kGpt, Shape::kGptWithNorm, Shape::kTwoEmbeddings, Shape::kCnnWithLoss, Shape::kPlain};
+
+}  // namespace
+
+TEST_CASE("every framework output reads back, by the framework's own rules, as the split", "[partitioner][rules]") {
+  std::mt19937 random(31);
+  int outputs_read = 0, loss_alone_refused = 0, flags_read = 0;
+  for (Shape shape : kShapes) {
+    for (int middle = 1; middle <= 5; ++middle) {
+      const Chain chain = makeChain(random, shape, middle);
+      const int layers = static_cast<int>(chain.profile.layerCount());
+      for (int stages = 1; stages <= std::min(layers, 5); ++stages) {
+        forEachSplit(layers, stages, [&](const std::vector<int>& split) {
+          INFO("chain of " << layers << " layers, split " << stagecut::joinNumbers(split, ","));
+          const stagecut::FrameworkOutputs outputs = stagecut::frameworkOutputs(chain.profile, split);
+          CHECK(integersIn(outputs.at("list")) == split);
+          const bool loss_framework_can = !lossAlone(chain, split);
+          for (const char* format : {"torchgpipe", "fairscale", "deepspeed", "pippy", "torchtitan"}) {
+            INFO(format);
+            CHECK(outputs.count(format) == (loss_framework_can ? 1u : 0u));
+          }
+          if (!loss_framework_can) ++loss_alone_refused;
+          CHECK(outputs.count("megatron") == (megatronCanRun(chain, split) ? 1u : 0u));
+          for (const auto& [format, text] : outputs) {
+            INFO(format << ": " << text);
+            if (format == "list") continue;
+            std::vector<int> read;
+            if (format == "torchgpipe" || format == "fairscale") read = readBalance(text, chain);
+            else if (format == "deepspeed") read = readDeepSpeed(text, chain);
+            else if (format == "pippy") read = readPippy(text, chain);
+            else if (format == "torchtitan") read = readTorchtitan(text, chain);
+            else if (format == "megatron") read = readMegatronLayout(text, chain);
+            else if (format == "megatron-flags") read = readMegatronFlags(text, chain), ++flags_read;
+            else FAIL("an output no test reads: " << format);
+            CHECK(read == split);
+            // And stagecut reads its own texts back the same way (--split).
+            CHECK(stagecut::parseSplitText(text, chain.profile, stages, "--split") == split);
+            ++outputs_read;
+          }
+        });
+      }
+    }
+  }
+  CHECK(outputs_read > 2000);
+  CHECK(loss_alone_refused > 50);
+  CHECK(flags_read > 100);
+}
+
+TEST_CASE("the best split under each rule set matches a brute force over the splits it admits",
+          "[partitioner][rules][exact]") {
+  std::mt19937 random(37);
+  int compared = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    for (Shape shape : kShapes) {
+      const Chain chain = makeChain(random, shape, 2 + trial % 5);
+      const int layers = static_cast<int>(chain.profile.layerCount());
+      for (int stages = 1; stages <= std::min(layers, 5); ++stages) {
+        stagecut::PartitionOptions options;
+        options.stages = stages;
+        options.microbatches = 2 * stages;
+        for (auto set : {stagecut::SplitRuleSet::kAny, stagecut::SplitRuleSet::kLossWithLast,
+                         stagecut::SplitRuleSet::kMegatron}) {
+          if (set == stagecut::SplitRuleSet::kMegatron && !chain.megatron()) continue;
+          const auto admits = [&](const std::vector<int>& split) {
+            if (set == stagecut::SplitRuleSet::kLossWithLast) return !lossAlone(chain, split);
+            if (set == stagecut::SplitRuleSet::kMegatron) {
+              return split.front() >= chain.embedding && split.back() >= chain.output_group;
+            }
+            return true;
+          };
+          options.rules = set;
+          const stagecut::CostModel model = stagecut::buildCostModel(chain.profile, options, "p");
+          std::optional<std::vector<int>> best;
+          stagecut::SplitScore best_score;
+          forEachSplit(layers, stages, [&](const std::vector<int>& split) {
+            if (!admits(split)) return;
+            const stagecut::SplitScore score = stagecut::scoreSplit(model, split);
+            if (!best || stagecut::scoreBetter(score, best_score)) {
+              best = split;
+              best_score = score;
+            }
+          });
+          INFO("rules " << stagecut::ruleSetName(set) << ", " << layers << " layers, " << stages << " stages");
+          if (!best) {
+            CHECK_THROWS_AS(stagecut::partitionProfile(chain.profile, options, "p", stagecut::SplitMethod::kCompute),
+                            stagecut::Error);
+            continue;
+          }
+          const stagecut::Partition found =
+              stagecut::partitionProfile(chain.profile, options, "p", stagecut::SplitMethod::kCompute);
+          CHECK(found.layersPerStage() == *best);
+          ++compared;
+        }
+      }
+    }
+  }
+  CHECK(compared > 200);
+}
+
+TEST_CASE("the default compute split runs in every framework printed, the free one may not", "[partitioner][rules]") {
+  std::mt19937 random(41);
+  const Chain chain = makeChain(random, Shape::kGpt, 4);
+  Profile profile = chain.profile;
+  // A heavy block before a light head and a heavy loss: the free optimum isolates the loss.
+  profile.layers[5].forward_ms = stagecut::TimeStatsMs::exactly(1);
+  profile.layers[5].backward_ms = stagecut::TimeStatsMs::exactly(1);
+  profile.layers[6].forward_ms = stagecut::TimeStatsMs::exactly(30);
+  profile.layers[6].backward_ms = stagecut::TimeStatsMs::exactly(30);
+  stagecut::PartitionOptions options;
+  options.stages = 3;
+  options.microbatches = 6;
+  const stagecut::Partition compute = stagecut::partitionProfile(profile, options, "p", stagecut::SplitMethod::kCompute);
+  CHECK(compute.method == "compute");
+  CHECK(compute.layersPerStage().back() >= 2);
+  const stagecut::FrameworkOutputs outputs = stagecut::frameworkOutputs(profile, compute.layersPerStage());
+  for (const char* format : {"megatron", "torchgpipe", "fairscale", "deepspeed", "pippy", "torchtitan"}) {
+    CHECK(outputs.count(format) == 1);
+  }
+  options.rules = stagecut::SplitRuleSet::kAny;
+  const stagecut::Partition free = stagecut::partitionProfile(profile, options, "p", stagecut::SplitMethod::kCompute);
+  CHECK(free.method == "free");
+  CHECK(free.layersPerStage().back() == 1);
+  CHECK(free.bottleneck_ms < compute.bottleneck_ms);
+  // compare shows both: uniform, params, compute, then free.
+  options.rules.reset();
+  const std::vector<stagecut::Partition> splits = stagecut::partitionForComparison(profile, options, "p");
+  REQUIRE(splits.size() == 4);
+  CHECK(splits[3].method == "free");
+  CHECK(&stagecut::chosenSplit(splits) == &splits[2]);
+  // The baselines split what DeepSpeed partitions: the loss joins the last stage.
+  CHECK(splits[0].layersPerStage() == std::vector<int>{2, 2, 3});
+}
+
+TEST_CASE("parsing --split reads every printed form back and says what does not fit", "[partitioner][rules]") {
+  std::mt19937 random(43);
+  const Chain chain = makeChain(random, Shape::kGpt, 6);  // embed, block.0-5, head, loss: 9 layers
+  const Profile& profile = chain.profile;
+  using stagecut::parseSplitText;
+  CHECK(parseSplitText("4,3,2", profile, 0, "--split") == std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText(" 4, 3, 2 ", profile, 3, "--split") == std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText("balance=[4, 3, 1]", profile, 0, "--split") == std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText("balance=[4, 3, 2]", profile, 0, "--split") == std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText("parts=[0, 4, 7, 8]", profile, 0, "--split") == std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText("Ettt|ttt|L", profile, 0, "--split") == std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText("--pipeline-model-parallel-layout \"Et*3|t*3|L\"", profile, 0, "--split") ==
+        std::vector<int>{4, 3, 2});
+  CHECK(parseSplitText("--pipeline-model-parallel-size 3 --decoder-first-pipeline-num-layers 2", profile, 0,
+                       "--split") == std::vector<int>{3, 2, 4});
+  CHECK(parseSplitText("--decoder-first-pipeline-num-layers 4", profile, 2, "--split") == std::vector<int>{5, 4});
+  const auto error = [&](const std::string& text, int stages) {
+    return stagecut::testing::inputErrorOf([&] { parseSplitText(text, profile, stages, "--split"); });
+  };
+  CHECK(error("4,4,4", 0) == "--split 4,4,4: 12 layers, the profile has 9");
+  CHECK(parseSplitText("balance=[4, 4]", profile, 0, "--split") == std::vector<int>{4, 5});
+  CHECK(error("balance=[5, 5]", 0) == "--split balance=[5, 5]: 10 layers, the profile has 9 (8 before the loss)");
+  CHECK(error("balance=[4, 3]", 0) == "--split balance=[4, 3]: 7 layers, the profile has 9 (8 before the loss)");
+  CHECK(error("4,0,5", 0) == "--split 4,0,5: stage 1 has no layers; every stage needs at least one");
+  CHECK(error("4,5", 3) == "--split 4,5: 2 stages, --stages is 3");
+  CHECK(error("tEt|L", 0) == "--split tEt|L: the embedding E must be the first layer of the first stage");
+  CHECK(error("--decoder-first-pipeline-num-layers 4", 0) ==
+        "--split --decoder-first-pipeline-num-layers 4: add --pipeline-model-parallel-size N (or --stages N)");
+  CHECK(error("--num-layers 7 --pipeline-model-parallel-size 2", 0) ==
+        "--split --num-layers 7 --pipeline-model-parallel-size 2: --num-layers 7, the profile has 6 transformer layers");
+  CHECK(error("four", 0).rfind("--split four: not a split stagecut reads; give layers per stage", 0) == 0);
+}
