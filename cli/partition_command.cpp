@@ -185,7 +185,10 @@ void runPartition(const PartitionCommandFlags& flags) {
     for (const RuleSetSplit& row : rule_rows) {
       if (!row.partition) continue;
       const Partition& best = *row.partition;
-      std::cout << "  best under " << ruleSetName(row.rules) << " rules (" << ruleSetRunners(row.rules) << "): "
+      std::cout << (row.rules == SplitRuleSet::kAny
+                        ? std::string("  best over any split (stagecut validate): ")
+                        : "  best under " + std::string(ruleSetName(row.rules)) + " rules (" +
+                              ruleSetRunners(row.rules) + "): ")
                 << joinNumbers(best.layersPerStage()) << ", step " << formatMs(best.predicted_step_ms) << " ms, "
                 << formatSignedPercent(best.predicted_step_ms / partition.predicted_step_ms - 1.0)
                 << " against yours\n";

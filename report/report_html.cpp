@@ -243,10 +243,14 @@ std::string layersSection(const Profile& profile) {
 std::string splitsSection(const ReportInputs& inputs) {
   const Partition& chosen = inputs.chosen;
   std::string html = "<section id=\"splits\">\n<h2>Splits compared</h2>\n";
-  html += "<p><b>uniform</b>: equal layer counts, the first stages take the remainder (DeepSpeed, "
-          "Megatron); <b>params</b>: DeepSpeed's <code>partition_method=\"parameters\"</code>; "
-          "<b>compute</b>: stagecut's exact optimum of the measured times. A pipeline runs at the "
-          "pace of its slowest stage, the bottleneck.</p>\n";
+  html += "<p><b>uniform</b>: equal layer counts, the first stages take the remainder (DeepSpeed's "
+          "<code>partition_method=\"uniform\"</code>); <b>params</b>: DeepSpeed's "
+          "<code>partition_method=\"parameters\"</code> (both over the layers before the loss, which "
+          "joins the last stage); <b>compute</b>: stagecut's exact optimum of the measured times among "
+          "the splits every framework it prints can run (Megatron, DeepSpeed, torchgpipe, fairscale, "
+          "PiPPy, torchtitan); <b>free</b>, where it differs: the optimum over any split, which "
+          "stagecut's own validate runs and the frameworks may not. A pipeline runs at the pace of its "
+          "slowest stage, the bottleneck.</p>\n";
   html += "<table>\n<tr><th>split</th><th>layers per stage</th><th>bottleneck ms</th>"
           "<th>predicted step ms</th><th>bubble</th><th>step vs " + escapeMarkup(chosen.method) +
           "</th><th>largest stage memory</th></tr>\n";

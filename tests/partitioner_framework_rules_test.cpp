@@ -224,6 +224,37 @@ std::vector<int> readMegatronLayout(const std::string& text, const Chain& chain)
   return counts;
 }
 
+// Transformer layers per pipeline rank that Megatron builds from its flags, as its
+// TransformerConfig checks them and get_num_layers_to_build places them; empty where it refuses.
+std::vector<int> megatronBuilds(int num_layers, int pp, bool embedding, bool loss, std::optional<int> first,
+                                std::optional<int> last) {
+  if ((first || last) && (embedding || loss)) return {};  // "cannot be set at the same time"
+  std::vector<int> blocks;
+  if (first || last) {
+    if ((first && *first <= 0) || (last && *last <= 0)) return {};
+    const int middle_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
+    const int middle = num_layers - first.value_or(0) - last.value_or(0);
+    if (middle < 0 || (middle > 0) != (middle_stages > 0)) return {};  // "Mismatch"
+    if (middle_stages > 0 && middle % middle_stages != 0) return {};
+    for (int rank = 0; rank < pp; ++rank) {
+      if (rank == 0 && first) blocks.push_back(*first);
+      else if (rank == pp - 1 && last) blocks.push_back(*last);
+      else blocks.push_back(middle / middle_stages);
+    }
+    return blocks;
+  }
+  const int counted = num_layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  if (counted % pp != 0) return {};
+  for (int rank = 0; rank < pp; ++rank) {
+    int build = counted / pp;
+    if (rank == 0 && embedding) --build;
+    if (rank == pp - 1 && loss) --build;
+    if (build < 0) return {};
+    blocks.push_back(build);
+  }
+  return blocks;
+}
+
 // Megatron's flags, as its TransformerConfig checks them and get_num_layers_to_build and
 // get_transformer_layer_offset place the layers.
 std::vector<int> readMegatronFlags(const std::string& text, const Chain& chain) {
@@ -246,31 +277,8 @@ std::vector<int> readMegatronFlags(const std::string& text, const Chain& chain) 
   REQUIRE(size);
   const int pp = *size;
   CHECK(*num_layers == static_cast<int>(chain.profile.layerCount()) - chain.embedding - chain.output_group);
-  CHECK_FALSE(((first || last) && (embedding || loss)));
-  std::vector<int> blocks;
-  if (first || last) {
-    if (first) CHECK(*first > 0);
-    if (last) CHECK(*last > 0);
-    const int middle_stages = pp - (first ? 1 : 0) - (last ? 1 : 0);
-    const int middle = *num_layers - first.value_or(0) - last.value_or(0);
-    CHECK((middle > 0) == (middle_stages > 0));
-    if (middle_stages > 0) CHECK(middle % middle_stages == 0);
-    for (int rank = 0; rank < pp; ++rank) {
-      if (rank == 0 && first) blocks.push_back(*first);
-      else if (rank == pp - 1 && last) blocks.push_back(*last);
-      else blocks.push_back(middle / middle_stages);
-    }
-  } else {
-    const int counted = *num_layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
-    CHECK(counted % pp == 0);
-    for (int rank = 0; rank < pp; ++rank) {
-      int build = counted / pp;
-      if (rank == 0 && embedding) --build;
-      if (rank == pp - 1 && loss) --build;
-      CHECK(build >= 0);
-      blocks.push_back(build);
-    }
-  }
+  std::vector<int> blocks = megatronBuilds(*num_layers, pp, embedding, loss, first, last);
+  REQUIRE(!blocks.empty());
   blocks.front() += chain.embedding;
   blocks.back() += chain.output_group;
   return blocks;
@@ -299,6 +307,23 @@ void forEachSplit(int layers, int stages, const std::function<void(const std::ve
     }
   };
   place(0, layers);
+}
+
+// Whether some flags (no layout) give Megatron this split.
+bool megatronFlagsCanRun(const Chain& chain, const std::vector<int>& counts) {
+  if (!megatronCanRun(chain, counts)) return false;
+  std::vector<int> blocks = counts;
+  blocks.front() -= chain.embedding;
+  blocks.back() -= chain.output_group;
+  const int stages = static_cast<int>(counts.size());
+  if (stages == 1) return true;
+  const int total = std::accumulate(blocks.begin(), blocks.end(), 0);
+  for (int kind = 0; kind < 4; ++kind) {
+    if (megatronBuilds(total, stages, kind & 1, kind & 2, std::nullopt, std::nullopt) == blocks) return true;
+  }
+  return megatronBuilds(total, stages, false, false, blocks.front(), std::nullopt) == blocks ||
+         megatronBuilds(total, stages, false, false, std::nullopt, blocks.back()) == blocks ||
+         megatronBuilds(total, stages, false, false, blocks.front(), blocks.back()) == blocks;
 }
 
 const Shape kShapes[] = {Shape::kGpt, Shape::kGptWithNorm, Shape::kTwoEmbeddings, Shape::kCnnWithLoss, Shape::kPlain};
@@ -398,6 +423,45 @@ TEST_CASE("the best split under each rule set matches a brute force over the spl
     }
   }
   CHECK(compared > 200);
+}
+
+TEST_CASE("partition --megatron-first-last finds the best split Megatron's flags can express, against brute force",
+          "[partitioner][rules][exact]") {
+  std::mt19937 random(47);
+  int compared = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    for (Shape shape : {Shape::kGpt, Shape::kGptWithNorm, Shape::kTwoEmbeddings}) {
+      const Chain chain = makeChain(random, shape, 2 + trial);
+      const int layers = static_cast<int>(chain.profile.layerCount());
+      for (int stages = 1; stages <= std::min(layers - chain.embedding - chain.output_group + 1, 5); ++stages) {
+        stagecut::PartitionOptions options;
+        options.stages = stages;
+        options.microbatches = 2 * stages;
+        options.rules = stagecut::SplitRuleSet::kMegatron;
+        const stagecut::CostModel model = stagecut::buildCostModel(chain.profile, options, "p");
+        std::optional<std::vector<int>> best;
+        stagecut::SplitScore best_score;
+        forEachSplit(layers, stages, [&](const std::vector<int>& split) {
+          if (!megatronFlagsCanRun(chain, split)) return;
+          const stagecut::SplitScore score = stagecut::scoreSplit(model, split);
+          if (!best || stagecut::scoreBetter(score, best_score)) {
+            best = split;
+            best_score = score;
+          }
+        });
+        INFO(layers << " layers, " << stages << " stages");
+        if (!best) {
+          CHECK_THROWS_AS(stagecut::partitionForMegatron(chain.profile, options, "p", true), stagecut::Error);
+          continue;
+        }
+        const stagecut::MegatronPartition found = stagecut::partitionForMegatron(chain.profile, options, "p", true);
+        CHECK(found.chosen.layersPerStage() == *best);
+        CHECK(found.chosen.bottleneck_ms >= found.free_optimum.bottleneck_ms);
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 60);
 }
 
 TEST_CASE("the default compute split runs in every framework printed, the free one may not", "[partitioner][rules]") {
