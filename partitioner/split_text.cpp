@@ -55,8 +55,29 @@ std::optional<std::string> bracketed(const std::string& text, const std::string&
   return text.substr(head.size(), text.size() - head.size() - 1);
 }
 
+// Checks a layout's syntax before it is expanded: each x*N after a symbol, N whole and at most
+// the chain's length.
+void checkLayoutSyntax(const std::string& layout, const Profile& profile, const std::string& flag,
+                       const std::string& text) {
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    if (layout[i] != '*') continue;
+    if (i == 0 || layout[i - 1] == '|' || layout[i - 1] == '*') {
+      fail(flag, text, "a repeat x*N needs a symbol before the '*'");
+    }
+    std::size_t end = i + 1;
+    while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end]))) ++end;
+    if (end == i + 1 || end - i - 1 > 6) fail(flag, text, "a repeat x*N needs a whole number N after the '*'");
+    const long repeat = std::atol(layout.substr(i + 1, end - i - 1).c_str());
+    if (repeat < 1 || repeat > static_cast<long>(profile.layerCount())) {
+      fail(flag, text, "a repeat of " + std::to_string(repeat) + " layers; the profile has " +
+                           std::to_string(profile.layerCount()));
+    }
+  }
+}
+
 std::vector<int> fromLayout(const std::string& layout, const Profile& profile, const std::string& flag,
                             const std::string& text) {
+  checkLayoutSyntax(layout, profile, flag, text);
   const MegatronGroups groups = megatronGroups(profile);
   std::vector<int> counts;
   const std::vector<std::string> stages = expandMegatronLayout(layout);
@@ -114,7 +135,11 @@ std::vector<int> fromMegatronFlags(const std::string& text, const Profile& profi
     fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
   }
   const int pipeline = size ? *size : stages;
-  if (pipeline < 1) fail(flag, text, "add --pipeline-model-parallel-size N (or --stages N)");
+  if (!size && stages <= 0) fail(flag, text, "add --pipeline-model-parallel-size N (or --stages N)");
+  if (pipeline < 1 || pipeline > static_cast<int>(profile.layerCount())) {
+    fail(flag, text, std::to_string(pipeline) + " stages for the profile's " + std::to_string(profile.layerCount()) +
+                         " layers");
+  }
   std::vector<int> blocks = megatronBlocksFromFlags(groups.block_layers, pipeline, embedding, loss, first, last);
   if (blocks.empty()) {
     fail(flag, text, "Megatron refuses these flags for " + std::to_string(groups.block_layers) +
@@ -173,7 +198,10 @@ std::vector<int> fromModuleLists(const std::string& text, const Profile& profile
     int count = 0;
     for (const std::string& name : quotedNames(body.substr(open, close - open))) {
       if (layerNamed(profile, name, flag, text) != next) {
-        fail(flag, text, "\"" + name + "\" is not the next layer of the chain (" + profile.layers[next].name + ")");
+        fail(flag, text, "\"" + name + "\" is not the next layer of the chain (" +
+                             (next < static_cast<int>(profile.layerCount()) ? profile.layers[next].name
+                                                                             : std::string("the chain has ended")) +
+                             ")");
       }
       ++next;
       ++count;
@@ -230,7 +258,7 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
   for (std::size_t s = 0; s < counts.size(); ++s) {
     if (counts[s] <= 0) fail(flag, text, "stage " + std::to_string(s) + " has no layers; every stage needs at least one");
   }
-  int total = std::accumulate(counts.begin(), counts.end(), 0);
+  long long total = std::accumulate(counts.begin(), counts.end(), 0LL);
   if (over_modules_possible && total == modules && modules < layers) {
     counts.back() += layers - modules;  // the frameworks' loss_fn runs on the last stage
     total = layers;

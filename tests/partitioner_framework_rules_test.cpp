@@ -529,4 +529,14 @@ TEST_CASE("parsing --split reads every printed form back and says what does not 
   CHECK(error("--num-layers 7 --pipeline-model-parallel-size 2", 0) ==
         "--split --num-layers 7 --pipeline-model-parallel-size 2: --num-layers 7, the profile has 6 transformer layers");
   CHECK(error("four", 0).rfind("--split four: not a split stagecut reads; give layers per stage", 0) == 0);
+  CHECK(error("*3|t", 0) == "--split *3|t: a repeat x*N needs a symbol before the '*'");
+  CHECK(error("Et*|L", 0) == "--split Et*|L: a repeat x*N needs a whole number N after the '*'");
+  CHECK(error("Et*40|L", 0) == "--split Et*40|L: a repeat of 40 layers; the profile has 9");
+  CHECK(error("split_spec={\"block.9\": SplitPoint.BEGINNING}", 0) ==
+        "--split split_spec={\"block.9\": SplitPoint.BEGINNING}: the profile has no layer named \"block.9\"");
+  CHECK(error("module_fqns_per_model_part=[[\"embed\"], [\"block.1\"]]", 0) ==
+        "--split module_fqns_per_model_part=[[\"embed\"], [\"block.1\"]]: \"block.1\" is not the next layer "
+        "of the chain (block.0)");
+  CHECK(error("--pipeline-model-parallel-size 40", 0) ==
+        "--split --pipeline-model-parallel-size 40: 40 stages for the profile's 9 layers");
 }

@@ -1,5 +1,6 @@
 // Every input kept in data/fuzz/regressions/ (docs/reliability.md) goes back through the reader it
-// broke, named by the file's prefix: profile_json-, partition_json-, pipedream_import-, units-.
+// broke, named by the file's prefix: profile_json-, partition_json-, pipedream_import-, units-,
+// split_text-.
 // Each must now end in a value or a stagecut::Error with a one-line message, never a crash, another
 // exception or a sanitizer report (make test-asan runs this too).
 
@@ -16,8 +17,25 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/pipedream_import.h"
+#include "partitioner/split_text.h"
 
 namespace {
+
+// fuzz_split_text's chain: embed, 6 blocks, head, loss.
+stagecut::Profile gptChain() {
+  stagecut::Profile profile;
+  const char* kinds[] = {"Embedding", "TransformerBlock", "TransformerBlock", "TransformerBlock", "TransformerBlock",
+                         "TransformerBlock", "TransformerBlock", "LMHead", "CrossEntropyLoss"};
+  const char* names[] = {"embed", "block.0", "block.1", "block.2", "block.3", "block.4", "block.5", "head", "loss"};
+  for (int k = 0; k < 9; ++k) {
+    stagecut::LayerCost layer;
+    layer.index = k;
+    layer.name = names[k];
+    layer.kind = kinds[k];
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
 
 bool startsWith(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -45,9 +63,19 @@ void feed(const std::string& name, const std::string& content) {
       case 1: stagecut::parseBandwidthBytesPerS(text, "--bandwidth"); break;
       default: stagecut::parseDurationMs(text, "--latency"); break;
     }
+  } else if (startsWith(name, "split_text-")) {
+    if (content.empty()) return;
+    const std::vector<int> counts = stagecut::parseSplitText(
+        content.substr(1), gptChain(), static_cast<unsigned char>(content[0]) % 11, "--split");
+    int total = 0;
+    for (int count : counts) {
+      CHECK(count > 0);
+      total += count;
+    }
+    CHECK(total == 9);
   } else {
     FAIL(name << ": name it after its fuzz target: profile_json-, partition_json-, "
-                 "pipedream_import- or units-");
+                 "pipedream_import-, units- or split_text-");
   }
 }
 
