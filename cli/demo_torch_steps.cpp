@@ -209,6 +209,13 @@ void printValidations(std::ostream& out, const DemoValidations& validations) {
   row(validations.params, validations.params_run);
   table.print(out, "  ");
   out << "\n  speed-up of equal-compute over equal-params: " << speedupText(validations) << "\n";
+  for (const ValidationReport* run : {&validations.compute_run, &validations.params_run}) {
+    if (!run->environment) continue;
+    for (const std::string& warning : run->environment->warnings) {
+      out << "  WARNING (the " << (run == &validations.compute_run ? "compute" : "params")
+          << " run): " << warning << "\n";
+    }
+  }
 }
 
 std::string speedupText(const DemoValidations& validations) {

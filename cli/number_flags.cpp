@@ -1,13 +1,12 @@
 #include "cli/number_flags.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
 #include "core/error.h"
+#include "core/host_cpu.h"
 
 namespace stagecut {
 
@@ -49,13 +48,6 @@ std::uint64_t parseSeed(const std::string& text, const std::string& flag) {
     throw Error(flag + " " + text + ": a seed is a whole number from 0 to 18446744073709551615, in digits");
   }
   return value;
-}
-
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
-  return std::max(1, CPU_COUNT(&set));
 }
 
 void requireThreadsFitCores(const std::string& flag, int threads) {

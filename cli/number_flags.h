@@ -19,9 +19,6 @@ void requireFiniteInRange(const std::string& flag, double value, double above, d
 /// wrapped or rounded).
 std::uint64_t parseSeed(const std::string& text, const std::string& flag);
 
-/// The cores this process may run on (its CPU affinity), at least 1.
-int usableCores();
-
 /// --threads: 1 or more, and at most the cores this process may use (more threads than cores
 /// measure the contention, not the model).
 void requireThreadsFitCores(const std::string& flag, int threads);

@@ -5,6 +5,7 @@
 
 #include "cli/text_table.h"
 #include "core/units.h"
+#include "validation/run_environment.h"
 
 namespace stagecut {
 
@@ -76,6 +77,19 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
         << formatMs(whole.backward_ms) << " ms; the layers' sum is "
         << formatPercent(std::abs(whole.sum_of_layers_vs_whole))
         << (whole.sum_of_layers_vs_whole >= 0 ? " above" : " below") << " the whole model\n";
+  }
+  const auto reference = profile.device.extra.find("reference_kernel_ms");
+  const auto change = profile.device.extra.find("reference_kernel_change");
+  if (reference != profile.device.extra.end() && reference->is_number() && change != profile.device.extra.end() &&
+      change->is_number()) {
+    const double drift = change->get<double>();
+    out << "  reference kernel " << formatMs(reference->get<double>()) << " ms (" << formatSignedPercent(drift)
+        << " from the start of the run to its end; validate holds its ranks to it)\n";
+    // The same threshold as validate's (validation/run_environment.h).
+    if (std::abs(drift) > TrustThresholds{}.reference_drift) {
+      out << "  WARNING: the machine's pace changed " << formatSignedPercent(drift)
+          << " during the profile: other processes ran beside it; profile again on a quiet machine\n";
+    }
   }
   if (!profile.microbatch_sizes.empty()) printSizeTable(out, profile);
 }

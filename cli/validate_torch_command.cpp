@@ -1,4 +1,6 @@
 #include <cstdlib>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -32,6 +34,7 @@ struct ValidateCommandOptions {
   std::string trace_path;
   bool trace_given = false;  ///< --trace, even as '' (refused by name)
   bool json = false;
+  bool strict = false;       ///< --strict: a run the environment voids exits 1
 
   /// --trace, with the profile and the partition as inputs it must not be.
   OutputPath traceOutput() const {
@@ -148,6 +151,24 @@ void printMemory(std::ostream& out, const ValidationReport& report, const Valida
   }
 }
 
+// Whether the machine let the run measure the split: one line when it did, a warning per reason
+// when it did not.
+void printEnvironment(std::ostream& out, const RunEnvironment& environment) {
+  out << "environment: " << environment.ranks_on_host << " rank(s) x " << environment.threads << " thread(s) on "
+      << environment.usable_cores << " usable core(s)";
+  if (environment.other_load_known) {
+    char load[32];
+    std::snprintf(load, sizeof load, "%.2f", environment.other_load_cores);
+    out << "; other processes' load " << load << " core(s)";
+  }
+  if (environment.profile_reference_ms && std::isfinite(environment.reference_drift)) {
+    out << "; reference kernel " << formatSignedPercent(environment.reference_drift) << " against the profile's";
+  }
+  out << (environment.trusted() ? "; figures trusted\n" : "\n");
+  for (const std::string& warning : environment.warnings) out << "WARNING: " << warning << "\n";
+  for (const std::string& note : environment.notes) out << "  note: " << note << "\n";
+}
+
 void printReport(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
   const bool replicated = report.replicas > 1;
   out << "validate: " << report.schedule << ", " << report.stages << " stages"
@@ -156,7 +177,12 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
       << report.measured_step_ms.size() << " measured steps after " << request.warmup_steps << " warm-up, "
       << request.threads << " thread(s) per rank\n";
   out << "links between ranks (measured): latency " << formatMs(report.link_latency_ms) << " ms, bandwidth "
-      << formatBytes(static_cast<std::uint64_t>(report.link_bandwidth_bytes_per_s)) << "/s\n";
+      << (report.link_bandwidth_measurable
+              ? formatBytes(static_cast<std::uint64_t>(report.link_bandwidth_bytes_per_s)) + "/s"
+              : std::string("not measurable (4 MiB took no longer than 1 float: faster than the clock "
+                            "tells; the prediction charges the latency only)"))
+      << "\n";
+  if (report.environment) printEnvironment(out, *report.environment);
   if (replicated) {
     out << "links between replicas (measured by all-reduce): latency " << formatMs(report.replica_link_latency_ms)
         << " ms, bandwidth " << formatBytes(static_cast<std::uint64_t>(report.replica_link_bandwidth_bytes_per_s))
@@ -256,6 +282,13 @@ void runWorker(const ValidateCommandOptions& options, int ranks) {
     if (options.trace_given) std::cout << "  trace (predicted and measured): " << options.trace_path << "\n";
   }
   std::cout.flush();
+  if (!options.json && report.environment && !report.environment->trusted()) {
+    std::cerr << "stagecut: warning: the measured figures of this run cannot be trusted: "
+              << report.environment->warnings.front() << "\n";
+  }
+  if (options.strict && report.environment && !report.environment->trusted()) {
+    throw Error("--strict: the run cannot be trusted: " + report.environment->warnings.front(), ErrorKind::kRuntime);
+  }
   if (!report.grad_pass) {
     throw Error("gradient check failed: largest relative difference " + scientific(report.grad_max_rel_diff) +
                     " exceeds --grad-tolerance " + scientific(report.grad_tolerance),
@@ -296,6 +329,9 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
       ->capture_default_str();
   command->add_option("--trace", options->trace_path, "Write a Chrome trace of the predicted and measured step");
   command->add_flag("--json", options->json, "Print the stagecut.validation/1 document");
+  command->add_flag("--strict", options->strict,
+                    "Exit 1 when the machine voids the run (oversubscribed, other processes' load, the reference "
+                    "kernel drifting from the profile's); the figures are printed either way");
   command->callback([options, arguments, command] {
     options->trace_given = command->count("--trace") > 0;
     options->request.batch_seed = parseSeed(options->seed, "--seed");

@@ -8,6 +8,7 @@
 #include "profiler/cuda_probe.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/profile_request.h"
+#include "profiler/reference_kernel.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/torchscript_chain.h"
 
@@ -275,6 +276,13 @@ Profile runProfile(const ProfileRequest& request) {
     sized_request.microbatch_sizes.clear();
   }
   const TorchRuntimeInfo runtime = torchRuntimeInfo();
+  // The machine's pace before and after, for validate to hold its own runs to (docs/runtime.md).
+  const double reference_before_ms = timeReferenceKernelMs();
+  const auto recordReference = [&](Profile& profile) {
+    const double reference_after_ms = timeReferenceKernelMs();
+    profile.device.extra["reference_kernel_ms"] = (reference_before_ms + reference_after_ms) / 2;
+    profile.device.extra["reference_kernel_change"] = reference_after_ms / reference_before_ms - 1.0;
+  };
 #ifdef STAGECUT_HAVE_CUDA
   if (isCudaDevice(request.device)) {
     Profile profile = measureSizes(sized_request, measure, [&](const MeasureOptions& options) {
@@ -282,6 +290,7 @@ Profile runProfile(const ProfileRequest& request) {
     });
     profile.device.threads = runtime.intraop_threads;
     profile.device.torch = runtime.torch_version;
+    recordReference(profile);
     return profile;
   }
 #endif
@@ -298,6 +307,7 @@ Profile runProfile(const ProfileRequest& request) {
                           {"blas", runtime.blas},
                           {"blas_threads", runtime.blas_threads},
                           {"heap", runtime.heap}};
+  recordReference(profile);
   return profile;
 }
 

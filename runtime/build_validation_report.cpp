@@ -80,19 +80,25 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   report.replicas = request.data_parallel;
 
   std::vector<double> latencies, bandwidths, replica_latencies, replica_bandwidths;
+  std::vector<RankEnvironment> environments;
   for (const auto& outcome : outcomes) {
-    if (outcome.link_bandwidth_bytes_per_s > 0) {
+    environments.push_back(outcome.environment);
+    if (outcome.has_link) {
       latencies.push_back(outcome.link_latency_ms);
-      bandwidths.push_back(outcome.link_bandwidth_bytes_per_s);
+      // An unmeasurable link charges latency only: its bandwidth is above what the clock sees.
+      if (outcome.link_bandwidth_measurable) bandwidths.push_back(outcome.link_bandwidth_bytes_per_s);
+      else report.link_bandwidth_measurable = false;
     }
     if (outcome.replica_bandwidth_bytes_per_s > 0) {
       replica_latencies.push_back(outcome.replica_latency_ms);
       replica_bandwidths.push_back(outcome.replica_bandwidth_bytes_per_s);
     }
   }
+  report.environment = assessEnvironment(profileReferenceKernelMs(profile), profile.device.threads, environments);
   BoundaryLink link;
   report.link_latency_ms = link.latency_ms = medianOf(latencies);
-  report.link_bandwidth_bytes_per_s = link.bandwidth_bytes_per_s = medianOf(bandwidths);
+  report.link_bandwidth_bytes_per_s = link.bandwidth_bytes_per_s =
+      report.link_bandwidth_measurable ? medianOf(bandwidths) : 0.0;
   BoundaryLink replica_link;
   report.replica_link_latency_ms = replica_link.latency_ms = medianOf(replica_latencies);
   report.replica_link_bandwidth_bytes_per_s = replica_link.bandwidth_bytes_per_s = medianOf(replica_bandwidths);

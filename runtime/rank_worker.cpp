@@ -3,10 +3,12 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/host_cpu.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
+#include "profiler/reference_kernel.h"
 #include "runtime/model_from_profile.h"
 #include "runtime/stage_optimizer.h"
 #include "prediction/pipeline_prediction.h"
@@ -21,6 +23,9 @@ double msSince(const RankClock& clock, std::int64_t start_ns) {
 
 // Tags above any step's (2 x microbatches) keep the link probe's messages apart.
 constexpr int kProbeTagBase = 1 << 20;
+
+// Below this a difference of two medians of the steady clock is noise.
+constexpr double kClockResolutionMs = 0.01;
 
 // One-way time of a `elements`-float message between this rank and `peer`, by ping-pong.
 double oneWayMs(StageTransport& transport, const RankClock& clock, int peer, bool starts, std::int64_t elements,
@@ -55,9 +60,14 @@ void probeLinks(StageTransport& transport, const RankClock& clock, RankOutcome& 
   if (rank + 1 < transport.worldSize()) {
     const double latency_ms = oneWayMs(transport, clock, rank + 1, true, 1, 20, kProbeTagBase);
     const double large_ms = oneWayMs(transport, clock, rank + 1, true, large, 5, kProbeTagBase + 2);
+    outcome.has_link = true;
     outcome.link_latency_ms = latency_ms;
-    const double transfer_ms = std::max(large_ms - latency_ms, 1e-6);
-    outcome.link_bandwidth_bytes_per_s = 4.0 * large / (transfer_ms / 1000.0);
+    // A 4 MiB message no measurably longer than a 1-float one (shared memory on one host):
+    // the difference is the clock's noise, and a bandwidth from it would read as PiB/s.
+    const double transfer_ms = large_ms - latency_ms;
+    outcome.link_bandwidth_measurable = transfer_ms > std::max(kClockResolutionMs, 0.05 * latency_ms);
+    outcome.link_bandwidth_bytes_per_s =
+        outcome.link_bandwidth_measurable ? 4.0 * large / (transfer_ms / 1000.0) : 0.0;
   }
 }
 
@@ -173,6 +183,17 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   world.connect();
   StageTransport& transport = world.transport();
   const RankClock& clock = world.clock();
+  RankEnvironment& environment = outcome.environment;
+  environment.rank = layout.rank;
+  environment.host = hostName();
+  environment.usable_cores = usableCores();
+  environment.threads = request.threads;
+  // Every rank at once (they have just met in connect()), as its steps will run: what the
+  // machine gives each of them now. No barrier of its own: the step protocol counts barriers.
+  // The host's load is watched from here to the last reference kernel: a window long enough
+  // for /proc/stat's 10 ms ticks even when the steps are short.
+  const HostCpuSnapshot window_start = takeHostCpuSnapshot();
+  environment.reference_before_ms = timeReferenceKernelMs();
   probeLinks(transport, clock, outcome);
   if (ReplicaGroup* group = world.replicaGroup()) probeReplicaLink(*group, clock, outcome);
 
@@ -212,6 +233,13 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
     world.barrier();
   };
   runSteps(outcome.steps, outcome.optimizer_step_peak_bytes, outcome.peak_bytes);
+  environment.reference_after_ms = timeReferenceKernelMs();
+  const HostCpuSnapshot window_end = takeHostCpuSnapshot();
+  environment.window_s = window_end.wall_s - window_start.wall_s;
+  environment.own_cpu_s = window_end.own_s - window_start.own_s;
+  if (window_start.host_busy_s >= 0 && window_end.host_busy_s >= 0) {
+    environment.host_busy_cpu_s = window_end.host_busy_s - window_start.host_busy_s;
+  }
   const double plain_loss = executor.lastStepLoss();
 
   // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh

@@ -67,7 +67,10 @@ nlohmann::json rankOutcomeToJson(const RankOutcome& outcome) {
           {"loss_pipeline", numberOrNull(outcome.loss_pipeline)},
           {"loss_reference", numberOrNull(outcome.loss_reference)},
           {"link_latency_ms", outcome.link_latency_ms},
-          {"link_bandwidth_bytes_per_s", outcome.link_bandwidth_bytes_per_s}};
+          {"link_bandwidth_bytes_per_s", outcome.link_bandwidth_bytes_per_s},
+          {"has_link", outcome.has_link},
+          {"link_bandwidth_measurable", outcome.link_bandwidth_measurable},
+          {"environment", rankEnvironmentToJson(outcome.environment)}};
 }
 
 RankOutcome rankOutcomeFromJson(const nlohmann::json& document) {
@@ -94,6 +97,9 @@ RankOutcome rankOutcomeFromJson(const nlohmann::json& document) {
   outcome.loss_reference = numberOrNaN(document.at("loss_reference"));
   outcome.link_latency_ms = document.at("link_latency_ms").get<double>();
   outcome.link_bandwidth_bytes_per_s = document.at("link_bandwidth_bytes_per_s").get<double>();
+  outcome.has_link = document.at("has_link").get<bool>();
+  outcome.link_bandwidth_measurable = document.at("link_bandwidth_measurable").get<bool>();
+  outcome.environment = rankEnvironmentFromJson(document.at("environment"), "rank " + std::to_string(outcome.rank));
   return outcome;
 }
 

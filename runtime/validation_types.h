@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "validation/run_environment.h"
+
 #include "runtime/stage_executor.h"
 
 namespace stagecut {
@@ -49,7 +51,11 @@ struct RankOutcome {
   double loss_pipeline = std::numeric_limits<double>::quiet_NaN();   ///< last rank only
   double loss_reference = std::numeric_limits<double>::quiet_NaN();  ///< last rank only
   double link_latency_ms = 0.0;              ///< to the next rank; 0 on the last
-  double link_bandwidth_bytes_per_s = 0.0;
+  double link_bandwidth_bytes_per_s = 0.0;   ///< 0 when not measurable
+  bool has_link = false;                     ///< whether the rank probed a link to the next one
+  /// False when its 4 MiB message took no measurably longer than its 1-float one.
+  bool link_bandwidth_measurable = true;
+  RankEnvironment environment;               ///< the machine around the rank's steps
   int stage = 0;    ///< the model stage this rank runs (rank = replica x stages + stage)
   int replica = 0;  ///< its data-parallel replica
   /// The replicas' link, measured by all-reduce on stage groups (0 without replicas).

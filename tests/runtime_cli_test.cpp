@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <vector>
+#include <algorithm>
 
 #include "core/json_document.h"
 #include "core/profile_json.h"
@@ -468,4 +470,46 @@ TEST_CASE("a memory cap between two splits' measured peaks makes partition choos
     CHECK(memory["predicted_parts"]["optimizer"].get<double>() == 0);
   }
   CHECK(run["optimizer"] == "none");
+}
+
+TEST_CASE("validate warns when other processes are busy beside its ranks, and --strict exits 1",
+          "[runtime][cli][environment]") {
+  const TempDir dir;
+  makeTinySplit(dir);
+  const std::string args = "validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
+                           " --schedule 1f1b --microbatches 4 --steps 3";
+  // One spinning process per core of this machine: whatever else runs, the ranks share.
+  const long cores = std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+  std::vector<pid_t> spinners;
+  for (long c = 0; c < cores; ++c) {
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      for (volatile unsigned long spin = 0;; spin = spin + 1) {
+      }
+    }
+    spinners.push_back(child);
+  }
+  const CommandResult json = runStagecut(args + " --json");
+  const CommandResult text = runStagecut(args);
+  const CommandResult strict = runStagecut(args + " --strict");
+  for (pid_t child : spinners) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+  }
+  REQUIRE(json.exit_code == 0);
+  const auto report = nlohmann::json::parse(json.out);
+  const auto& environment = report["environment"];
+  CHECK(environment["trusted"] == false);
+  CHECK(environment["other_load_cores"].get<double>() >= 0.3);
+  CHECK_THAT(environment["warnings"].dump(), Contains("other processes kept"));
+  CHECK(environment["ranks"].size() == 2u);
+  CHECK(environment["profile_reference_kernel_ms"].get<double>() > 0);
+  // Without --strict the figures stand, with the warning beside them.
+  CHECK(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("WARNING: other processes kept"));
+  CHECK_THAT(text.err, Contains("stagecut: warning: the measured figures of this run cannot be trusted"));
+  CHECK(strict.exit_code == 1);
+  CHECK_THAT(strict.err, Contains("--strict: the run cannot be trusted: other processes kept"));
+  CHECK_THAT(strict.out, Contains("measured"));
 }

@@ -264,6 +264,7 @@ json validationToJson(const ValidationReport& report) {
                    {"worst_op_deviation", report.worst_op_deviation},
                    {"link_latency_ms", report.link_latency_ms},
                    {"link_bandwidth_bytes_per_s", report.link_bandwidth_bytes_per_s},
+                   {"link_bandwidth_measurable", report.link_bandwidth_measurable},
                    {"ranks", std::move(ranks)},
                    {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
                                  {"measured", timelineJson(report.ops, report.measured)}}}};
@@ -279,6 +280,7 @@ json validationToJson(const ValidationReport& report) {
     for (const auto& replica : report.measured_replicas) replicas.push_back(timelineJson(report.ops, replica));
     document["timeline"]["measured_replicas"] = std::move(replicas);
   }
+  if (report.environment) document["environment"] = runEnvironmentToJson(*report.environment);
   if (report.recompute) {
     const RecomputeComparison& recompute = *report.recompute;
     json recompute_ranks = json::array();
@@ -337,6 +339,7 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   report.worst_op_deviation = fields.finite("worst_op_deviation");
   report.link_latency_ms = fields.nonNegative("link_latency_ms");
   report.link_bandwidth_bytes_per_s = fields.nonNegative("link_bandwidth_bytes_per_s");
+  if (fields.has("link_bandwidth_measurable")) report.link_bandwidth_measurable = fields.boolean("link_bandwidth_measurable");
   report.replicas = fields.optionalInteger("data_parallel", 1, kMaxCount, 1);
   if (report.replicas > 1) {
     report.replica_link_latency_ms = fields.nonNegative("replica_link_latency_ms");
@@ -380,6 +383,7 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   } else {
     report.measured_replicas = {report.measured};
   }
+  if (fields.has("environment")) report.environment = runEnvironmentFromJson(document.at("environment"), source);
   if (fields.has("recompute")) {
     report.recompute = readRecompute(fields.object("recompute"), report.ops, report.ranks.size(), source);
   }

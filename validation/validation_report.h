@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/memory_parts.h"
+#include "validation/run_environment.h"
 #include "schedule/pipeline_schedule.h"
 #include "schedule/simulator.h"
 
@@ -89,7 +90,10 @@ struct ValidationReport {
   std::string worst_op;  ///< e.g. "rank 1 B(3)"
   double worst_op_deviation = 0.0;  ///< measured / predicted - 1 of that op
   double link_latency_ms = 0.0;     ///< median over the boundaries
-  double link_bandwidth_bytes_per_s = 0.0;
+  double link_bandwidth_bytes_per_s = 0.0;  ///< 0 when not measurable
+  /// False when a 4 MiB message took no measurably longer than a 1-float one: the link is
+  /// faster than the clock can tell, and the prediction charges latency only.
+  bool link_bandwidth_measurable = true;
   int replicas = 1;                 ///< D: data-parallel replicas of the pipeline
   double replica_link_latency_ms = 0.0;  ///< measured by all-reduce over the stage groups
   double replica_link_bandwidth_bytes_per_s = 0.0;
@@ -99,6 +103,9 @@ struct ValidationReport {
   SimulationResult measured;        ///< replica 0's median measured step, in ms from its start
   std::vector<SimulationResult> measured_replicas;  ///< the same step on every replica (D entries)
   std::optional<RecomputeComparison> recompute;     ///< with --recompute full
+  /// The machine during the run, and whether its figures can be trusted (absent in documents
+  /// from before it was recorded).
+  std::optional<RunEnvironment> environment;
 };
 
 }  // namespace stagecut

@@ -1,0 +1,213 @@
+#include "validation/run_environment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "core/json_fields.h"
+#include "core/units.h"
+
+namespace stagecut {
+
+namespace {
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f%%", 100.0 * fraction);
+  return text;
+}
+
+std::string cores(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", value);
+  return text;
+}
+
+}  // namespace
+
+bool RankEnvironment::operator==(const RankEnvironment& other) const {
+  return rank == other.rank && host == other.host && usable_cores == other.usable_cores &&
+         threads == other.threads && reference_before_ms == other.reference_before_ms &&
+         reference_after_ms == other.reference_after_ms && window_s == other.window_s &&
+         own_cpu_s == other.own_cpu_s && host_busy_cpu_s == other.host_busy_cpu_s;
+}
+
+nlohmann::json rankEnvironmentToJson(const RankEnvironment& environment) {
+  return {{"rank", environment.rank},
+          {"host", environment.host},
+          {"usable_cores", environment.usable_cores},
+          {"threads", environment.threads},
+          {"reference_before_ms", environment.reference_before_ms},
+          {"reference_after_ms", environment.reference_after_ms},
+          {"window_s", environment.window_s},
+          {"own_cpu_s", environment.own_cpu_s},
+          {"host_busy_cpu_s", environment.host_busy_cpu_s}};
+}
+
+RankEnvironment rankEnvironmentFromJson(const nlohmann::json& document, const std::string& source) {
+  const JsonFields fields(document, source);
+  RankEnvironment environment;
+  environment.rank = fields.integer("rank", 0, 1 << 20);
+  environment.host = fields.string("host");
+  environment.usable_cores = fields.integer("usable_cores", 0, 1 << 20);
+  environment.threads = fields.integer("threads", 0, 1 << 20);
+  environment.reference_before_ms = fields.nonNegative("reference_before_ms");
+  environment.reference_after_ms = fields.nonNegative("reference_after_ms");
+  environment.window_s = fields.nonNegative("window_s");
+  environment.own_cpu_s = fields.nonNegative("own_cpu_s");
+  environment.host_busy_cpu_s = fields.finite("host_busy_cpu_s");
+  return environment;
+}
+
+std::optional<double> profileReferenceKernelMs(const Profile& profile) {
+  const auto found = profile.device.extra.find("reference_kernel_ms");
+  if (found == profile.device.extra.end() || !found->is_number()) return std::nullopt;
+  const double ms = found->get<double>();
+  if (!(ms > 0) || !std::isfinite(ms)) return std::nullopt;
+  return ms;
+}
+
+RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int profile_threads,
+                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds) {
+  RunEnvironment result;
+  result.profile_reference_ms = profile_reference_ms;
+  result.ranks = std::move(ranks);
+  std::map<std::string, std::vector<const RankEnvironment*>> hosts;
+  for (const RankEnvironment& rank : result.ranks) hosts[rank.host].push_back(&rank);
+
+  result.usable_cores = std::numeric_limits<int>::max();
+  for (const auto& [host, members] : hosts) {
+    int usable = std::numeric_limits<int>::max(), threads = 0;
+    double own_cpu = 0.0, host_busy = -1.0, window = 0.0;
+    for (const RankEnvironment* rank : members) {
+      if (rank->usable_cores > 0) usable = std::min(usable, rank->usable_cores);
+      threads = std::max(threads, rank->threads);
+      own_cpu += rank->own_cpu_s;
+      // Each rank's window covers nearly the same steps; the widest sees every rank's CPU.
+      if (rank->host_busy_cpu_s >= 0 && rank->window_s > window) {
+        window = rank->window_s;
+        host_busy = rank->host_busy_cpu_s;
+      }
+    }
+    const int on_host = static_cast<int>(members.size());
+    result.ranks_on_host = std::max(result.ranks_on_host, on_host);
+    result.threads = std::max(result.threads, threads);
+    if (usable != std::numeric_limits<int>::max()) {
+      result.usable_cores = std::min(result.usable_cores, usable);
+      if (on_host * std::max(threads, 1) > usable) {
+        result.warnings.push_back("oversubscribed: " + std::to_string(on_host) + " rank(s) x " +
+                                  std::to_string(std::max(threads, 1)) + " thread(s) on " + std::to_string(usable) +
+                                  " usable core(s) of " + host +
+                                  ": the ranks take turns on the cores; use fewer --threads or fewer ranks per host");
+      }
+    }
+    if (host_busy >= 0 && window >= thresholds.shortest_window_s) {
+      const double other = std::max(0.0, (host_busy - own_cpu) / window);
+      result.other_load_known = true;
+      result.other_load_cores = std::max(result.other_load_cores, other);
+      if (other >= thresholds.other_load_cores) {
+        result.warnings.push_back("other processes kept " + cores(other) + " core(s) of " + host +
+                                  " busy during the run: the figures measure the contention, "
+                                  "not the split; rerun on a quiet machine");
+      }
+    }
+  }
+  if (result.usable_cores == std::numeric_limits<int>::max()) result.usable_cores = 0;
+  if (!result.other_load_known) {
+    result.notes.push_back("other processes' load not known (no /proc/stat, or a run shorter than " +
+                           formatMs(thresholds.shortest_window_s * 1000) + " ms)");
+  }
+
+  result.reference_drift = profile_reference_ms ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  const RankEnvironment* slowest = nullptr;
+  const RankEnvironment* changed = nullptr;
+  for (const RankEnvironment& rank : result.ranks) {
+    if (rank.reference_before_ms <= 0 || rank.reference_after_ms <= 0) continue;
+    const double change = rank.reference_after_ms / rank.reference_before_ms - 1.0;
+    if (std::fabs(change) > std::fabs(result.reference_change)) {
+      result.reference_change = change;
+      changed = &rank;
+    }
+    if (profile_reference_ms) {
+      const double drift = std::max(rank.reference_before_ms, rank.reference_after_ms) / *profile_reference_ms - 1.0;
+      if (drift > result.reference_drift) {
+        result.reference_drift = drift;
+        slowest = &rank;
+      }
+    }
+  }
+  if (slowest && result.reference_drift > thresholds.reference_drift) {
+    result.warnings.push_back("the reference kernel ran " + percent(result.reference_drift) + " slower on rank " +
+                              std::to_string(slowest->rank) + " than when the model was profiled (" +
+                              formatMs(std::max(slowest->reference_before_ms, slowest->reference_after_ms)) +
+                              " ms against " + formatMs(*profile_reference_ms) +
+                              " ms): this machine is slower or busier now; rerun on a quiet machine or profile again");
+  }
+  if (changed && std::fabs(result.reference_change) > thresholds.reference_drift) {
+    result.warnings.push_back("the reference kernel changed " + percent(result.reference_change) + " on rank " +
+                              std::to_string(changed->rank) + " between before and after the steps (" +
+                              formatMs(changed->reference_before_ms) + " ms, then " +
+                              formatMs(changed->reference_after_ms) + " ms): the machine's load changed during the run");
+  }
+  if (profile_threads > 0 && result.threads > 0 && result.threads != profile_threads) {
+    result.warnings.push_back("the ranks ran " + std::to_string(result.threads) + " thread(s) each, the profile was "
+                              "measured with " + std::to_string(profile_threads) + ": its times are not theirs; "
+                              "validate with --threads " + std::to_string(profile_threads));
+  }
+  if (!profile_reference_ms) {
+    result.notes.push_back("the profile has no reference kernel time (profiled before it was recorded): "
+                           "profile again to check this machine against it");
+  }
+  return result;
+}
+
+nlohmann::json runEnvironmentToJson(const RunEnvironment& environment) {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RankEnvironment& rank : environment.ranks) ranks.push_back(rankEnvironmentToJson(rank));
+  nlohmann::json document = {{"trusted", environment.trusted()},
+                             {"warnings", environment.warnings},
+                             {"notes", environment.notes},
+                             {"usable_cores", environment.usable_cores},
+                             {"ranks_on_host", environment.ranks_on_host},
+                             {"threads", environment.threads},
+                             {"other_load_cores", environment.other_load_known
+                                                      ? nlohmann::json(environment.other_load_cores)
+                                                      : nlohmann::json(nullptr)},
+                             {"reference_kernel_change", environment.reference_change},
+                             {"ranks", std::move(ranks)}};
+  document["profile_reference_kernel_ms"] =
+      environment.profile_reference_ms ? nlohmann::json(*environment.profile_reference_ms) : nlohmann::json(nullptr);
+  document["reference_kernel_drift"] =
+      std::isfinite(environment.reference_drift) ? nlohmann::json(environment.reference_drift) : nlohmann::json(nullptr);
+  return document;
+}
+
+RunEnvironment runEnvironmentFromJson(const nlohmann::json& document, const std::string& source) {
+  const JsonFields fields(document, source, "environment.");
+  RunEnvironment environment;
+  environment.warnings = fields.stringList("warnings");
+  environment.notes = fields.stringList("notes");
+  environment.usable_cores = fields.integer("usable_cores", 0, 1 << 20);
+  environment.ranks_on_host = fields.integer("ranks_on_host", 0, 1 << 20);
+  environment.threads = fields.integer("threads", 0, 1 << 20);
+  environment.other_load_known = !fields.isNull("other_load_cores");
+  if (environment.other_load_known) environment.other_load_cores = fields.nonNegative("other_load_cores");
+  environment.reference_change = fields.finite("reference_kernel_change");
+  if (!fields.isNull("profile_reference_kernel_ms")) {
+    environment.profile_reference_ms = fields.nonNegative("profile_reference_kernel_ms");
+  }
+  environment.reference_drift = fields.isNull("reference_kernel_drift") ? std::numeric_limits<double>::quiet_NaN()
+                                                                        : fields.finite("reference_kernel_drift");
+  const nlohmann::json& ranks = fields.array("ranks");
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    environment.ranks.push_back(rankEnvironmentFromJson(ranks[r], source + ": environment.ranks[" + std::to_string(r) + "]"));
+  }
+  if (fields.boolean("trusted") != environment.warnings.empty()) {
+    fields.fail("trusted", "disagrees with its warnings");
+  }
+  return environment;
+}
+
+}  // namespace stagecut
