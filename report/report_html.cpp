@@ -361,6 +361,9 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
                                                        : std::string("&ndash;")) + "</td>";
     }
     html += "</tr>\n</table>\n";
+    for (const std::string& warning : view.environment_warnings) {
+      html += "<p class=\"worse\"><b>Not trusted:</b> " + escapeMarkup(warning) + "</p>\n";
+    }
     std::vector<std::vector<double>> measured_memory, predicted_memory;
     for (const ValidationRankView& rank : view.ranks) {
       measured_memory.push_back(rank.measured_memory_bytes);

@@ -24,6 +24,7 @@ ValidationView validationView(const ValidationReport& report, const std::string&
   view.error = report.error;
   view.grad_check = report.grad_pass ? "pass" : "fail";
   view.grad_max_rel_diff = report.grad_max_rel_diff;
+  if (report.environment) view.environment_warnings = report.environment->warnings;
   // With data parallelism the document lists every replica's ranks; the view keeps replica 0's,
   // whose timeline it draws.
   for (int r = 0; r < report.stages; ++r) {

@@ -38,6 +38,9 @@ struct ValidationView {
   double error = 0.0;  ///< measured / predicted - 1
   std::string grad_check;  ///< "pass", "fail" or empty
   double grad_max_rel_diff = 0.0;
+  /// Why the machine voids the run's figures (the document's environment warnings); empty when
+  /// trusted or not recorded.
+  std::vector<std::string> environment_warnings;
   std::vector<ValidationRankView> ranks;
   /// The op lists of the predicted and the measured step (the same ops; names "predicted ..."
   /// and "measured ..." so the chart's panels say which is which).

@@ -121,6 +121,27 @@ TEST_CASE("validations show predicted above measured on one axis, and the measur
   CHECK_THAT(html, Contains("<span class=\"badge pass\">pass</span>"));
 }
 
+TEST_CASE("a validation the machine voided says so beside its figures", "[report]") {
+  ReportInputs inputs = exampleInputs(2, 4);
+  nlohmann::json document = stagecut::testing::exampleComputeValidation();
+  stagecut::RankEnvironment rank;
+  rank.host = "vm";
+  rank.usable_cores = 2;
+  rank.threads = 1;
+  rank.window_s = 10;
+  rank.own_cpu_s = 9;
+  rank.host_busy_cpu_s = 9 + 12;
+  const stagecut::RunEnvironment environment = stagecut::assessEnvironment(std::nullopt, 1, {rank});
+  REQUIRE_FALSE(environment.trusted());
+  document["environment"] = stagecut::runEnvironmentToJson(environment);
+  inputs.validations.push_back({"busy-run.json", stagecut::validationFromJson(document, "busy-run.json")});
+  const std::string html = stagecut::renderReportHtml(inputs);
+  CHECK_THAT(html, Contains("<b>Not trusted:</b> other processes kept 1.20 core(s) of vm busy during the run"));
+  inputs.validations.back() = {"quiet-run.json",
+                               stagecut::validationFromJson(stagecut::testing::exampleComputeValidation(), "quiet-run.json")};
+  CHECK_THAT(stagecut::renderReportHtml(inputs), !Contains("Not trusted"));
+}
+
 TEST_CASE("the memory chart draws the cap only when one is given", "[report]") {
   ReportInputs inputs = exampleInputs(4, 8);
   CHECK_THAT(stagecut::renderReportHtml(inputs), !Contains("cap 140 MiB"));
