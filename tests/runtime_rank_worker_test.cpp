@@ -97,7 +97,8 @@ void checkReport(const stagecut::ValidationReport& report, const std::vector<Ran
   CHECK(report.grad_pass);
   CHECK(report.grad_max_rel_diff < request.grad_tolerance);
   CHECK(report.loss_pipeline == Approx(report.loss_reference).epsilon(1e-5));
-  CHECK(report.link_bandwidth_bytes_per_s > 0);
+  // In one process a 4 MiB message may take no measurably longer than 1 float: then no figure.
+  CHECK((report.link_bandwidth_bytes_per_s > 0) == report.link_bandwidth_measurable);
   REQUIRE(report.ranks.size() == static_cast<std::size_t>(stages * request.data_parallel));
   for (std::size_t r = 0; r < report.ranks.size(); ++r) {
     const auto& rank = report.ranks[r];
