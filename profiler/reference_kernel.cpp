@@ -10,9 +10,10 @@ namespace stagecut {
 
 double timeReferenceKernelMs() {
   torch::NoGradGuard no_grad;
-  torch::manual_seed(0);
-  const torch::Tensor a = torch::rand({256, 256});
-  const torch::Tensor b = torch::rand({256, 256});
+  // No random numbers: the global generator belongs to the caller (ranks that are threads build
+  // their models from it), and a product's time does not depend on its values.
+  const torch::Tensor a = torch::linspace(0.0, 1.0, 256 * 256).reshape({256, 256});
+  const torch::Tensor b = a.t().contiguous();
   torch::Tensor product = torch::mm(a, b);  // warms the BLAS's pool and caches
   // The fastest of 15, not the median: on this project's VM the median of one process swings
   // 15-40% from run to run (CPU frequency, the hypervisor), the fastest about 10%. Other
