@@ -62,9 +62,9 @@ void addCompareCommand(CLI::App& app) {
   command->callback([flags] {
     const std::string& path = flags->profile_path;
     const Profile profile = readProfileFile(path, flags->microbatch_size);
-    const PartitionOptions options = resolvePartitionFlags(*flags, profile);
+    std::vector<int> yours;
+    const PartitionOptions options = resolvePartitionFlags(*flags, profile, &yours);
     std::vector<Partition> splits = partitionForComparison(profile, options, path);
-    const std::vector<int> yours = userSplit(*flags, profile);
     if (!yours.empty()) {
       splits.push_back(describeSplit(profile, options, buildCostModel(profile, options, path), yours, "yours"));
     }

@@ -95,13 +95,13 @@ void runPartition(const PartitionCommandFlags& flags) {
   checkFrameworkFormatName(flags.format);
   const std::string& path = flags.shared.profile_path;
   const Profile profile = readProfileFile(path, flags.shared.microbatch_size);
-  const PartitionOptions options = optionsForFormat(resolvePartitionFlags(flags.shared, profile), flags);
+  std::vector<int> yours;
+  const PartitionOptions options = optionsForFormat(resolvePartitionFlags(flags.shared, profile, &yours), flags);
   const bool megatron = flags.format == "megatron" || flags.megatron_first_last;
   if (megatron && flags.shared.any_split) {
     throw Error("--any-split: Megatron cannot run every split (its embedding first, norm + head + loss last); "
                 "drop --any-split or --format megatron");
   }
-  const std::vector<int> yours = userSplit(flags.shared, profile);
   if (!yours.empty() && (megatron || flags.simulate)) {
     throw Error(std::string("--split: evaluates your split as given; drop ") +
                 (flags.simulate ? "--simulate" : flags.megatron_first_last ? "--megatron-first-last" : "--format megatron") +

@@ -72,13 +72,7 @@ void addSplitFlag(CLI::App* command, PartitionFlags& flags) {
   flags.split_option = command->add_option(
       "--split", flags.split_text,
       "Your own split, in any form stagecut prints: 4,3,1,1, a Megatron layout or its flags, "
-      "parts=[...] or balance=[...]");
-}
-
-std::vector<int> userSplit(const PartitionFlags& flags, const Profile& profile) {
-  if (flags.split_option == nullptr || flags.split_option->count() == 0) return {};
-  const bool stages_given = flags.stages_option != nullptr && flags.stages_option->count() > 0;
-  return parseSplitText(flags.split_text, profile, stages_given ? std::max(flags.stages, 1) : 0, "--split");
+      "parts=[...], balance=[...], split_spec={...} or module_fqns_per_model_part=[...]");
 }
 
 std::string rulesNote(const PartitionOptions& options, const Profile& profile) {
@@ -94,11 +88,16 @@ std::string rulesNote(const PartitionOptions& options, const Profile& profile) {
   return std::string("compute split: by ") + ruleSetRunners(*options.rules) + "'s rules";
 }
 
-PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile) {
+PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile,
+                                       std::vector<int>* user_split) {
   if (const auto output = flags.output()) checkOutputPath(*output);
-  const std::vector<int> split = userSplit(flags, profile);
   // A command that registers --stages itself (report) always has one.
   const bool stages_given = flags.stages_option == nullptr || flags.stages_option->count() > 0;
+  std::vector<int> split;
+  if (flags.split_option != nullptr && flags.split_option->count() > 0) {
+    split = parseSplitText(flags.split_text, profile, stages_given ? std::max(flags.stages, 1) : 0, "--split");
+  }
+  if (user_split) *user_split = split;
   if (!stages_given && split.empty()) {
     throw Error("--stages is required: give the pipeline's stage count, e.g. --stages 4");
   }

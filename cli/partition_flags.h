@@ -51,15 +51,15 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags);
 /// Registers --split (partition and compare): with it, --stages may be left out.
 void addSplitFlag(CLI::App* command, PartitionFlags& flags);
 
-/// The --split as layers per stage of `profile` (parseSplitText); empty without --split.
-std::vector<int> userSplit(const PartitionFlags& flags, const Profile& profile);
 
 /// One line: the rules the compute split obeys and who can run it.
 std::string rulesNote(const PartitionOptions& options, const Profile& profile);
 
 /// Checks and converts the flags against the profile. Throws Error (input) with the flag's
-/// name for anything out of range or unparsable.
-PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile);
+/// name for anything out of range or unparsable. `user_split`, when given, receives --split as
+/// layers per stage (parseSplitText; empty without --split), which sets the stage count.
+PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile,
+                                       std::vector<int>* user_split = nullptr);
 
 /// The line that says how communication is modelled: "no communication cost modelled (...)" or
 /// "communication: 25 GB/s, 10 us latency per message".

@@ -379,7 +379,8 @@ void addSimulateCommand(CLI::App& app) {
                       "The stagecut.partition/1 split of the profile's layers into stages");
   command->add_option("--split", options->split_text,
                       "The split instead of --partition, in any form stagecut prints: 4,3,2, a Megatron "
-                      "layout or its flags, parts=[...] or balance=[...]");
+                      "layout or its flags, parts=[...], balance=[...], split_spec={...} or "
+                      "module_fqns_per_model_part=[...]");
   command->add_option("--microbatch-size", options->microbatch_size,
                       "Use the profile's costs at this measured microbatch size (default: the size its layers hold)");
   command->add_option("--stages,-n", options->stages, "Pipeline stages N (unit costs)")

@@ -7,30 +7,12 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
+#include "fuzz/split_text_chain.h"
 #include "partitioner/split_text.h"
-
-namespace {
-
-stagecut::Profile gptChain() {
-  stagecut::Profile profile;
-  const char* kinds[] = {"Embedding", "TransformerBlock", "TransformerBlock", "TransformerBlock", "TransformerBlock",
-                         "TransformerBlock", "TransformerBlock", "LMHead", "CrossEntropyLoss"};
-  const char* names[] = {"embed", "block.0", "block.1", "block.2", "block.3", "block.4", "block.5", "head", "loss"};
-  for (int k = 0; k < 9; ++k) {
-    stagecut::LayerCost layer;
-    layer.index = k;
-    layer.name = names[k];
-    layer.kind = kinds[k];
-    profile.layers.push_back(layer);
-  }
-  return profile;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  static const stagecut::Profile profile = gptChain();
+  static const stagecut::Profile profile = stagecut::fuzz::splitTextChain();
   const int stages = data[0] % 11;
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   stagecut::fuzz::expectCleanOutcome([&] {

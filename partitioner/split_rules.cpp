@@ -52,10 +52,6 @@ const char* ruleSetRunners(SplitRuleSet set) {
   return "any split: stagecut validate";
 }
 
-bool SplitRules::restricts() const {
-  return std::any_of(cut_allowed.begin(), cut_allowed.end(), [](char c) { return c == 0; });
-}
-
 int trailingLossLayers(const Profile& profile) {
   int count = 0;
   const int layers = static_cast<int>(profile.layerCount());
@@ -127,11 +123,9 @@ std::string ruleViolation(const SplitRules& rules, const Profile& profile, const
     first = last + 1;
     if (rules.allowsCutAfter(last)) continue;
     const std::string stage = "stage " + std::to_string(s + 1);
-    if (loss > 0 && last >= layers - loss - 1) {
-      if (last == layers - loss - 1) {
-        return stage + " holds only the loss (" + rangeWords(profile, layers - loss, layers - 1) + "); " +
-               ruleSetRunners(SplitRuleSet::kLossWithLast) + " apply the loss to the last stage's output";
-      }
+    if (loss > 0 && last == layers - loss - 1) {
+      return stage + " holds only the loss (" + rangeWords(profile, layers - loss, layers - 1) + "); " +
+             ruleSetRunners(SplitRuleSet::kLossWithLast) + " apply the loss to the last stage's output";
     }
     if (last < groups.embedding_layers - 1) {
       return "stage 0 ends inside the embedding (" + rangeWords(profile, 0, groups.embedding_layers - 1) +

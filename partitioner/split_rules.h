@@ -35,8 +35,6 @@ struct SplitRules {
   bool allowsCutAfter(int layer) const {
     return cut_allowed.empty() || layer >= static_cast<int>(cut_allowed.size()) || cut_allowed[layer] != 0;
   }
-  /// Whether some cut is forbidden.
-  bool restricts() const;
 };
 
 /// Trailing layers whose kind or name mentions "loss", which the frameworks take as a function.

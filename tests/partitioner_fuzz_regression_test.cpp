@@ -17,25 +17,10 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/pipedream_import.h"
+#include "fuzz/split_text_chain.h"
 #include "partitioner/split_text.h"
 
 namespace {
-
-// fuzz_split_text's chain: embed, 6 blocks, head, loss.
-stagecut::Profile gptChain() {
-  stagecut::Profile profile;
-  const char* kinds[] = {"Embedding", "TransformerBlock", "TransformerBlock", "TransformerBlock", "TransformerBlock",
-                         "TransformerBlock", "TransformerBlock", "LMHead", "CrossEntropyLoss"};
-  const char* names[] = {"embed", "block.0", "block.1", "block.2", "block.3", "block.4", "block.5", "head", "loss"};
-  for (int k = 0; k < 9; ++k) {
-    stagecut::LayerCost layer;
-    layer.index = k;
-    layer.name = names[k];
-    layer.kind = kinds[k];
-    profile.layers.push_back(layer);
-  }
-  return profile;
-}
 
 bool startsWith(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
@@ -66,7 +51,7 @@ void feed(const std::string& name, const std::string& content) {
   } else if (startsWith(name, "split_text-")) {
     if (content.empty()) return;
     const std::vector<int> counts = stagecut::parseSplitText(
-        content.substr(1), gptChain(), static_cast<unsigned char>(content[0]) % 11, "--split");
+        content.substr(1), stagecut::fuzz::splitTextChain(), static_cast<unsigned char>(content[0]) % 11, "--split");
     int total = 0;
     for (int count : counts) {
       CHECK(count > 0);

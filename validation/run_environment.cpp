@@ -13,12 +13,6 @@ namespace stagecut {
 
 namespace {
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f%%", 100.0 * fraction);
-  return text;
-}
-
 std::string cores(double value) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", value);
@@ -139,14 +133,14 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
     }
   }
   if (slowest && result.reference_drift > thresholds.reference_drift) {
-    result.warnings.push_back("the reference kernel ran " + percent(result.reference_drift) + " slower on rank " +
+    result.warnings.push_back("the reference kernel ran " + formatPercent(result.reference_drift, 0) + " slower on rank " +
                               std::to_string(slowest->rank) + " than when the model was profiled (" +
                               formatMs(std::max(slowest->reference_before_ms, slowest->reference_after_ms)) +
                               " ms against " + formatMs(*profile_reference_ms) +
                               " ms): this machine is slower or busier now; rerun on a quiet machine or profile again");
   }
   if (changed && std::fabs(result.reference_change) > thresholds.reference_drift) {
-    result.warnings.push_back("the reference kernel changed " + percent(result.reference_change) + " on rank " +
+    result.warnings.push_back("the reference kernel changed " + formatPercent(result.reference_change, 0) + " on rank " +
                               std::to_string(changed->rank) + " between before and after the steps (" +
                               formatMs(changed->reference_before_ms) + " ms, then " +
                               formatMs(changed->reference_after_ms) + " ms): the machine's load changed during the run");
