@@ -15,6 +15,8 @@ void addInspectCommand(CLI::App& app);
 void addPartitionCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
 void addImportCommand(CLI::App& app);
+/// `stagecut calibrate`: a profile's times fitted to validate's measured ops.
+void addCalibrateCommand(CLI::App& app);
 void addSimulateCommand(CLI::App& app);
 /// `stagecut plan`: microbatch size and count for a global batch.
 void addPlanCommand(CLI::App& app);

@@ -44,6 +44,7 @@ int runCommand(int argc, char** argv) {
   stagecut::addPartitionCommand(app);
   stagecut::addCompareCommand(app);
   stagecut::addImportCommand(app);
+  stagecut::addCalibrateCommand(app);
   stagecut::addSimulateCommand(app);
   stagecut::addPlanCommand(app);
   stagecut::addReportCommand(app, commandLine(argc, argv));

@@ -38,6 +38,21 @@ struct TimeStatsMs {
   }
 };
 
+/// A layer's times as the profiler measured them, kept in a calibrated profile beside the
+/// calibrated times that every consumer uses.
+struct LayerTimes {
+  TimeStatsMs forward_ms;
+  TimeStatsMs backward_ms;
+  std::optional<TimeStatsMs> backward_input_ms;
+  std::optional<TimeStatsMs> backward_weight_ms;
+  std::optional<TimeStatsMs> recompute_ms;
+  bool operator==(const LayerTimes& other) const {
+    return forward_ms == other.forward_ms && backward_ms == other.backward_ms &&
+           backward_input_ms == other.backward_input_ms && backward_weight_ms == other.backward_weight_ms &&
+           recompute_ms == other.recompute_ms;
+  }
+};
+
 /// Measured cost of one layer of the chain, per microbatch.
 struct LayerCost {
   int index = 0;
@@ -73,6 +88,9 @@ struct LayerCost {
   /// The largest single weight tensor, bytes: what an optimizer's per-tensor temporaries scale with.
   std::optional<std::uint64_t> largest_parameter_bytes;
 
+  /// In a calibrated profile (`stagecut calibrate`): the times before calibration.
+  std::optional<LayerTimes> uncalibrated;
+
   /// recompute_ms when measured, forward_ms otherwise.
   double recomputeMedianMs() const { return recompute_ms ? recompute_ms->median : forward_ms.median; }
 
@@ -100,6 +118,13 @@ struct DeviceInfo {
   nlohmann::json extra = nlohmann::json::object();
 };
 
+/// The `run` key saying how B and W were timed, and its value when they were timed as a
+/// zero-bubble stage runs them: B with W's starting points held back, then W from there. Absent
+/// (older profiles): B is the gradient of the input alone and W of the weights alone, and W is
+/// predicted as the backward minus B.
+inline constexpr const char* kWeightGradientTimingKey = "weight_gradient_timing";
+inline constexpr const char* kWeightGradientTimedAfterInput = "after-input-gradient";
+
 /// How it was measured. Zero counts and empty strings mean "not known".
 struct RunInfo {
   int microbatch_size = 0;
@@ -109,6 +134,12 @@ struct RunInfo {
   int repeats = 0;
   std::string timer;
   nlohmann::json extra = nlohmann::json::object();
+
+  /// Whether B and W were timed as a zero-bubble stage runs them (kWeightGradientTimedAfterInput).
+  bool weightTimedAfterInput() const {
+    const auto found = extra.find(kWeightGradientTimingKey);
+    return found != extra.end() && *found == kWeightGradientTimedAfterInput;
+  }
 };
 
 /// Whole-model timing, to check that the layers' sum is close to the unsplit model.
@@ -116,6 +147,55 @@ struct WholeModelCost {
   double forward_ms = 0.0;
   double backward_ms = 0.0;
   double sum_of_layers_vs_whole = 0.0;  ///< relative difference, unitless
+};
+
+/// One correction factor of a calibrated profile: every layer of `kind` has its `op` time
+/// (a LayerCost field: "forward_ms", "backward_ms", "backward_input_ms", "backward_weight_ms")
+/// multiplied by `factor`; `observations` is how many measured op medians it was fitted on
+/// (0: none, it was carried over from a related op, see docs/metrics.md).
+struct CalibrationFactor {
+  std::string kind;
+  std::string op;
+  double factor = 1.0;
+  int observations = 0;
+  bool operator==(const CalibrationFactor& other) const {
+    return kind == other.kind && op == other.op && factor == other.factor && observations == other.observations;
+  }
+};
+
+/// One validate run a calibration was fitted on (or only checked against), and its predicted
+/// step before and after.
+struct CalibrationRun {
+  std::string source;  ///< the validation file as given
+  std::string schedule;
+  std::vector<int> layers_per_stage;
+  int microbatches = 0;
+  bool fitted = true;  ///< false: held out, predicted only
+  double measured_step_ms = 0.0;
+  double predicted_before_ms = 0.0;
+  double predicted_after_ms = 0.0;
+  bool operator==(const CalibrationRun& other) const {
+    return source == other.source && schedule == other.schedule && layers_per_stage == other.layers_per_stage &&
+           microbatches == other.microbatches && fitted == other.fitted &&
+           measured_step_ms == other.measured_step_ms && predicted_before_ms == other.predicted_before_ms &&
+           predicted_after_ms == other.predicted_after_ms;
+  }
+};
+
+/// What `stagecut calibrate` did to a profile: the factors, the prior they were drawn toward,
+/// the runs, and the fingerprint of the profile before calibration (the one validate's runs of
+/// the uncalibrated profile name).
+struct ProfileCalibration {
+  std::string method;
+  double prior_weight = 0.0;
+  std::string uncalibrated_fingerprint;
+  std::vector<CalibrationFactor> factors;
+  std::vector<CalibrationRun> runs;
+  bool operator==(const ProfileCalibration& other) const {
+    return method == other.method && prior_weight == other.prior_weight &&
+           uncalibrated_fingerprint == other.uncalibrated_fingerprint && factors == other.factors &&
+           runs == other.runs;
+  }
 };
 
 /// The layer costs measured at one microbatch size. Names, kinds and parameter counts are the
@@ -137,6 +217,7 @@ struct Profile {
   std::vector<LayerCost> layers;
   std::optional<WholeModelCost> whole_model;
   std::vector<MicrobatchSizeCosts> microbatch_sizes;  ///< empty for a single-size profile
+  std::optional<ProfileCalibration> calibration;      ///< set by `stagecut calibrate`
 
   std::size_t layerCount() const { return layers.size(); }
 };

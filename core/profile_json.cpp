@@ -37,6 +37,74 @@ json extraFields(const json& block, std::initializer_list<const char*> known_key
   return extra;
 }
 
+json layerTimesToJson(const LayerTimes& times) {
+  json out = {{"forward_ms", statsToJson(times.forward_ms)}, {"backward_ms", statsToJson(times.backward_ms)}};
+  if (times.backward_input_ms) out["backward_input_ms"] = statsToJson(*times.backward_input_ms);
+  if (times.backward_weight_ms) out["backward_weight_ms"] = statsToJson(*times.backward_weight_ms);
+  if (times.recompute_ms) out["recompute_ms"] = statsToJson(*times.recompute_ms);
+  return out;
+}
+
+LayerTimes layerTimesFromJson(const JsonFields& fields) {
+  LayerTimes times;
+  times.forward_ms = fields.timeStats("forward_ms");
+  times.backward_ms = fields.timeStats("backward_ms");
+  times.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
+  times.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
+  times.recompute_ms = fields.optionalTimeStats("recompute_ms");
+  return times;
+}
+
+json calibrationToJson(const ProfileCalibration& calibration) {
+  json factors = json::array();
+  for (const auto& factor : calibration.factors) {
+    factors.push_back({{"kind", factor.kind}, {"op", factor.op}, {"factor", factor.factor},
+                       {"observations", factor.observations}});
+  }
+  json runs = json::array();
+  for (const auto& run : calibration.runs) {
+    runs.push_back({{"source", run.source}, {"schedule", run.schedule}, {"layers_per_stage", run.layers_per_stage},
+                    {"microbatches", run.microbatches}, {"fitted", run.fitted},
+                    {"measured_step_ms", run.measured_step_ms}, {"predicted_before_ms", run.predicted_before_ms},
+                    {"predicted_after_ms", run.predicted_after_ms}});
+  }
+  return {{"method", calibration.method}, {"prior_weight", calibration.prior_weight},
+          {"uncalibrated_fingerprint", calibration.uncalibrated_fingerprint}, {"factors", std::move(factors)},
+          {"runs", std::move(runs)}};
+}
+
+ProfileCalibration calibrationFromJson(const JsonFields& fields) {
+  ProfileCalibration calibration;
+  calibration.method = fields.string("method");
+  calibration.prior_weight = fields.nonNegative("prior_weight");
+  calibration.uncalibrated_fingerprint = fields.optionalString("uncalibrated_fingerprint");
+  const json& factors = fields.array("factors");
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    const JsonFields item(factors[i], fields.where() + ": calibration.factors[" + std::to_string(i) + "]");
+    CalibrationFactor factor;
+    factor.kind = item.string("kind");
+    factor.op = item.string("op");
+    factor.factor = item.nonNegative("factor");
+    factor.observations = item.optionalInteger("observations", 0, std::numeric_limits<int>::max(), 0);
+    calibration.factors.push_back(factor);
+  }
+  const json& runs = fields.array("runs");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const JsonFields item(runs[i], fields.where() + ": calibration.runs[" + std::to_string(i) + "]");
+    CalibrationRun run;
+    run.source = item.string("source");
+    run.schedule = item.string("schedule");
+    run.layers_per_stage = item.integerList("layers_per_stage", 1, std::numeric_limits<int>::max());
+    run.microbatches = item.integer("microbatches", 1, std::numeric_limits<int>::max());
+    run.fitted = item.boolean("fitted");
+    run.measured_step_ms = item.nonNegative("measured_step_ms");
+    run.predicted_before_ms = item.nonNegative("predicted_before_ms");
+    run.predicted_after_ms = item.nonNegative("predicted_after_ms");
+    calibration.runs.push_back(run);
+  }
+  return calibration;
+}
+
 // The fields that change with the microbatch size: all of a layer's costs.
 void addSizedFields(json& out, const LayerCost& layer) {
   out["forward_ms"] = statsToJson(layer.forward_ms);
@@ -48,6 +116,7 @@ void addSizedFields(json& out, const LayerCost& layer) {
   if (layer.backward_transient_bytes) out["backward_transient_bytes"] = *layer.backward_transient_bytes;
   if (layer.input_kept_bytes) out["input_kept_bytes"] = *layer.input_kept_bytes;
   if (layer.weight_pending_bytes) out["weight_pending_bytes"] = *layer.weight_pending_bytes;
+  if (layer.uncalibrated) out["uncalibrated"] = layerTimesToJson(*layer.uncalibrated);
 }
 
 json layerToJson(const LayerCost& layer) {
@@ -109,6 +178,11 @@ void readSizedFields(const JsonFields& fields, LayerCost& layer) {
   layer.backward_transient_bytes = fields.optionalCount("backward_transient_bytes");
   layer.input_kept_bytes = fields.optionalCount("input_kept_bytes");
   layer.weight_pending_bytes = fields.optionalCount("weight_pending_bytes");
+  if (fields.has("uncalibrated")) {
+    layer.uncalibrated = layerTimesFromJson(fields.object("uncalibrated"));
+  } else {
+    layer.uncalibrated.reset();
+  }
   layer.activation_bytes = fields.count("activation_bytes");
   layer.output_bytes = fields.count("output_bytes");
   if (fields.has("output_shape")) {
@@ -244,6 +318,7 @@ json profileToJson(const Profile& profile) {
     }
     doc["microbatch_sizes"] = std::move(sizes);
   }
+  if (profile.calibration) doc["calibration"] = calibrationToJson(*profile.calibration);
   return doc;
 }
 
@@ -292,6 +367,7 @@ Profile profileFromJson(const json& document, const std::string& source) {
 
   if (top.has("whole_model")) profile.whole_model = wholeModelFromJson(top.object("whole_model"));
   readSizeTable(top, format, source, profile);
+  if (top.has("calibration")) profile.calibration = calibrationFromJson(top.object("calibration"));
   return profile;
 }
 
@@ -337,7 +413,7 @@ bool LayerCost::operator==(const LayerCost& other) const {
          forward_transient_bytes == other.forward_transient_bytes &&
          backward_transient_bytes == other.backward_transient_bytes && input_kept_bytes == other.input_kept_bytes &&
          weight_pending_bytes == other.weight_pending_bytes && gradient_bytes == other.gradient_bytes &&
-         largest_parameter_bytes == other.largest_parameter_bytes;
+         largest_parameter_bytes == other.largest_parameter_bytes && uncalibrated == other.uncalibrated;
 }
 
 }  // namespace stagecut

@@ -116,27 +116,37 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
 
   const bool has_weights = !layer.parameters.empty();
   std::vector<torch::Tensor> everything = layer.parameters;
-  if (bench.input_has_grad) {
+  if (bench.input_has_grad) everything.push_back(input);
+  // The whole backward first: the split below leaves its hooks on the graph's operations.
+  double backward_ms = 0.0;
+  if (!everything.empty()) {
     timer.start();
-    torch::autograd::grad({output}, {input}, {bench.upstream_grad}, true, false, true);
-    samples.backward_input.push_back(timer.stopMs());
-    everything.push_back(input);
-  } else {
-    samples.backward_input.push_back(0.0);
+    torch::autograd::grad({output}, everything, {bench.upstream_grad}, true, false, true);
+    backward_ms = timer.stopMs();
   }
+  samples.backward.push_back(backward_ms);
   if (has_weights) {
+    // B and W as a zero-bubble stage runs them (StageExecutor): B finds where W will start and
+    // computes the input's gradient, W then runs from there and adds into the weights' .grad, as
+    // every microbatch after a step's first does (for an embedding's large table, that addition
+    // is a visible part of its W). Timed alone instead, the weights' gradient re-runs the layer's
+    // backward and B + W misses what the split itself costs (docs/profiler.md).
+    std::vector<torch::Tensor> targets;
+    if (bench.input_has_grad) targets.push_back(input);
     timer.start();
-    torch::autograd::grad({output}, layer.parameters, {bench.upstream_grad}, true, false, true);
+    WeightGradientSplit split(output, targets, layer.parameters);
+    std::vector<torch::Tensor> input_grads;
+    if (!targets.empty()) {
+      input_grads = torch::autograd::grad({output}, targets, {bench.upstream_grad}, true, false, true);
+    }
+    const double input_ms = timer.stopMs();
+    samples.backward_input.push_back(targets.empty() ? 0.0 : input_ms);
+    timer.start();
+    split.runWeightBackward(bench.upstream_grad, input_grads);
     samples.backward_weight.push_back(timer.stopMs());
   } else {
+    samples.backward_input.push_back(backward_ms);
     samples.backward_weight.push_back(0.0);
-  }
-  if (everything.empty()) {
-    samples.backward.push_back(0.0);
-  } else {
-    timer.start();
-    torch::autograd::grad({output}, everything, {bench.upstream_grad}, false, false, true);
-    samples.backward.push_back(timer.stopMs());
   }
   samples.spent_s += secondsSince(started);
 }
@@ -369,6 +379,10 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     }
   }
 
+  // W added into the weights' gradients; the model is handed back as it came.
+  for (const auto& layer : chain.layers) {
+    for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
+  }
   int most_repeats = 0;
   for (int i = 0; i < layer_count; ++i) {
     LayerCost& cost = profile.layers[i];
@@ -404,6 +418,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     profile.run.extra["resumed_samples"] = options.resume->sampleCount();
   }
   if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
+  profile.run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
   if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();
   return profile;
 }

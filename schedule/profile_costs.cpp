@@ -32,7 +32,10 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
       const LayerCost& layer = profile.layers[static_cast<std::size_t>(i)];
       stage.forward_ms += layer.forward_ms.median;
       stage.backward_ms += layer.backward_ms.median;
-      if (layer.backward_input_ms && layer.backward_weight_ms) {
+      if (layer.backward_input_ms && layer.backward_weight_ms && profile.run.weightTimedAfterInput()) {
+        stage.backward_input_ms += layer.backward_input_ms->median;
+        stage.backward_weight_ms += layer.backward_weight_ms->median;
+      } else if (layer.backward_input_ms && layer.backward_weight_ms) {
         const double backward = layer.backward_ms.median;
         const double input_part = std::min(layer.backward_input_ms->median, backward);
         stage.backward_input_ms += input_part;

@@ -27,7 +27,7 @@ struct PartitionCosts {
   /// Layers without measured backward_input_ms and backward_weight_ms, whose backward was split
   /// evenly into B and W (it matters only to schedules that split W off).
   int layers_with_even_split = 0;
-  /// Layers whose B and W, each timed alone, add up to more than 5% over their whole backward
+  /// Layers of an older profile whose B and W, each timed alone, add up to more than 5% over their whole backward
   /// (each re-runs most of a multi-op layer's internal backward); their W is taken as the
   /// backward minus B. See costsFromPartition.
   int layers_with_w_from_backward = 0;
@@ -37,10 +37,11 @@ struct PartitionCosts {
 
 /// Per-model-stage costs for a schedule of `chunks` chunks per rank on a partition of a
 /// profile: each partition stage is one rank; F, B (whole), B (input) and W are the sums of its
-/// layers' medians, and activation bytes the sum of its layers'. A layer's W is its whole
-/// backward minus its B (B capped at the backward): what a zero-bubble runtime's W does once B
-/// has run, which is less than the gradient of the weights alone when the layer is several
-/// operations deep. So B + W is the whole backward, and every schedule runs the same work. With v > 1 chunks each rank's
+/// layers' medians, and activation bytes the sum of its layers'. B and W are the layers' own
+/// when the profile timed them as a zero-bubble stage runs them (RunInfo::weightTimedAfterInput):
+/// their sum is then more than the whole backward by what the split costs. In older profiles,
+/// whose W is the gradient of the weights alone (re-running most of a multi-op layer's
+/// backward), a layer's W is its backward minus its B (B capped at the backward). With v > 1 chunks each rank's
 /// stage is divided evenly into its v chunks (the partition fixes a rank's work, not the chunk
 /// layout). Boundary s -> s + 1 carries the output_bytes of rank s's last layer over `link`
 /// (for a chunked schedule's wrap from the last rank to rank 0, the largest partition boundary).

@@ -99,6 +99,11 @@ TEST_CASE("a measured profile has every layer with consistent figures", "[profil
   CHECK(profile.whole_model->forward_ms > 0);
   CHECK(profile.run.timer == "steady_clock");
   CHECK(profile.run.microbatch_size == 2);
+  // B and W are timed as zero-bubble runs them, and W's gradients are not left on the model.
+  CHECK(profile.run.weightTimedAfterInput());
+  for (const auto& layer : chain.layers) {
+    for (const auto& parameter : layer.parameters) CHECK_FALSE(parameter.grad().defined());
+  }
 }
 
 TEST_CASE("B + W is close to the whole backward on a large layer", "[profiler][measure]") {

@@ -33,7 +33,7 @@ TEST_CASE("stage costs are the sums of their layers' medians", "[schedule][profi
   CHECK(costs.layers_with_even_split == 3);  // layers 0, 2 and 4
 }
 
-TEST_CASE("W is the backward minus B, so that B + W is the whole backward", "[schedule][profile-costs]") {
+TEST_CASE("in an older profile W is the backward minus B, so that B + W is the whole backward", "[schedule][profile-costs]") {
   // A transformer block timed by the profiler: B alone 6 ms, W alone 9 ms (each re-runs most of
   // the block's internal backward), the whole backward 10 ms. A one-GEMM layer: 2 + 3 = 5.
   stagecut::Profile profile = makeProfile(4);
@@ -61,6 +61,32 @@ TEST_CASE("W is the backward minus B, so that B + W is the whole backward", "[sc
   const auto one_f_one_b = stagecut::simulate(stagecut::generateSchedule("1f1b", 2, 8), costs.costs);
   const auto zero_bubble = stagecut::simulate(stagecut::generateSchedule("zb-h1", 2, 8), costs.costs);
   CHECK(zero_bubble.step_ms <= one_f_one_b.step_ms + 1e-9);
+}
+
+TEST_CASE("B and W timed as a zero-bubble stage runs them are taken as they are", "[schedule][profile-costs]") {
+  // The profiler's own B and W: B with W's starting points held back, W from there. Their sum is
+  // over the whole backward by what the split costs, and zb-h1 runs exactly that work.
+  stagecut::Profile profile = makeProfile(4);
+  profile.run.extra[stagecut::kWeightGradientTimingKey] = stagecut::kWeightGradientTimedAfterInput;
+  REQUIRE(profile.run.weightTimedAfterInput());
+  for (auto& layer : profile.layers) {
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(10.0);
+    layer.backward_input_ms = stagecut::TimeStatsMs::exactly(6.0);
+    layer.backward_weight_ms = stagecut::TimeStatsMs::exactly(5.5);
+  }
+  profile.layers[3].backward_input_ms = stagecut::TimeStatsMs::exactly(10.5);  // over the backward: kept
+  const PartitionCosts costs = costsFromPartition(profile, makePartition({2, 2}), 1, {}, "part.json");
+  CHECK(costs.costs.stages[0].backward_input_ms == Approx(12.0));
+  CHECK(costs.costs.stages[0].backward_weight_ms == Approx(11.0));
+  CHECK(costs.costs.stages[1].backward_input_ms == Approx(16.5));
+  CHECK(costs.costs.stages[1].backward_weight_ms == Approx(11.0));
+  CHECK(costs.costs.stages[0].backward_ms == Approx(20.0));
+  CHECK(costs.layers_with_w_from_backward == 0);
+  // Another value of the key is not this timing: the older rule applies.
+  profile.run.extra[stagecut::kWeightGradientTimingKey] = "alone";
+  CHECK_FALSE(profile.run.weightTimedAfterInput());
+  const PartitionCosts older = costsFromPartition(profile, makePartition({2, 2}), 1, {}, "part.json");
+  CHECK(older.costs.stages[0].backward_weight_ms == Approx(8.0));
 }
 
 TEST_CASE("boundaries carry the output bytes over the link", "[schedule][profile-costs]") {

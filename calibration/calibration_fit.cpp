@@ -1,0 +1,324 @@
+#include "calibration/calibration_fit.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <Eigen/Dense>
+
+#include "core/error.h"
+#include "prediction/stage_memory.h"
+#include "schedule/schedule_kind.h"
+
+namespace stagecut {
+
+namespace {
+
+// The layer times a factor applies to, named by their profile fields.
+enum class TimedOp { kForward, kBackward, kBackwardInput, kWeight };
+constexpr TimedOp kTimedOps[] = {TimedOp::kForward, TimedOp::kBackward, TimedOp::kBackwardInput, TimedOp::kWeight};
+
+const char* fieldOf(TimedOp op) {
+  switch (op) {
+    case TimedOp::kForward: return "forward_ms";
+    case TimedOp::kBackward: return "backward_ms";
+    case TimedOp::kBackwardInput: return "backward_input_ms";
+    case TimedOp::kWeight: return "backward_weight_ms";
+  }
+  return "";
+}
+
+double medianOf(const LayerCost& layer, TimedOp op) {
+  switch (op) {
+    case TimedOp::kForward: return layer.forward_ms.median;
+    case TimedOp::kBackward: return layer.backward_ms.median;
+    case TimedOp::kBackwardInput: return layer.backward_input_ms ? layer.backward_input_ms->median : 0.0;
+    case TimedOp::kWeight: return layer.backward_weight_ms ? layer.backward_weight_ms->median : 0.0;
+  }
+  return 0.0;
+}
+
+// A layer without a kind (an imported profile's) is its own group.
+std::string kindOf(const LayerCost& layer) { return layer.kind.empty() ? layer.name : layer.kind; }
+
+using KindTimes = std::map<std::string, double>;
+
+// One measured op median and what the uncalibrated profile says it is made of, by layer kind.
+struct Observation {
+  double measured_ms = 0.0;
+  KindTimes profiled_ms;
+};
+
+struct FittedFactor {
+  double factor = 1.0;
+  int observations = 0;
+};
+
+using OpFactors = std::map<std::string, FittedFactor>;  // by kind
+
+std::string describeRun(const CalibrationInput& run) { return run.source; }
+
+// Minimizes sum ((measured - profiled . c) / measured)^2 + prior_weight * sum (c - 1)^2.
+OpFactors fitOp(const std::vector<Observation>& observations, double prior_weight) {
+  std::vector<std::string> kinds;
+  for (const auto& observation : observations) {
+    for (const auto& [kind, ms] : observation.profiled_ms) {
+      if (ms > 0 && std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+  }
+  OpFactors fitted;
+  if (kinds.empty()) return fitted;
+  const auto count = static_cast<Eigen::Index>(kinds.size());
+  Eigen::MatrixXd normal = prior_weight * Eigen::MatrixXd::Identity(count, count);
+  Eigen::VectorXd right = prior_weight * Eigen::VectorXd::Ones(count);
+  for (const auto& observation : observations) {
+    Eigen::VectorXd row = Eigen::VectorXd::Zero(count);
+    for (Eigen::Index k = 0; k < count; ++k) {
+      const auto found = observation.profiled_ms.find(kinds[static_cast<std::size_t>(k)]);
+      if (found != observation.profiled_ms.end()) row(k) = found->second / observation.measured_ms;
+    }
+    normal += row * row.transpose();
+    right += row;  // the relative target: measured / measured = 1
+  }
+  const Eigen::VectorXd solved = normal.ldlt().solve(right);
+  for (Eigen::Index k = 0; k < count; ++k) {
+    FittedFactor factor;
+    factor.factor = solved(k);
+    for (const auto& observation : observations) {
+      const auto found = observation.profiled_ms.find(kinds[static_cast<std::size_t>(k)]);
+      if (found != observation.profiled_ms.end() && found->second > 0) ++factor.observations;
+    }
+    fitted[kinds[static_cast<std::size_t>(k)]] = factor;
+  }
+  return fitted;
+}
+
+void scaleStats(TimeStatsMs& stats, double factor) {
+  stats.median *= factor;
+  stats.min *= factor;
+  stats.max *= factor;
+}
+
+void applyFactors(LayerCost& layer, const std::map<TimedOp, OpFactors>& factors) {
+  const std::string kind = kindOf(layer);
+  const auto factorOf = [&](TimedOp op) {
+    const auto& by_kind = factors.at(op);
+    const auto found = by_kind.find(kind);
+    return found == by_kind.end() ? 1.0 : found->second.factor;
+  };
+  layer.uncalibrated = LayerTimes{layer.forward_ms, layer.backward_ms, layer.backward_input_ms,
+                                  layer.backward_weight_ms, layer.recompute_ms};
+  scaleStats(layer.forward_ms, factorOf(TimedOp::kForward));
+  if (layer.recompute_ms) scaleStats(*layer.recompute_ms, factorOf(TimedOp::kForward));
+  scaleStats(layer.backward_ms, factorOf(TimedOp::kBackward));
+  if (layer.backward_input_ms) scaleStats(*layer.backward_input_ms, factorOf(TimedOp::kBackwardInput));
+  if (layer.backward_weight_ms) scaleStats(*layer.backward_weight_ms, factorOf(TimedOp::kWeight));
+}
+
+void restoreTimes(LayerCost& layer) {
+  if (!layer.uncalibrated) return;
+  const LayerTimes times = *layer.uncalibrated;
+  layer.forward_ms = times.forward_ms;
+  layer.backward_ms = times.backward_ms;
+  layer.backward_input_ms = times.backward_input_ms;
+  layer.backward_weight_ms = times.backward_weight_ms;
+  layer.recompute_ms = times.recompute_ms;
+  layer.uncalibrated.reset();
+}
+
+// Its ops' measured times, one list per rank, as validate writes them.
+bool hasMeasuredOps(const ValidationReport& report) {
+  if (report.measured_replicas.empty()) return false;
+  for (const auto& measured : report.measured_replicas) {
+    if (measured.op_times.size() != report.ops.ranks.size()) return false;
+    for (std::size_t stage = 0; stage < measured.op_times.size(); ++stage) {
+      if (measured.op_times[stage].size() != report.ops.ranks[stage].size()) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+RunSetting runSetting(const ValidationReport& report, int layer_count, const std::string& source) {
+  RunSetting setting;
+  setting.partition.method = "validated";
+  std::vector<const RankComparison*> stages(static_cast<std::size_t>(report.stages), nullptr);
+  for (const auto& rank : report.ranks) {
+    if (rank.replica == 0 && rank.stage >= 0 && rank.stage < report.stages) {
+      stages[static_cast<std::size_t>(rank.stage)] = &rank;
+    }
+  }
+  int next = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (stages[s] == nullptr || stages[s]->first_layer != next || stages[s]->last_layer < stages[s]->first_layer) {
+      throw Error(source + ": stage " + std::to_string(s) + " does not start at layer " + std::to_string(next) +
+                  "; its ranks' layer ranges do not split the profile's layers in order (was it run on another profile?)");
+    }
+    StageCost stage;
+    stage.first = stages[s]->first_layer;
+    stage.last = stages[s]->last_layer;
+    setting.partition.stages.push_back(stage);
+    next = stage.last + 1;
+  }
+  if (next != layer_count) {
+    throw Error(source + ": its stages cover " + std::to_string(next) + " layers, the profile has " +
+                std::to_string(layer_count) + "; give the profile the run was made with");
+  }
+  PredictionOptions& options = setting.options;
+  options.schedule = parseScheduleName(report.schedule);
+  options.microbatches = report.microbatches;
+  options.data_parallel = report.replicas;
+  options.link.latency_ms = report.link_latency_ms;
+  options.link.bandwidth_bytes_per_s = report.link_bandwidth_measurable ? report.link_bandwidth_bytes_per_s : 0.0;
+  options.dp_link.latency_ms = report.replica_link_latency_ms;
+  options.dp_link.bandwidth_bytes_per_s = report.replica_link_bandwidth_bytes_per_s;
+  if (!report.optimizer.empty()) options.optimizer = optimizerMemory(report.optimizer);
+  return setting;
+}
+
+Profile uncalibratedProfile(const Profile& profile) {
+  Profile raw = profile;
+  for (auto& layer : raw.layers) restoreTimes(layer);
+  for (auto& size : raw.microbatch_sizes) {
+    for (auto& layer : size.layers) restoreTimes(layer);
+  }
+  raw.calibration.reset();
+  return raw;
+}
+
+Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated_fingerprint,
+                         const std::vector<CalibrationInput>& runs, const CalibrationOptions& options) {
+  const Profile raw = uncalibratedProfile(profile);
+  const int layer_count = static_cast<int>(raw.layerCount());
+  if (std::none_of(runs.begin(), runs.end(), [](const CalibrationInput& run) { return run.fitted; })) {
+    throw Error("calibrate: no run to fit on; give at least one with --validation");
+  }
+  std::vector<RunSetting> settings;
+  std::map<TimedOp, std::vector<Observation>> observations;
+  for (const auto& run : runs) {
+    const ValidationReport& report = run.report;
+    settings.push_back(runSetting(report, layer_count, describeRun(run)));
+    if (report.microbatch_size != 0 && raw.run.microbatch_size != 0 &&
+        report.microbatch_size != raw.run.microbatch_size) {
+      throw Error(describeRun(run) + ": ran microbatches of " + std::to_string(report.microbatch_size) +
+                  " samples, the profile's layers hold size " + std::to_string(raw.run.microbatch_size) +
+                  "; calibrate on runs of the profile's size");
+    }
+    if (!run.fitted) continue;
+    if (!hasMeasuredOps(report)) {
+      throw Error(describeRun(run) + ": has no measured timeline; run validate --json again with this stagecut");
+    }
+    const bool splits_w = report.ops.splits_backward;
+    if (splits_w && !raw.run.weightTimedAfterInput()) {
+      throw Error(describeRun(run) + ": schedule " + report.schedule +
+                  " runs B and W apart, but the profile's B and W were timed each alone; profile the model again " +
+                  "with this stagecut, which times them as " + report.schedule + " runs them");
+    }
+    // Every op of the measured step is an observation: the step is their sum along its critical
+    // path, so a slow op (a step's first forward) counts as often as it happens, not as a median.
+    const RunSetting& setting = settings.back();
+    for (const SimulationResult& measured : report.measured_replicas) {
+      for (std::size_t stage = 0; stage < report.ops.ranks.size(); ++stage) {
+        const StageCost& layers = setting.partition.stages[stage];
+        for (std::size_t i = 0; i < report.ops.ranks[stage].size(); ++i) {
+          const OpKind kind = report.ops.ranks[stage][i].kind;
+          TimedOp op = TimedOp::kForward;
+          if (kind == OpKind::kBackward) op = splits_w ? TimedOp::kBackwardInput : TimedOp::kBackward;
+          else if (kind == OpKind::kWeight) op = TimedOp::kWeight;
+          else if (kind != OpKind::kForward) continue;  // the all-reduce is the link's, not a layer's
+          const OpTiming& timing = measured.op_times.at(stage).at(i);
+          Observation observation;
+          observation.measured_ms = timing.end_ms - timing.start_ms;
+          double profiled = 0.0;
+          for (int layer_index = layers.first; layer_index <= layers.last; ++layer_index) {
+            const LayerCost& layer = raw.layers[static_cast<std::size_t>(layer_index)];
+            observation.profiled_ms[kindOf(layer)] += medianOf(layer, op);
+            profiled += medianOf(layer, op);
+          }
+          if (observation.measured_ms > 0 && profiled > 0) observations[op].push_back(observation);
+        }
+      }
+    }
+  }
+
+  std::map<TimedOp, OpFactors> factors;
+  for (TimedOp op : kTimedOps) factors[op] = fitOp(observations[op], options.prior_weight);
+  // Per kind, what each op takes in the profile: for carrying a factor to an op no run measured.
+  std::map<TimedOp, KindTimes> kind_ms;
+  for (const auto& layer : raw.layers) {
+    for (TimedOp op : kTimedOps) kind_ms[op][kindOf(layer)] += medianOf(layer, op);
+  }
+  const auto fittedOr = [&](TimedOp op, const std::string& kind) -> const FittedFactor* {
+    const auto found = factors[op].find(kind);
+    return found == factors[op].end() ? nullptr : &found->second;
+  };
+  for (const auto& [kind, unused] : kind_ms[TimedOp::kForward]) {
+    (void)unused;
+    // A whole backward no run measured: B's and W's factors, weighted by their times.
+    if (!fittedOr(TimedOp::kBackward, kind) && kind_ms[TimedOp::kBackward][kind] > 0) {
+      const FittedFactor* input = fittedOr(TimedOp::kBackwardInput, kind);
+      const FittedFactor* weight = fittedOr(TimedOp::kWeight, kind);
+      const double input_ms = kind_ms[TimedOp::kBackwardInput][kind];
+      const double weight_ms = kind_ms[TimedOp::kWeight][kind];
+      if ((input || weight) && input_ms + weight_ms > 0) {
+        const double factor = ((input ? input->factor : 1.0) * input_ms + (weight ? weight->factor : 1.0) * weight_ms) /
+                              (input_ms + weight_ms);
+        factors[TimedOp::kBackward][kind] = FittedFactor{factor, 0};
+      }
+    }
+  }
+  for (const auto& [kind, unused] : kind_ms[TimedOp::kForward]) {
+    (void)unused;
+    // B or W no run measured apart: the whole backward's factor.
+    const FittedFactor* whole = fittedOr(TimedOp::kBackward, kind);
+    for (TimedOp op : {TimedOp::kBackwardInput, TimedOp::kWeight}) {
+      if (whole && whole->observations > 0 && !fittedOr(op, kind)) factors[op][kind] = FittedFactor{whole->factor, 0};
+    }
+  }
+  for (const auto& [op, by_kind] : factors) {
+    for (const auto& [kind, factor] : by_kind) {
+      if (factor.factor < 0.1 || factor.factor > 10.0) {
+        throw Error("calibrate: the runs put " + kind + "'s " + fieldOf(op) + " at " + std::to_string(factor.factor) +
+                    " times its profile; a factor outside 0.1-10 says the runs are not of this model or machine. " +
+                    "Check them (validate's environment line) or raise --prior-weight");
+      }
+    }
+  }
+
+  Profile calibrated = raw;
+  for (auto& layer : calibrated.layers) applyFactors(layer, factors);
+  for (auto& size : calibrated.microbatch_sizes) {
+    for (auto& layer : size.layers) applyFactors(layer, factors);
+  }
+  ProfileCalibration record;
+  record.method = kCalibrationMethod;
+  record.prior_weight = options.prior_weight;
+  record.uncalibrated_fingerprint = uncalibrated_fingerprint;
+  for (const auto& [kind, unused] : kind_ms[TimedOp::kForward]) {
+    (void)unused;
+    for (TimedOp op : kTimedOps) {
+      if (kind_ms[op][kind] <= 0) continue;
+      const FittedFactor* fitted = fittedOr(op, kind);
+      record.factors.push_back({kind, fieldOf(op), fitted ? fitted->factor : 1.0, fitted ? fitted->observations : 0});
+    }
+  }
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const RunSetting& setting = settings[r];
+    CalibrationRun entry;
+    entry.source = runs[r].source;
+    entry.schedule = runs[r].report.schedule;
+    entry.layers_per_stage = setting.partition.layersPerStage();
+    entry.microbatches = runs[r].report.microbatches;
+    entry.fitted = runs[r].fitted;
+    entry.measured_step_ms = runs[r].report.measured_step_median_ms;
+    entry.predicted_before_ms = predictPipeline(raw, setting.partition, setting.options, entry.source).simulated.step_ms;
+    entry.predicted_after_ms =
+        predictPipeline(calibrated, setting.partition, setting.options, entry.source).simulated.step_ms;
+    record.runs.push_back(entry);
+  }
+  calibrated.calibration = record;
+  return calibrated;
+}
+
+}  // namespace stagecut

@@ -1,0 +1,89 @@
+#include <catch2/catch.hpp>
+
+#include "core/json_document.h"
+#include "core/profile_json.h"
+#include "tests/report_fixtures.h"
+#include "tests/test_support.h"
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using stagecut::testing::CommandResult;
+using stagecut::testing::runStagecut;
+using stagecut::testing::TempDir;
+
+namespace {
+
+const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
+
+// The fixtures' runs, at the sample profile's microbatch size.
+nlohmann::json ofProfileSize(nlohmann::json run) {
+  run["microbatch_size"] = stagecut::readProfileFile(kProfile).run.microbatch_size;
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("calibrate writes a profile fitted to validate's runs and prints each run before and after", "[cli][calibrate]") {
+  const TempDir dir;
+  dir.write("compute.json", ofProfileSize(stagecut::testing::exampleComputeValidation()).dump());
+  dir.write("params.json", ofProfileSize(stagecut::testing::exampleParamsValidation()).dump());
+  const CommandResult result = runStagecut("calibrate '" + kProfile + "' --validation '" + dir.file("compute.json") +
+                                           "' --check '" + dir.file("params.json") + "' -o '" + dir.file("cal.json") + "'");
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.empty());
+  CHECK_THAT(result.out, Contains("TransformerBlock"));
+  CHECK_THAT(result.out, Contains("fitted"));
+  CHECK_THAT(result.out, Contains("held out"));
+  CHECK_THAT(result.out, Contains("wrote " + dir.file("cal.json")));
+  const stagecut::Profile calibrated = stagecut::readProfileFile(dir.file("cal.json"));
+  REQUIRE(calibrated.calibration.has_value());
+  CHECK(calibrated.calibration->runs.size() == 2);
+  CHECK(calibrated.calibration->uncalibrated_fingerprint == stagecut::readProfileFingerprint(kProfile));
+  REQUIRE(calibrated.layers[1].uncalibrated.has_value());
+  // The other commands take it as any profile.
+  CHECK(runStagecut("partition '" + dir.file("cal.json") + "' --stages 2").exit_code == 0);
+  CHECK(runStagecut("inspect '" + dir.file("cal.json") + "'").exit_code == 0);
+  // A run of the uncalibrated profile also fits the calibrated one: it is refitted from its measured times.
+  const CommandResult again = runStagecut("calibrate '" + dir.file("cal.json") + "' --validation '" +
+                                          dir.file("compute.json") + "' -o '" + dir.file("cal2.json") + "'");
+  REQUIRE(again.exit_code == 0);
+  CHECK_THAT(again.out, Contains("refitted from its uncalibrated times"));
+}
+
+TEST_CASE("calibrate errors name the input and the fix, exit 2", "[cli][calibrate][errors]") {
+  const TempDir dir;
+  dir.write("compute.json", ofProfileSize(stagecut::testing::exampleComputeValidation()).dump());
+  nlohmann::json untrusted = ofProfileSize(stagecut::testing::exampleComputeValidation());
+  stagecut::ValidationReport report = stagecut::validationFromJson(untrusted, "untrusted.json");
+  report.environment = stagecut::RunEnvironment{};
+  report.environment->warnings = {"other processes kept 1.0 cores busy"};
+  dir.write("untrusted.json", stagecut::validationToJson(report).dump());
+  nlohmann::json other_profile = ofProfileSize(stagecut::testing::exampleComputeValidation());
+  other_profile["profile_fingerprint"] = "sha256:0000";
+  dir.write("other.json", other_profile.dump());
+  const std::string out = " -o '" + dir.file("cal.json") + "'";
+
+  const auto expectError = [&](const std::string& args, const std::string& message) {
+    INFO(args);
+    const CommandResult result = runStagecut("calibrate " + args);
+    CHECK(result.exit_code == 2);
+    CHECK(result.out.empty());
+    CHECK_THAT(result.err, StartsWith("stagecut: "));
+    CHECK_THAT(result.err, Contains(message));
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+  };
+  expectError("'" + kProfile + "' --validation '" + dir.file("untrusted.json") + "'" + out,
+              "untrusted.json: validate marked this run not trusted (other processes kept 1.0 cores busy)");
+  expectError("'" + kProfile + "' --validation '" + dir.file("other.json") + "'" + out,
+              "other.json: was run on another profile than");
+  expectError("'" + kProfile + "' --validation '" + dir.file("compute.json") + "' -o '" + dir.file("compute.json") + "'",
+              "compute.json");
+  expectError("'" + kProfile + "' --validation '" + dir.file("compute.json") + "' --prior-weight 0" + out,
+              "--prior-weight 0");
+  expectError("'" + kProfile + "' --validation '" + dir.file("missing.json") + "'" + out, "missing.json");
+  CHECK(dir.list() == std::vector<std::string>{"compute.json", "other.json", "untrusted.json"});
+  // Fitting on the untrusted run anyway is the user's choice.
+  CHECK(runStagecut("calibrate '" + kProfile + "' --validation '" + dir.file("untrusted.json") +
+                    "' --allow-untrusted" + out).exit_code == 0);
+}
