@@ -35,7 +35,7 @@ struct DemoPlan {
     std::vector<std::string> files;
     for (const char* name : {"profile.json", "partition.json", "partition-compute-2.json", "partition-params-2.json",
                              "validation-compute.json", "validation-params.json", "trace-compute.json",
-                             "trace-params.json", "report.html"}) {
+                             "trace-params.json", "report.html", "profile-calibrated.json"}) {
       files.push_back(output_dir + "/" + name);
     }
     return files;
@@ -79,6 +79,13 @@ void printValidations(std::ostream& out, const DemoValidations& validations);
 std::string speedupText(const DemoValidations& validations);
 
 void printFrameworkOutputs(std::ostream& out, const Profile& profile, const Partition& partition);
+
+/// The profile calibrated on both runs (`stagecut calibrate`), written next to the profile as
+/// profile-calibrated.json, and the line that ends the demo: both splits' steps as the
+/// calibrated profile predicts them. A run validate did not trust is not fitted on: the line
+/// says so instead.
+std::string calibratedPredictionText(const Profile& profile, const DemoValidations& validations,
+                                     const DemoPlan& plan);
 
 /// Writes report.html and its files into plan.output_dir; returns the report's path.
 std::string writeDemoReport(const Profile& profile, const DemoComparison& comparison,

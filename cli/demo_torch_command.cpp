@@ -78,6 +78,7 @@ void addDemoCommand(CLI::App& app, const std::string& command_line) {
     std::cout << "megatron: " << comparison.megatron_layout << "\n";
     std::cout << "measured speed-up of equal-compute over equal-params on 2 ranks: "
               << speedupText(validations) << "\n";
+    std::cout << calibratedPredictionText(profile, validations, plan) << "\n";
   });
 }
 

@@ -4,12 +4,14 @@
 
 #include <cstdio>
 
+#include "calibration/calibration_fit.h"
 #include "cli/commands.h"
 #include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/output_path.h"
 #include "core/partition_json.h"
+#include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/framework_formats.h"
 #include "partitioner/partition_options.h"
@@ -232,6 +234,30 @@ void printFrameworkOutputs(std::ostream& out, const Profile& profile, const Part
     for (char c : text) indented += c == '\n' ? std::string("\n    ") : std::string(1, c);
     out << "  " << name << ": " << indented << "\n";
   }
+}
+
+std::string calibratedPredictionText(const Profile& profile, const DemoValidations& validations,
+                                     const DemoPlan& plan) {
+  for (const ValidationReport* run : {&validations.compute_run, &validations.params_run}) {
+    if (run->environment && !run->environment->trusted()) {
+      return "not calibrated: validate did not trust the " +
+             std::string(run == &validations.compute_run ? "compute" : "params") + " run (see its WARNING above)";
+    }
+  }
+  const std::vector<CalibrationInput> runs = {{plan.output_dir + "/validation-compute.json", validations.compute_run, true},
+                                              {plan.output_dir + "/validation-params.json", validations.params_run, true}};
+  const Profile calibrated =
+      calibrateProfile(profile, readProfileFingerprint(plan.profilePath()), runs, CalibrationOptions{});
+  const std::string path = plan.output_dir + "/profile-calibrated.json";
+  writeProfileFile(path, calibrated);
+  const CalibrationRun& compute = calibrated.calibration->runs[0];
+  const CalibrationRun& params = calibrated.calibration->runs[1];
+  const auto step = [](const CalibrationRun& run) {
+    return formatMs(run.predicted_after_ms) + " ms (measured " + formatMs(run.measured_step_ms) + ", " +
+           formatSignedPercent(run.measured_step_ms / run.predicted_after_ms - 1.0) + ")";
+  };
+  return "calibrated on both runs (" + path + "): compute " + step(compute) + ", params " + step(params) + "; " +
+         ratio(params.predicted_after_ms / compute.predicted_after_ms) + " predicted";
 }
 
 std::string writeDemoReport(const Profile& profile, const DemoComparison& comparison,

@@ -9,7 +9,7 @@ using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 
-TEST_CASE("the quick demo runs every step and ends with the three lines", "[runtime][demo]") {
+TEST_CASE("the quick demo runs every step and ends with its summary lines", "[runtime][demo]") {
   const TempDir dir;
   const CommandResult result = runStagecut("demo --quick --output-dir " + dir.file("report"));
   REQUIRE(result.exit_code == 0);
@@ -24,6 +24,17 @@ TEST_CASE("the quick demo runs every step and ends with the three lines", "[runt
     CHECK(run["grad_check"] == "pass");
   }
   CHECK_NOTHROW(stagecut::readProfileFile(dir.file("report/profile.json")));
+  // The last line: both splits as the profile calibrated on both runs predicts them (or why not).
+  const std::string last_line = result.out.substr(result.out.rfind('\n', result.out.size() - 2) + 1);
+  if (last_line.rfind("calibrated on both runs", 0) == 0) {
+    CHECK_THAT(last_line, Contains("compute "));
+    CHECK_THAT(last_line, Contains("params "));
+    const stagecut::Profile calibrated = stagecut::readProfileFile(dir.file("report/profile-calibrated.json"));
+    REQUIRE(calibrated.calibration.has_value());
+    CHECK(calibrated.calibration->runs.size() == 2);
+  } else {
+    CHECK_THAT(last_line, Contains("not calibrated: validate did not trust the"));
+  }
   const std::string html = stagecut::readTextFile(dir.file("report/report.html"));
   CHECK_THAT(html, Contains("block.2"));
 }
