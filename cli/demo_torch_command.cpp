@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "cli/demo_steps.h"
 #include "cli/profile_display.h"
 #include "cli/progress_bar.h"
@@ -27,8 +28,7 @@ void heading(const std::string& text) { std::cout << "\n== " << text << "\n\n"; 
 }  // namespace
 
 void addDemoCommand(CLI::App& app, const std::string& command_line) {
-  auto* command = app.add_subcommand(
-      "demo", "The end-to-end tour on the built-in demo model: profile, partition, simulate, validate, report");
+  auto* command = app.add_subcommand("demo", torchCommandDescription("demo"));
   auto options = std::make_shared<DemoOptions>();
   command->add_option("--output-dir", options->output_dir, "Where the report and its files go")->capture_default_str();
   command->add_flag("--quick", options->quick, "A tiny model and few repeats (seconds, for a smoke test)");

@@ -1,12 +1,46 @@
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "cli/standard_output.h"
+#include "cli/torch_commands.h"
 #include "core/error.h"
 #include "core/suggest.h"
 
 namespace {
+
+#ifndef STAGECUT_WITH_TORCH
+bool isTorchCommand(int argc, char** argv) {
+  return argc >= 2 && std::strlen(stagecut::torchCommandDescription(argv[1])) > 0;
+}
+
+// A LibTorch command goes to the LibTorch part as it was typed, before any parsing here, so
+// that its options, help and errors are the part's own; argv[0] stays what the user typed.
+void runTorchPart(char** argv) {
+  const std::string command = argv[1];
+#ifdef STAGECUT_TORCH_PART
+  char self[4096];
+  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (length <= 0) throw stagecut::Error(command + ": cannot find the stagecut binary (/proc/self/exe)", stagecut::ErrorKind::kRuntime);
+  std::string path(self, static_cast<std::size_t>(length));
+  path = path.substr(0, path.rfind('/') + 1) + stagecut::kTorchPartName;
+  if (::access(path.c_str(), X_OK) != 0) {
+    throw stagecut::Error(command + ": needs stagecut's LibTorch part, " + path + ", which is missing (" +
+                              std::strerror(errno) + "); build it with 'make build', or reinstall stagecut with it",
+                          stagecut::ErrorKind::kRuntime);
+  }
+  ::execv(path.c_str(), argv);
+  throw stagecut::Error(command + ": cannot start " + path + " (" + std::strerror(errno) + ")",
+                        stagecut::ErrorKind::kRuntime);
+#else
+  throw stagecut::Error(command + ": needs LibTorch, and this stagecut was built without it (STAGECUT_TORCH=OFF); " +
+                        "build it with LibTorch: 'make build'");
+#endif
+}
+#endif
 
 // CLI11 reports a mistyped command as "A subcommand is required"; name it and the nearest one.
 void checkCommandName(const CLI::App& app, int argc, char** argv) {
@@ -52,10 +86,16 @@ int runCommand(int argc, char** argv) {
   stagecut::addDemoCommand(app, commandLine(argc, argv));
   stagecut::addProfileCommand(app, commandLine(argc, argv));
   stagecut::addValidateCommand(app, std::vector<std::string>(argv, argv + argc));
+#else
+  // Listed in --help (and in the nearest-name hint) as the LibTorch part has them.
+  for (const stagecut::TorchCommand& command : stagecut::kTorchCommands) app.add_subcommand(command.name, command.description);
 #endif
   app.footer("Run 'stagecut <command> --help' for a command's options.\n");
 
   try {
+#ifndef STAGECUT_WITH_TORCH
+    if (isTorchCommand(argc, argv)) runTorchPart(argv);
+#endif
     checkCommandName(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

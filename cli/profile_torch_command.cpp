@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "cli/number_flags.h"
 #include "cli/profile_display.h"
 #include "cli/progress_bar.h"
@@ -254,8 +255,7 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
 }  // namespace
 
 void addProfileCommand(CLI::App& app, const std::string& command_line) {
-  auto* command = app.add_subcommand(
-      "profile", "Measure every layer's forward, backward (B and W apart) and memory");
+  auto* command = app.add_subcommand("profile", torchCommandDescription("profile"));
   auto options = std::make_shared<ProfileCommandOptions>();
   ProfileRequest& request = options->request;
   MeasureOptions& measure = request.measure;

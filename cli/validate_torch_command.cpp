@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "cli/number_flags.h"
 #include "cli/text_table.h"
 #include "core/error.h"
@@ -299,8 +300,7 @@ void runWorker(const ValidateCommandOptions& options, int ranks) {
 }  // namespace
 
 void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments) {
-  auto* command = app.add_subcommand(
-      "validate", "Run a partition for real as a multi-process pipeline and compare it with the prediction");
+  auto* command = app.add_subcommand("validate", torchCommandDescription("validate"));
   auto options = std::make_shared<ValidateCommandOptions>();
   ValidateRequest& request = options->request;
   command->add_option("profile", request.profile_path, "The stagecut.profile the partition was made from")->required();

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/torch_commands.h"
 #include "cli/version.h"
 
 #ifdef STAGECUT_WITH_TORCH
@@ -18,6 +19,9 @@ std::string versionText() {
   const CudaAvailability cuda = probeCuda();
   text += cuda.built ? ", CUDA timing built, " + std::to_string(cuda.devices) + " device(s)"
                      : ", CUDA timing not built";
+#elif defined(STAGECUT_TORCH_PART)
+  text += std::string(", without LibTorch; profile, validate and demo run ") + kTorchPartName + ", built against LibTorch " +
+          STAGECUT_TORCH_PART_VERSION;
 #else
   text += ", without LibTorch";
 #endif
