@@ -4,6 +4,13 @@
 # four of those builds, and no target's sources wait behind a PCH of their own.
 function(stagecut_torch_target target)
   target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
+  # The pip wheels' libtorch.so carries its own copy of std::filesystem and exports it; found
+  # first, it takes the executable's calls and crashes in them (remove_all jumps to 0 in 2.11).
+  # libstdc++ named before every library puts it first in the search order, so it answers them.
+  get_target_property(type ${target} TYPE)
+  if(type STREQUAL "EXECUTABLE")
+    target_link_options(${target} PRIVATE "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
+  endif()
   target_compile_options(${target} PRIVATE ${TORCH_CXX_FLAGS})
   if(NOT TARGET stagecut_torch_pch)
     add_library(stagecut_torch_pch OBJECT ${PROJECT_SOURCE_DIR}/cmake/torch_pch.cpp)

@@ -115,13 +115,13 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
   samples.forward.push_back(timer.stopMs());
 
   const bool has_weights = !layer.parameters.empty();
-  std::vector<torch::Tensor> everything = layer.parameters;
-  if (bench.input_has_grad) everything.push_back(input);
-  // The whole backward first: the split below leaves its hooks on the graph's operations.
+  // The whole backward first (the split below leaves its hooks on the graph's operations), as
+  // the executor runs it: adding into the weights' .grad, there from the second round on as
+  // from a step's second microbatch on.
   double backward_ms = 0.0;
-  if (!everything.empty()) {
+  if (has_weights || bench.input_has_grad) {
     timer.start();
-    torch::autograd::grad({output}, everything, {bench.upstream_grad}, true, false, true);
+    torch::autograd::backward({output}, {bench.upstream_grad}, /*retain_graph=*/true);
     backward_ms = timer.stopMs();
   }
   samples.backward.push_back(backward_ms);

@@ -5,6 +5,8 @@
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
+#include "profiler/torch_compat.h"
+
 namespace stagecut {
 
 namespace {
@@ -12,7 +14,8 @@ namespace {
 class CountingReporter : public c10::MemoryReportingInfoBase {
  public:
   explicit CountingReporter(c10::DeviceType device) : device_(device) {}
-  void reportMemoryUsage(void*, int64_t alloc_size, int64_t, int64_t, c10::Device device) override {
+  void reportMemoryUsage(void*, int64_t alloc_size, torch_compat::ReportedTotal, torch_compat::ReportedTotal,
+                         c10::Device device) override {
     if (device.type() != device_) return;
     const int64_t live = live_.fetch_add(alloc_size) + alloc_size;
     int64_t peak = peak_.load();

@@ -39,6 +39,13 @@ std::string torchErrorLine(const std::exception& error) {
   line = withoutPrefix(line, "RuntimeError: ");
   const auto enforce = line.find("] err == 0. ");
   if (line.rfind("[enforce fail at ", 0) == 0 && enforce != std::string::npos) line = line.substr(enforce + 12);
+  // Without LibTorch's advice for Python users, which changes from version to version ("This
+  // is an internal miniz error. If you are seeing...", "Hint: enable anomaly detection ...
+  // set_detect_anomaly(True)").
+  for (const char* advice : {". This is an internal", ". If you are seeing", ". Hint: "}) {
+    const auto at = line.find(advice);
+    if (at != std::string::npos) line = line.substr(0, at);
+  }
   return line;
 }
 

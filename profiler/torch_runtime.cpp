@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
@@ -39,6 +40,10 @@ TorchRuntimeInfo torchRuntimeInfo() {
     info.blas_threads = get_threads();
     const auto get_config = openblasSymbol<GetConfigFn>("openblas_get_config");
     info.blas = std::string("OpenBLAS ") + (get_config ? get_config() : "");
+  } else if (at::hasMKL()) {
+    // MKL linked into LibTorch (PyTorch's own builds): at::set_num_threads sets its threads too.
+    info.blas = "MKL (in LibTorch)";
+    info.blas_threads = at::get_num_threads();
   } else {
     info.blas = "unknown";
   }
