@@ -1,20 +1,40 @@
 # The two set-up commands of the README: `make demo` and `make test`. Each installs what is
 # missing, configures once, builds incrementally into build/ and runs.
+# TORCH=debian (default): Debian's libtorch-dev 1.13 (CPU). TORCH=pip: the LibTorch inside
+# PyTorch's pip wheel (2.11, CUDA build), fetched into .deps/ and built in build-pip/.
+TORCH ?= debian
+TORCH_PIP_VERSION ?= 2.11.0
+TORCH_PIP_DIR := .deps/torch-pip-$(TORCH_PIP_VERSION)
+ifeq ($(TORCH),pip)
+BUILD_DIR ?= build-pip
+# The NVIDIA libraries the wheel's LibTorch links beyond /usr/local/cuda's, found at run time.
+TORCH_CMAKE_FLAGS := -DCMAKE_PREFIX_PATH=$(CURDIR)/$(TORCH_PIP_DIR)/torch \
+  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,$(CURDIR)/$(TORCH_PIP_DIR)/nvidia-libs -Wl,-rpath-link,$(CURDIR)/$(TORCH_PIP_DIR)/nvidia-libs:/usr/local/cuda/lib64"
+TORCH_DEPS := torch-pip
+else ifeq ($(TORCH),debian)
 BUILD_DIR ?= build
+TORCH_CMAKE_FLAGS :=
+TORCH_DEPS :=
+else
+$(error TORCH=$(TORCH): use TORCH=debian (Debian's LibTorch 1.13) or TORCH=pip (the pip wheel's 2.x))
+endif
 BUILD_TYPE ?= Release
 # CI builds treat warnings as errors; local builds only show them.
 WERROR := $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps torch-pip configure build demo test bench clean
 
 all: build
 
-deps:
+deps: $(TORCH_DEPS)
 	@scripts/install-deps.sh
 
+torch-pip:
+	@scripts/install-torch-pip.sh $(TORCH_PIP_DIR) $(TORCH_PIP_VERSION)
+
 $(BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSTAGECUT_WERROR=$(WERROR)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSTAGECUT_WERROR=$(WERROR) $(TORCH_CMAKE_FLAGS)
 
 configure: deps $(BUILD_DIR)/build.ninja
 
