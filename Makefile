@@ -7,9 +7,11 @@ TORCH_PIP_VERSION ?= 2.11.0
 TORCH_PIP_DIR := .deps/torch-pip-$(TORCH_PIP_VERSION)
 ifeq ($(TORCH),pip)
 BUILD_DIR ?= build-pip
-# The NVIDIA libraries the wheel's LibTorch links beyond /usr/local/cuda's, found at run time.
+# The linker finds the NVIDIA libraries the wheel's LibTorch links (beside it, as pip puts
+# them, where its own run path looks at run time) and the CUDA toolkit's.
+TORCH_PIP_NVIDIA := $(CURDIR)/$(TORCH_PIP_DIR)/nvidia
 TORCH_CMAKE_FLAGS := -DCMAKE_PREFIX_PATH=$(CURDIR)/$(TORCH_PIP_DIR)/torch \
-  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,$(CURDIR)/$(TORCH_PIP_DIR)/nvidia-libs -Wl,-rpath-link,$(CURDIR)/$(TORCH_PIP_DIR)/nvidia-libs:/usr/local/cuda/lib64"
+  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$(TORCH_PIP_NVIDIA)/cu13/lib:$(TORCH_PIP_NVIDIA)/nvshmem/lib:/usr/local/cuda/lib64"
 TORCH_DEPS := torch-pip
 else ifeq ($(TORCH),debian)
 BUILD_DIR ?= build

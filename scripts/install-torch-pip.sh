@@ -4,12 +4,13 @@
 # three NVIDIA libraries it links that the CUDA toolkit in /usr/local/cuda lacks (cuSPARSELt,
 # NVSHMEM, cuFile). Nothing is installed into Python. Idempotent: a second run only checks.
 # Usage: scripts/install-torch-pip.sh DEST [VERSION]   (VERSION default 2.11.0)
-# Prints nothing on success; DEST/torch is then the prefix for -DCMAKE_PREFIX_PATH and
-# DEST/nvidia-libs the folder for the run path.
+# Prints nothing on success; DEST/torch is then the prefix for -DCMAKE_PREFIX_PATH. The NVIDIA
+# libraries go where the wheel's own run path looks for them, DEST/nvidia/..., as pip lays them
+# out beside torch/ in site-packages: no run path or LD_LIBRARY_PATH is needed.
 set -euo pipefail
 dest=${1:?usage: install-torch-pip.sh DEST [VERSION]}
 version=${2:-2.11.0}
-if [[ -f "$dest/torch/share/cmake/Torch/TorchConfig.cmake" && -f "$dest/nvidia-libs/libcufile.so.0" ]]; then
+if [[ -f "$dest/torch/share/cmake/Torch/TorchConfig.cmake" && -f "$dest/nvidia/cu13/lib/libcufile.so.0" ]]; then
   exit 0
 fi
 [[ -f /usr/local/cuda/lib64/libcudart.so.13 ]] ||
@@ -45,8 +46,8 @@ fetch "${requirements[@]}"
 python3 - "$download" "$dest" <<'PY'
 import glob, os, shutil, sys, zipfile
 download, dest = sys.argv[1], sys.argv[2]
-libs = os.path.join(dest, "nvidia-libs")
-os.makedirs(libs, exist_ok=True)
+wanted = ("libcusparseLt.so.0", "libnvshmem_host.so.3", "libcufile.so.0")
+found = []
 for wheel in glob.glob(os.path.join(download, "*.whl")):
     with zipfile.ZipFile(wheel) as archive:
         if os.path.basename(wheel).startswith("torch-"):
@@ -63,12 +64,14 @@ for wheel in glob.glob(os.path.join(download, "*.whl")):
             shutil.rmtree(staging)
         else:
             for member in archive.namelist():
-                name = os.path.basename(member)
-                if name in ("libcusparseLt.so.0", "libnvshmem_host.so.3", "libcufile.so.0"):
-                    with archive.open(member) as source, open(os.path.join(libs, name), "wb") as target:
-                        shutil.copyfileobj(source, target)
-missing = [n for n in ("libcusparseLt.so.0", "libnvshmem_host.so.3", "libcufile.so.0")
-           if not os.path.exists(os.path.join(libs, n))]
+                if member.startswith("nvidia/") and os.path.basename(member) in wanted:
+                    target = os.path.join(dest, member)
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    with archive.open(member) as source, open(target + ".partial", "wb") as out:
+                        shutil.copyfileobj(source, out)
+                    os.rename(target + ".partial", target)
+                    found.append(os.path.basename(member))
+missing = [name for name in wanted if name not in found]
 if missing:
     sys.exit("install-torch-pip: the NVIDIA wheels lacked " + ", ".join(missing))
 PY
