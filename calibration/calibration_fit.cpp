@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include <Eigen/Dense>
 
@@ -55,8 +54,6 @@ struct FittedFactor {
 };
 
 using OpFactors = std::map<std::string, FittedFactor>;  // by kind
-
-std::string describeRun(const CalibrationInput& run) { return run.source; }
 
 // Minimizes sum ((measured - profiled . c) / measured)^2 + prior_weight * sum (c - 1)^2.
 OpFactors fitOp(const std::vector<Observation>& observations, double prior_weight) {
@@ -198,20 +195,20 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
   std::map<TimedOp, std::vector<Observation>> observations;
   for (const auto& run : runs) {
     const ValidationReport& report = run.report;
-    settings.push_back(runSetting(report, layer_count, describeRun(run)));
+    settings.push_back(runSetting(report, layer_count, run.source));
     if (report.microbatch_size != 0 && raw.run.microbatch_size != 0 &&
         report.microbatch_size != raw.run.microbatch_size) {
-      throw Error(describeRun(run) + ": ran microbatches of " + std::to_string(report.microbatch_size) +
+      throw Error(run.source + ": ran microbatches of " + std::to_string(report.microbatch_size) +
                   " samples, the profile's layers hold size " + std::to_string(raw.run.microbatch_size) +
                   "; calibrate on runs of the profile's size");
     }
     if (!run.fitted) continue;
     if (!hasMeasuredOps(report)) {
-      throw Error(describeRun(run) + ": has no measured timeline; run validate --json again with this stagecut");
+      throw Error(run.source + ": has no measured timeline; run validate --json again with this stagecut");
     }
     const bool splits_w = report.ops.splits_backward;
     if (splits_w && !raw.run.weightTimedAfterInput()) {
-      throw Error(describeRun(run) + ": schedule " + report.schedule +
+      throw Error(run.source + ": schedule " + report.schedule +
                   " runs B and W apart, but the profile's B and W were timed each alone; profile the model again " +
                   "with this stagecut, which times them as " + report.schedule + " runs them");
     }

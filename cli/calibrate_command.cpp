@@ -26,12 +26,6 @@ struct CalibrateOptions {
   std::string output_path;
 };
 
-std::string joinSplit(const std::vector<int>& layers) {
-  std::string text;
-  for (int count : layers) text += (text.empty() ? "" : ",") + std::to_string(count);
-  return text;
-}
-
 std::string predictedCell(double predicted_ms, double measured_ms) {
   const std::string error = predicted_ms > 0 ? formatSignedPercent(measured_ms / predicted_ms - 1.0) : "-";
   return formatMs(predicted_ms) + " (" + error + ")";
@@ -82,7 +76,7 @@ void printCalibration(const ProfileCalibration& calibration) {
   runs.addColumn("predicted before", TextTable::Align::kRight);
   runs.addColumn("after", TextTable::Align::kRight);
   for (const auto& run : calibration.runs) {
-    runs.addRow({run.source, run.fitted ? "fitted" : "held out", run.schedule, joinSplit(run.layers_per_stage),
+    runs.addRow({run.source, run.fitted ? "fitted" : "held out", run.schedule, joinNumbers(run.layers_per_stage),
                  formatMs(run.measured_step_ms), predictedCell(run.predicted_before_ms, run.measured_step_ms),
                  predictedCell(run.predicted_after_ms, run.measured_step_ms)});
   }
