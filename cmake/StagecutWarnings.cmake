@@ -6,4 +6,9 @@ function(stagecut_warnings target)
   if(STAGECUT_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
   endif()
+  # A unity build includes each source into one file, so GCC reads a .cpp's anonymous-namespace
+  # types as a header's and warns where a class holds one: true of a header, not of a source.
+  if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+  endif()
 endfunction()

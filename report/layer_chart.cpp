@@ -15,9 +15,9 @@ namespace {
 using report::inlineSvgChart;
 
 // Layout in px: the left margin holds the panel labels.
-constexpr double kWidth = kChartWidthPx;
-constexpr double kLeft = 170;
-constexpr double kRight = 24;
+constexpr double kLayerChartWidth = kChartWidthPx;
+constexpr double kLayerChartLeft = 170;
+constexpr double kLayerChartRight = 24;
 // Helvetica's average glyph is about 0.6 em wide for these labels.
 constexpr double kGlyphEm = 0.6;
 
@@ -42,14 +42,14 @@ std::string percentText(double fraction) {
 
 struct LayerColumns {
   double width = 0;  ///< one layer's column, px
-  double x(int layer) const { return kLeft + width * layer; }
+  double x(int layer) const { return kLayerChartLeft + width * layer; }
   double centre(int layer) const { return x(layer) + width / 2; }
   double bar() const { return std::max(1.0, std::min(width * 0.72, width - 2)); }
   double barX(int layer) const { return centre(layer) - bar() / 2; }
 };
 
 LayerColumns columnsFor(const Profile& profile) {
-  return {(kWidth - kLeft - kRight) / std::max<double>(1, static_cast<double>(profile.layerCount()))};
+  return {(kLayerChartWidth - kLayerChartLeft - kLayerChartRight) / std::max<double>(1, static_cast<double>(profile.layerCount()))};
 }
 
 double backwardInputMs(const LayerCost& layer) {
@@ -102,9 +102,9 @@ struct Segment {
 
 void drawPanelLabel(SvgBuilder* svg, double top, double height, const std::string& title,
                     const std::string& total) {
-  svg->text(kLeft - 14, top + height / 2 - 2, escapeMarkup(title),
+  svg->text(kLayerChartLeft - 14, top + height / 2 - 2, escapeMarkup(title),
             "font-size=\"14\" font-weight=\"bold\" fill=\"#222\" text-anchor=\"end\"");
-  svg->text(kLeft - 14, top + height / 2 + 15, escapeMarkup(total),
+  svg->text(kLayerChartLeft - 14, top + height / 2 + 15, escapeMarkup(total),
             "font-size=\"12\" fill=\"#666\" text-anchor=\"end\"");
 }
 
@@ -120,8 +120,8 @@ void drawBarPanel(SvgBuilder* svg, const Profile& profile, const LayerColumns& c
   const double label_room = 16;
   const double base = top + height;
   const double scale = largest > 0 ? (height - label_room) / largest : 0;
-  svg->rect(kLeft, top, kWidth - kLeft - kRight, height, "#fafafa");
-  svg->line(kLeft, base, kWidth - kRight, base, "#999");
+  svg->rect(kLayerChartLeft, top, kLayerChartWidth - kLayerChartLeft - kLayerChartRight, height, "#fafafa");
+  svg->line(kLayerChartLeft, base, kLayerChartWidth - kLayerChartRight, base, "#999");
   const bool labels_fit = columns.width >= 26;
   for (std::size_t i = 0; i < bars.size(); ++i) {
     double y = base, sum = 0;
@@ -184,7 +184,7 @@ std::string renderLayerChart(const Profile& profile) {
   }
 
   SvgBuilder svg;
-  double x = kLeft;
+  double x = kLayerChartLeft;
   const double legend_y = 22;
   legendItem(&svg, &x, legend_y, opColour(OpKind::kForward), "Forward (F)");
   if (split_backward) {
@@ -195,7 +195,7 @@ std::string renderLayerChart(const Profile& profile) {
   }
   legendItem(&svg, &x, legend_y, kParamsColour, "Parameters");
   legendItem(&svg, &x, legend_y, kActivationColour, "Activations kept for backward");
-  svg.text(kWidth - kRight, legend_y + 1, "% = the layer's share of the row",
+  svg.text(kLayerChartWidth - kLayerChartRight, legend_y + 1, "% = the layer's share of the row",
            "font-size=\"12\" fill=\"#777\" text-anchor=\"end\" font-style=\"italic\"");
 
   double top = 44;
@@ -211,7 +211,7 @@ std::string renderLayerChart(const Profile& profile) {
   drawBarPanel(&svg, profile, columns, top, small_h, activations, total_activations, "bytes");
   top += small_h;
   top += drawLayerNames(&svg, profile, columns, top);
-  return inlineSvgChart(svg.take(), kWidth, top + 8, "Per-layer compute, parameters and activation memory");
+  return inlineSvgChart(svg.take(), kLayerChartWidth, top + 8, "Per-layer compute, parameters and activation memory");
 }
 
 std::string renderSplitChart(const Profile& profile, const Partition& split,
@@ -233,7 +233,7 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
   const double params_h = 44;
   const double axis_y = layer_top + layer_h;
   const double bottom = axis_y + params_h;
-  const double right = kWidth - kRight;
+  const double right = kLayerChartWidth - kLayerChartRight;
 
   for (std::size_t s = 0; s < split.stages.size(); ++s) {
     const StageCost& stage = split.stages[s];
@@ -241,9 +241,9 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
     svg.rect(x0, stage_top - 18, x1 - x0, bottom - stage_top + 40, s % 2 ? "#ffffff" : "#f1f4f8");
   }
   drawPanelLabel(&svg, stage_top, stage_h, "Stage cost", "ms / microbatch");
-  svg.text(kLeft - 14, layer_top + layer_h / 2 + 4, "layer compute",
+  svg.text(kLayerChartLeft - 14, layer_top + layer_h / 2 + 4, "layer compute",
            "font-size=\"12\" fill=\"#666\" text-anchor=\"end\"");
-  svg.text(kLeft - 14, axis_y + params_h / 2 + 4, "layer params",
+  svg.text(kLayerChartLeft - 14, axis_y + params_h / 2 + 4, "layer params",
            "font-size=\"12\" fill=\"#666\" text-anchor=\"end\"");
 
   const double stage_scale = largest_stage_ms > 0 ? (stage_h - 4) / largest_stage_ms : 0;
@@ -271,7 +271,7 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
   }
   if (bottleneck > 0) {
     const double y = stage_top + stage_h - bottleneck * stage_scale;
-    svg.line(kLeft, y, right, y, kBottleneckColour, 1, " stroke-dasharray=\"4 3\" opacity=\"0.7\"");
+    svg.line(kLayerChartLeft, y, right, y, kBottleneckColour, 1, " stroke-dasharray=\"4 3\" opacity=\"0.7\"");
   }
 
   const double layer_scale = largest_layer_ms > 0 ? (layer_h - 4) / largest_layer_ms : 0;
@@ -286,12 +286,12 @@ std::string renderSplitChart(const Profile& profile, const Partition& split,
     const double p = static_cast<double>(layer.params) * params_scale;
     if (p > 0) svg.rect(columns.barX(i), axis_y, columns.bar(), p, kParamsColour);
   }
-  svg.line(kLeft, axis_y, right, axis_y, "#999");
+  svg.line(kLayerChartLeft, axis_y, right, axis_y, "#999");
   for (std::size_t s = 1; s < split.stages.size(); ++s) {
     const double x = columns.x(split.stages[s].first);
     svg.line(x, stage_top - 18, x, bottom + 22, "#333", 1.5, " stroke-dasharray=\"5 3\"");
   }
-  return inlineSvgChart(svg.take(), kWidth, bottom + 24, "Split '" + split.method + "' drawn over the layers");
+  return inlineSvgChart(svg.take(), kLayerChartWidth, bottom + 24, "Split '" + split.method + "' drawn over the layers");
 }
 
 }  // namespace stagecut

@@ -11,13 +11,14 @@ using stagecut::testing::CommandResult;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 // The fixtures' runs, at the sample profile's microbatch size.
 nlohmann::json ofProfileSize(nlohmann::json run) {
-  run["microbatch_size"] = stagecut::readProfileFile(kProfile).run.microbatch_size;
+  run["microbatch_size"] = stagecut::readProfileFile(kExampleGptProfile).run.microbatch_size;
   return run;
 }
 
@@ -27,7 +28,7 @@ TEST_CASE("calibrate writes a profile fitted to validate's runs and prints each 
   const TempDir dir;
   dir.write("compute.json", ofProfileSize(stagecut::testing::exampleComputeValidation()).dump());
   dir.write("params.json", ofProfileSize(stagecut::testing::exampleParamsValidation()).dump());
-  const CommandResult result = runStagecut("calibrate '" + kProfile + "' --validation '" + dir.file("compute.json") +
+  const CommandResult result = runStagecut("calibrate '" + kExampleGptProfile + "' --validation '" + dir.file("compute.json") +
                                            "' --check '" + dir.file("params.json") + "' -o '" + dir.file("cal.json") + "'");
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
@@ -39,7 +40,7 @@ TEST_CASE("calibrate writes a profile fitted to validate's runs and prints each 
   const stagecut::Profile calibrated = stagecut::readProfileFile(dir.file("cal.json"));
   REQUIRE(calibrated.calibration.has_value());
   CHECK(calibrated.calibration->runs.size() == 2);
-  CHECK(calibrated.calibration->uncalibrated_fingerprint == stagecut::readProfileFingerprint(kProfile));
+  CHECK(calibrated.calibration->uncalibrated_fingerprint == stagecut::readProfileFingerprint(kExampleGptProfile));
   REQUIRE(calibrated.layers[1].uncalibrated.has_value());
   // The other commands take it as any profile.
   CHECK(runStagecut("partition '" + dir.file("cal.json") + "' --stages 2").exit_code == 0);
@@ -73,17 +74,17 @@ TEST_CASE("calibrate errors name the input and the fix, exit 2", "[cli][calibrat
     CHECK_THAT(result.err, Contains(message));
     CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
   };
-  expectError("'" + kProfile + "' --validation '" + dir.file("untrusted.json") + "'" + out,
+  expectError("'" + kExampleGptProfile + "' --validation '" + dir.file("untrusted.json") + "'" + out,
               "untrusted.json: validate marked this run not trusted (other processes kept 1.0 cores busy)");
-  expectError("'" + kProfile + "' --validation '" + dir.file("other.json") + "'" + out,
+  expectError("'" + kExampleGptProfile + "' --validation '" + dir.file("other.json") + "'" + out,
               "other.json: was run on another profile than");
-  expectError("'" + kProfile + "' --validation '" + dir.file("compute.json") + "' -o '" + dir.file("compute.json") + "'",
+  expectError("'" + kExampleGptProfile + "' --validation '" + dir.file("compute.json") + "' -o '" + dir.file("compute.json") + "'",
               "compute.json");
-  expectError("'" + kProfile + "' --validation '" + dir.file("compute.json") + "' --prior-weight 0" + out,
+  expectError("'" + kExampleGptProfile + "' --validation '" + dir.file("compute.json") + "' --prior-weight 0" + out,
               "--prior-weight 0");
-  expectError("'" + kProfile + "' --validation '" + dir.file("missing.json") + "'" + out, "missing.json");
+  expectError("'" + kExampleGptProfile + "' --validation '" + dir.file("missing.json") + "'" + out, "missing.json");
   CHECK(dir.list() == std::vector<std::string>{"compute.json", "other.json", "untrusted.json"});
   // Fitting on the untrusted run anyway is the user's choice.
-  CHECK(runStagecut("calibrate '" + kProfile + "' --validation '" + dir.file("untrusted.json") +
+  CHECK(runStagecut("calibrate '" + kExampleGptProfile + "' --validation '" + dir.file("untrusted.json") +
                     "' --allow-untrusted" + out).exit_code == 0);
 }

@@ -16,34 +16,35 @@ using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 }  // namespace
 
 TEST_CASE("partition --recompute: modes, a bare flag meaning full, and errors naming the kind",
           "[cli][partition][recompute]") {
-  const CommandResult bare = runStagecut("partition '" + kProfile + "' --stages 2 --recompute --json");
+  const CommandResult bare = runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --recompute --json");
   REQUIRE(bare.exit_code == 0);
   const auto bare_json = nlohmann::json::parse(bare.out);
   CHECK(bare_json["stages"][0]["recompute"] == "full");
   CHECK(bare_json["stages"][1]["recompute"] == "full");
   const CommandResult selective =
-      runStagecut("partition '" + kProfile + "' --stages 2 --recompute selective:TransformerBlock --json");
+      runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --recompute selective:TransformerBlock --json");
   REQUIRE(selective.exit_code == 0);
   CHECK(nlohmann::json::parse(selective.out)["stages"][0]["recompute"] == "selective:TransformerBlock");
-  const CommandResult none = runStagecut("partition '" + kProfile + "' --stages 2 --recompute none --json");
+  const CommandResult none = runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --recompute none --json");
   REQUIRE(none.exit_code == 0);
   CHECK_FALSE(nlohmann::json::parse(none.out)["stages"][0].contains("recompute"));
 
-  checkInputError(runStagecut("partition '" + kProfile + "' --stages 2 --recompute selective:TransformerBlok"),
+  checkInputError(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --recompute selective:TransformerBlok"),
                   "--recompute selective:TransformerBlok: the profile has no layer of kind "
                   "'TransformerBlok', did you mean 'TransformerBlock'?");
-  checkInputError(runStagecut("partition '" + kProfile + "' --stages 2 --recompute fll"),
+  checkInputError(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --recompute fll"),
                   "--recompute fll: unknown mode 'fll', did you mean 'full'? (selective takes layer "
                   "kinds: selective:CrossEntropyLoss)");
-  checkInputError(runStagecut("partition '" + kProfile + "' --stages 2 --data-parallel 0"),
+  checkInputError(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --data-parallel 0"),
                   "--data-parallel 0: each stage needs at least 1 replica; use --data-parallel 1 "
                   "for a plain pipeline");
 }
@@ -53,7 +54,7 @@ TEST_CASE("partition --recompute auto recomputes only where the cap needs it, an
   // Without recompute the best 3-stage split needs 143 MiB on its first stage, which keeps 3
   // microbatches under 1F1B; auto recomputes there and keeps the other stages plain.
   const CommandResult result =
-      runStagecut("partition '" + kProfile + "' --stages 3 --memory-cap 140MiB --recompute auto --json");
+      runStagecut("partition '" + kExampleGptProfile + "' --stages 3 --memory-cap 140MiB --recompute auto --json");
   REQUIRE(result.exit_code == 0);
   const auto document = nlohmann::json::parse(result.out);
   int recomputed = 0;
@@ -70,7 +71,7 @@ TEST_CASE("partition --recompute auto recomputes only where the cap needs it, an
   CHECK(document["stages"][0]["recompute"] == "full");
   CHECK(recomputed == 1);
   const CommandResult text =
-      runStagecut("partition '" + kProfile + "' --stages 3 --memory-cap 140MiB --recompute auto");
+      runStagecut("partition '" + kExampleGptProfile + "' --stages 3 --memory-cap 140MiB --recompute auto");
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("memory without"));
   CHECK_THAT(text.out, Contains("recomputation saves"));
@@ -78,7 +79,7 @@ TEST_CASE("partition --recompute auto recomputes only where the cap needs it, an
 
 TEST_CASE("compare --recompute full shows memory saved against forward added per stage",
           "[cli][compare][recompute]") {
-  const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 2 --recompute full");
+  const CommandResult result = runStagecut("compare '" + kExampleGptProfile + "' --stages 2 --recompute full");
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("The compute split, per stage:"));
   CHECK_THAT(result.out, Contains("+fwd ms/mb"));
@@ -86,7 +87,7 @@ TEST_CASE("compare --recompute full shows memory saved against forward added per
 
 TEST_CASE("partition --data-parallel charges the embedding stage's exposed all-reduce",
           "[cli][partition][data-parallel]") {
-  const CommandResult result = runStagecut("partition '" + kProfile +
+  const CommandResult result = runStagecut("partition '" + kExampleGptProfile +
                                            "' --stages 2 --data-parallel 4 --dp-bandwidth 1GB/s --json");
   REQUIRE(result.exit_code == 0);
   const auto document = nlohmann::json::parse(result.out);
@@ -102,10 +103,10 @@ TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last b
           "[cli][simulate][data-parallel]") {
   TempDir dir;
   const std::string part = dir.file("p.json");
-  REQUIRE(runStagecut("partition '" + kProfile + "' --stages 2 --microbatches 4 -o '" + part + "'").exit_code == 0);
+  REQUIRE(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --microbatches 4 -o '" + part + "'").exit_code == 0);
   const CommandResult plain =
-      runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --schedule 1f1b --json");
-  const CommandResult replicated = runStagecut("simulate '" + kProfile + "' --partition '" + part +
+      runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part + "' --schedule 1f1b --json");
+  const CommandResult replicated = runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part +
                                                "' --schedule 1f1b --data-parallel 4 --dp-bandwidth 1GB/s "
                                                "--json --trace '" + dir.file("t.json") + "'");
   REQUIRE(plain.exit_code == 0);
@@ -119,12 +120,12 @@ TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last b
         Approx(run["step_time"].get<double>() - before["step_time"].get<double>()));
   CHECK(run["allreduce_time"][0].get<double>() > 0);
   CHECK_THAT(stagecut::readTextFile(dir.file("t.json")), Contains("\"cat\":\"allreduce\""));
-  const CommandResult text = runStagecut("simulate '" + kProfile + "' --partition '" + part +
+  const CommandResult text = runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part +
                                          "' --schedule 1f1b --data-parallel 2 --width 80");
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("all-reduce: A"));
   CHECK_THAT(text.out, Contains("exposed"));
-  REQUIRE(runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --schedule 1f1b --data-parallel 2 --svg " +
+  REQUIRE(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part + "' --schedule 1f1b --data-parallel 2 --svg " +
                       dir.file("g.svg"))
               .exit_code == 0);
   CHECK_THAT(stagecut::readTextFile(dir.file("g.svg")), Contains("stages x 2 replicas, "));
@@ -132,14 +133,14 @@ TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last b
   checkInputError(runStagecut("simulate --stages 4 --data-parallel 2"),
                   "--data-parallel 2: unit costs have no gradient bytes to all-reduce; give a "
                   "profile and a partition");
-  checkInputError(runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --data-parallel 0"),
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part + "' --data-parallel 0"),
                   "--data-parallel 0: each stage needs at least 1 replica; use --data-parallel 1 "
                   "for a plain pipeline");
 }
 
 TEST_CASE("simulate --ranks 8 compares every N x D layout", "[cli][simulate][data-parallel]") {
   const CommandResult result =
-      runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 256 --schedule 1f1b --json");
+      runStagecut("simulate '" + kExampleGptProfile + "' --ranks 8 --global-batch 256 --schedule 1f1b --json");
   REQUIRE(result.exit_code == 0);
   const auto document = nlohmann::json::parse(result.out);
   CHECK(document["format"] == "stagecut.simulation/1");
@@ -154,18 +155,18 @@ TEST_CASE("simulate --ranks 8 compares every N x D layout", "[cli][simulate][dat
           Approx(256.0 / row["step_time"].get<double>() * 1000.0));
     if (replicas == 1) CHECK(row["allreduce_time"].get<double>() == 0.0);
   }
-  const CommandResult text = runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 256");
+  const CommandResult text = runStagecut("simulate '" + kExampleGptProfile + "' --ranks 8 --global-batch 256");
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("samples/s"));
 
-  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 6"),
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --ranks 8 --global-batch 6"),
                   "--global-batch 6: no layout of 8 ranks splits it into whole microbatches of 4 "
                   "samples; use a multiple of 32 (ranks x microbatch size)");
   checkInputError(runStagecut("simulate --ranks 8"),
                   "--ranks 8: the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks 8'");
-  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 0"),
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --ranks 0"),
                   "--ranks 0: the trade-off needs at least 1 rank, e.g. --ranks 8");
-  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 8 --global-batch 64 --microbatches 4"),
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --ranks 8 --global-batch 64 --microbatches 4"),
                   "--microbatches 4: --global-batch 64 sets the microbatches per replica; give one "
                   "of the two");
 }
@@ -173,12 +174,12 @@ TEST_CASE("simulate --ranks 8 compares every N x D layout", "[cli][simulate][dat
 TEST_CASE("simulate takes each stage's recompute from the partition", "[cli][simulate][recompute]") {
   TempDir dir;
   const std::string plain = dir.file("plain.json"), full = dir.file("full.json");
-  REQUIRE(runStagecut("partition '" + kProfile + "' --stages 2 --microbatches 4 -o '" + plain + "'").exit_code == 0);
-  REQUIRE(runStagecut("partition '" + kProfile + "' --stages 2 --microbatches 4 --recompute full -o '" + full + "'")
+  REQUIRE(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --microbatches 4 -o '" + plain + "'").exit_code == 0);
+  REQUIRE(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --microbatches 4 --recompute full -o '" + full + "'")
               .exit_code == 0);
   const auto run = [&](const std::string& part) {
     const CommandResult result =
-        runStagecut("simulate '" + kProfile + "' --partition '" + part + "' --schedule gpipe --json");
+        runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part + "' --schedule gpipe --json");
     REQUIRE(result.exit_code == 0);
     return nlohmann::json::parse(result.out);
   };
@@ -195,7 +196,7 @@ TEST_CASE("simulate takes each stage's recompute from the partition", "[cli][sim
 
 TEST_CASE("a cap that recomputation cannot meet does not suggest recomputation",
           "[cli][partition][recompute]") {
-  checkInputError(runStagecut("partition '" + kProfile + "' --stages 4 --memory-cap 90MiB --recompute auto"),
+  checkInputError(runStagecut("partition '" + kExampleGptProfile + "' --stages 4 --memory-cap 90MiB --recompute auto"),
                   "--memory-cap: no split into 4 stages fits; the closest puts layers 9-10 on stage "
                   "3, 133 MiB, 42.5 MiB over its cap of 90.0 MiB; raise the cap, use more stages or a "
                   "smaller microbatch");
@@ -203,7 +204,7 @@ TEST_CASE("a cap that recomputation cannot meet does not suggest recomputation",
 
 TEST_CASE("simulate --ranks with a memory cap leaves out the layouts no split fits",
           "[cli][simulate][data-parallel][recompute]") {
-  const CommandResult result = runStagecut("simulate '" + kProfile +
+  const CommandResult result = runStagecut("simulate '" + kExampleGptProfile +
                                            "' --ranks 8 --global-batch 256 --schedule 1f1b "
                                            "--memory-cap 145MiB --recompute auto --json");
   REQUIRE(result.exit_code == 0);
@@ -213,7 +214,7 @@ TEST_CASE("simulate --ranks with a memory cap leaves out the layouts no split fi
   REQUIRE(document["tradeoff"].size() == 1);
   CHECK(document["notes"].size() == 3);
   for (const auto& row : document["tradeoff"]) CHECK(row["peak_memory_bytes"].get<double>() <= 145.0 * 1024 * 1024);
-  checkInputError(runStagecut("simulate '" + kProfile + "' --ranks 8 --memory-cap 10MiB"),
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --ranks 8 --memory-cap 10MiB"),
                   "--memory-cap: no layout of 8 ranks fits; raise the cap, use more ranks, "
                   "--recompute auto or a smaller microbatch");
   checkInputError(runStagecut("simulate --stages 2 --recompute"),

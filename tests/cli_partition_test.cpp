@@ -18,12 +18,13 @@ using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 const std::string kGraph = std::string(STAGECUT_SOURCE_DIR) + "/data/pipedream/residual-block.graph.txt";
 
-CommandResult partition(const std::string& args) { return runStagecut("partition '" + kProfile + "' " + args); }
+CommandResult partition(const std::string& args) { return runStagecut("partition '" + kExampleGptProfile + "' " + args); }
 
 }  // namespace
 
@@ -75,7 +76,7 @@ TEST_CASE("partition accepts the documented unit forms", "[cli][partition]") {
 
 TEST_CASE("partition rejects a profile whose layers all take 0 ms", "[cli][partition][errors]") {
   const TempDir dir;
-  nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(kProfile));
+  nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(kExampleGptProfile));
   for (auto& layer : document["layers"]) {
     layer["forward_ms"] = 0.0;
     layer["backward_ms"] = 0.0;
@@ -137,7 +138,7 @@ TEST_CASE("partition --json prints a stagecut.partition/1 document and -o writes
 }
 
 TEST_CASE("compare prints the baselines beside the optimum with the slowdown", "[cli][compare]") {
-  const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 4 --microbatches 8");
+  const CommandResult result = runStagecut("compare '" + kExampleGptProfile + "' --stages 4 --microbatches 8");
   CHECK(result.exit_code == 0);
   CHECK_THAT(result.out, Contains("no communication cost modelled"));
   // uniform as DeepSpeed's partition_method="uniform" does it: 10 layers, then its loss_fn.
@@ -147,7 +148,7 @@ TEST_CASE("compare prints the baselines beside the optimum with the slowdown", "
 }
 
 TEST_CASE("compare --json prints a stagecut.comparison/1 document", "[cli][compare]") {
-  const CommandResult result = runStagecut("compare '" + kProfile + "' --stages 3 --json");
+  const CommandResult result = runStagecut("compare '" + kExampleGptProfile + "' --stages 3 --json");
   REQUIRE(result.exit_code == 0);
   const nlohmann::json document = nlohmann::json::parse(result.out);
   CHECK(document["format"] == "stagecut.comparison/1");
@@ -224,7 +225,7 @@ std::string copyInto(const TempDir& dir, const std::string& source, const std::s
 TEST_CASE("partition -o onto its own profile is refused in one line and the profile kept byte for byte",
           "[cli][partition][output][errors]") {
   const TempDir dir;
-  const std::string profile = copyInto(dir, kProfile, "a.json");
+  const std::string profile = copyInto(dir, kExampleGptProfile, "a.json");
   const std::string before = stagecut::readTextFile(profile);
   checkInputError(runStagecut("partition '" + profile + "' --stages 2 -o '" + profile + "'"),
                   "-o " + profile + ": that is the input profile " + profile + "; write to another file");
@@ -235,7 +236,7 @@ TEST_CASE("partition -o onto its own profile is refused in one line and the prof
 TEST_CASE("compare -o through a symlink or a hard link to its profile is refused and the profile kept",
           "[cli][compare][output][errors]") {
   const TempDir dir;
-  const std::string profile = copyInto(dir, kProfile, "a.json");
+  const std::string profile = copyInto(dir, kExampleGptProfile, "a.json");
   const std::string before = stagecut::readTextFile(profile);
   REQUIRE(::symlink("a.json", dir.file("link.json").c_str()) == 0);
   REQUIRE(::link(profile.c_str(), dir.file("hard.json").c_str()) == 0);
@@ -262,7 +263,7 @@ TEST_CASE("partition, compare and import -o '' are refused in one line, exit 2",
   const TempDir dir;
   const std::string message = "-o '': the file name is empty; name the file to write";
   checkInputError(partition("--stages 2 -o ''"), message);
-  checkInputError(runStagecut("compare '" + kProfile + "' --stages 2 -o ''"), message);
+  checkInputError(runStagecut("compare '" + kExampleGptProfile + "' --stages 2 -o ''"), message);
   checkInputError(runStagecut("import pipedream '" + kGraph + "' -o ''"), message);
 }
 

@@ -16,11 +16,12 @@ using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
-CommandResult report(const std::string& args) { return runStagecut("report '" + kProfile + "' " + args); }
+CommandResult report(const std::string& args) { return runStagecut("report '" + kExampleGptProfile + "' " + args); }
 
 }  // namespace
 
@@ -36,12 +37,12 @@ TEST_CASE("report splits the profile itself and writes one HTML file", "[cli][re
   CHECK_THAT(html, Contains("params split: 1,4,4,2"));
   CHECK_THAT(html, Contains(">cap 140 MiB</text>"));
   CHECK_THAT(html, Contains("<dt>command</dt><dd>"));
-  CHECK_THAT(html, Contains("report " + kProfile + " --stages 4"));
+  CHECK_THAT(html, Contains("report " + kExampleGptProfile + " --stages 4"));
 }
 
 TEST_CASE("report takes splits from compare -o and runs from validate --json", "[cli][report]") {
   const TempDir dir;
-  REQUIRE(runStagecut("compare '" + kProfile + "' --stages 2 --microbatches 4 --json -o '" + dir.file("cmp.json") + "'").exit_code == 0);
+  REQUIRE(runStagecut("compare '" + kExampleGptProfile + "' --stages 2 --microbatches 4 --json -o '" + dir.file("cmp.json") + "'").exit_code == 0);
   dir.write("compute.json", stagecut::testing::exampleComputeValidation().dump());
   dir.write("params.json", stagecut::testing::exampleParamsValidation().dump());
   const CommandResult result = report("--comparison '" + dir.file("cmp.json") + "' --validation '" +
@@ -58,20 +59,20 @@ TEST_CASE("report takes splits from compare -o and runs from validate --json", "
 TEST_CASE("report errors name the input and the fix, exit 2", "[cli][report][errors]") {
   const TempDir dir;
   const std::string out = " -o '" + dir.file("r.html") + "'";
-  checkInputError(report(out), kProfile + ": the report needs splits to compare; add --stages N (and "
-                  "--microbatches M), or --comparison FILE written by 'stagecut compare " + kProfile +
+  checkInputError(report(out), kExampleGptProfile + ": the report needs splits to compare; add --stages N (and "
+                  "--microbatches M), or --comparison FILE written by 'stagecut compare " + kExampleGptProfile +
                   " --stages N -o FILE'");
   checkInputError(report("--stages 12" + out), "--stages 12: the profile has 11 layers; use --stages 11 or fewer");
   checkInputError(report("--stages 4 --schedules 1f1" + out), "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
-  checkInputError(report("--comparison '" + kProfile + "'" + out),
-                  kProfile + ": is a stagecut.profile/1 document, not stagecut.comparison/1; write one "
+  checkInputError(report("--comparison '" + kExampleGptProfile + "'" + out),
+                  kExampleGptProfile + ": is a stagecut.profile/1 document, not stagecut.comparison/1; write one "
                   "with 'stagecut compare PROFILE --stages N -o FILE'");
   dir.write("cmp.json", "{\"format\": \"stagecut.comparison/1\", \"splits\": []}");
   checkInputError(report("--comparison '" + dir.file("cmp.json") + "' --stages 4" + out),
                   "--stages 4: " + dir.file("cmp.json") + " already holds the splits; drop --stages, "
                   "or drop --comparison to split again");
-  checkInputError(report("--stages 4 --validation '" + kProfile + "'" + out),
-                  kProfile + ": is a stagecut.profile/1 document, not stagecut.validation/1; write one "
+  checkInputError(report("--stages 4 --validation '" + kExampleGptProfile + "'" + out),
+                  kExampleGptProfile + ": is a stagecut.profile/1 document, not stagecut.validation/1; write one "
                   "with 'stagecut validate ... --json > FILE'");
   // Size parsing and folder checks are core's, tested word for word there: here, that they stop
   // the report with one line before any work.
@@ -95,7 +96,7 @@ TEST_CASE("report without -o says so in one line", "[cli][report][errors]") {
 TEST_CASE("report -o onto its profile or a --validation file is refused and the file kept byte for byte",
           "[cli][report][output][errors]") {
   const TempDir dir;
-  dir.write("p.json", stagecut::readTextFile(kProfile));
+  dir.write("p.json", stagecut::readTextFile(kExampleGptProfile));
   dir.write("run.json", stagecut::testing::exampleComputeValidation().dump());
   const std::string profile = dir.file("p.json");
   const std::string run = dir.file("run.json");
@@ -119,23 +120,23 @@ TEST_CASE("report refuses a comparison or a validation made from another profile
   REQUIRE(runStagecut("compare '" + other + "' --stages 2 --microbatches 4 -o '" + dir.file("cmp.json") + "'").exit_code == 0);
   const std::string out = " -o '" + dir.file("r.html") + "'";
   checkInputError(report("--comparison '" + dir.file("cmp.json") + "'" + out),
-                  dir.file("cmp.json") + ": was made from another profile than " + kProfile +
+                  dir.file("cmp.json") + ": was made from another profile than " + kExampleGptProfile +
                       " (its profile_fingerprint differs); give the profile it was made from, or make it again with "
-                      "'stagecut compare " + kProfile + " --stages N -o FILE'");
+                      "'stagecut compare " + kExampleGptProfile + " --stages N -o FILE'");
 
   nlohmann::json run = stagecut::testing::exampleComputeValidation();
   run["profile_fingerprint"] = stagecut::readProfileFingerprint(other);
   dir.write("run.json", run.dump());
   checkInputError(report("--stages 2 --validation '" + dir.file("run.json") + "'" + out),
-                  dir.file("run.json") + ": was made from another profile than " + kProfile +
+                  dir.file("run.json") + ": was made from another profile than " + kExampleGptProfile +
                       " (its profile_fingerprint differs); give the profile it was made from, or make it again with "
-                      "'stagecut validate " + kProfile + " --partition PART --json > FILE'");
+                      "'stagecut validate " + kExampleGptProfile + " --partition PART --json > FILE'");
   // The same documents of this profile are taken; one with no fingerprint (older) too.
-  run["profile_fingerprint"] = stagecut::readProfileFingerprint(kProfile);
+  run["profile_fingerprint"] = stagecut::readProfileFingerprint(kExampleGptProfile);
   dir.write("run.json", run.dump());
-  REQUIRE(runStagecut("compare '" + kProfile + "' --stages 2 --microbatches 4 -o '" + dir.file("cmp.json") + "'").exit_code == 0);
+  REQUIRE(runStagecut("compare '" + kExampleGptProfile + "' --stages 2 --microbatches 4 -o '" + dir.file("cmp.json") + "'").exit_code == 0);
   CHECK(nlohmann::json::parse(stagecut::readTextFile(dir.file("cmp.json")))["profile_fingerprint"] ==
-        stagecut::readProfileFingerprint(kProfile));
+        stagecut::readProfileFingerprint(kExampleGptProfile));
   const CommandResult taken = report("--comparison '" + dir.file("cmp.json") + "' --validation '" + dir.file("run.json") +
                                      "' '" + dir.file("run.json") + "'" + out);
   CHECK(taken.exit_code == 0);

@@ -10,15 +10,16 @@ using stagecut::testing::runProgram;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 }  // namespace
 
 TEST_CASE("the LibTorch-free commands start without loading LibTorch", "[cli][startup]") {
   // The dynamic loader names every library it loads: LibTorch's (libtorch*, libc10*) must not be among them.
-  for (const std::string& command : {"inspect '" + kProfile + "'", "partition '" + kProfile + "' --stages 2",
+  for (const std::string& command : {"inspect '" + kExampleGptProfile + "'", "partition '" + kExampleGptProfile + "' --stages 2",
                                      std::string("--version"), std::string("--help")}) {
     INFO(command);
     const CommandResult result = runStagecut(command, "LD_DEBUG=libs");

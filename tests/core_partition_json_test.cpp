@@ -15,14 +15,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string rejectionOf(const json& document) {
-  try {
-    partitionFromJson(document, "s.json");
-  } catch (const Error& e) {
-    CHECK(e.exitCode() == 2);
-    return e.what();
-  }
-  return "";
+std::string partitionRejection(const json& document) {
+  return stagecut::testing::inputErrorOf([&] { partitionFromJson(document, "s.json"); });
 }
 
 }  // namespace
@@ -55,10 +49,10 @@ TEST_CASE("a split's per-stage recompute and all-reduce survive write, read and 
 
   json wrong = partitionToJson(original);
   wrong["stages"][0]["recompute"] = 3;
-  CHECK_THAT(rejectionOf(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute\" must be a string"));
+  CHECK_THAT(partitionRejection(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute\" must be a string"));
   wrong["stages"][0]["recompute"] = "full";
   wrong["stages"][0]["recompute_ms"] = -1;
-  CHECK_THAT(rejectionOf(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute_ms\""));
+  CHECK_THAT(partitionRejection(wrong), Catch::Matchers::StartsWith("s.json: stage 0: field \"recompute_ms\""));
 }
 
 TEST_CASE("a comparison survives write, read and write byte for byte, recompute included",
@@ -92,20 +86,20 @@ TEST_CASE("the partition reader rejects stages with a gap, an overlap or no laye
   json document = partitionToJson(makePartition({2, 3, 2}));
   document["stages"][1]["first"] = 3;
   document["stages"][1]["last"] = 4;
-  CHECK(rejectionOf(document) ==
+  CHECK(partitionRejection(document) ==
         "s.json: stage 1: field \"first\" is 3, expected 2; stages must be contiguous, start at "
         "layer 0 and not overlap");
 
   document = partitionToJson(makePartition({2, 3, 2}));
   document["stages"][2]["first"] = 4;
-  CHECK(rejectionOf(document) ==
+  CHECK(partitionRejection(document) ==
         "s.json: stage 2: field \"first\" is 4, expected 5; stages must be contiguous, start at "
         "layer 0 and not overlap");
 
   document = partitionToJson(makePartition({2, 3, 2}));
   document["stages"][0]["last"] = 0;
   document["stages"][0]["first"] = 1;
-  CHECK(rejectionOf(document) ==
+  CHECK(partitionRejection(document) ==
         "s.json: stage 0: field \"last\" is 0, before \"first\" 1; every stage needs at least one "
         "layer");
 }
@@ -115,23 +109,23 @@ TEST_CASE("the partition reader names missing and negative fields", "[core][part
                             "memory_bytes"}) {
     json document = partitionToJson(makePartition({1, 1}));
     document["stages"][1].erase(field);
-    CHECK(rejectionOf(document) ==
+    CHECK(partitionRejection(document) ==
           std::string("s.json: stage 1: field \"") + field + "\" is missing; it is required");
   }
   json document = partitionToJson(makePartition({1, 1}));
   document["bottleneck_ms"] = -3;
-  CHECK(rejectionOf(document) == "s.json: field \"bottleneck_ms\" must be >= 0, got -3");
+  CHECK(partitionRejection(document) == "s.json: field \"bottleneck_ms\" must be >= 0, got -3");
   document = partitionToJson(makePartition({1, 1}));
   document["predicted_bubble"] = 1.5;
-  CHECK(rejectionOf(document) ==
+  CHECK(partitionRejection(document) ==
         "s.json: field \"predicted_bubble\" must be a fraction between 0 and 1, got 1.5");
   document = partitionToJson(makePartition({1, 1}));
   document["stages"] = json::array();
-  CHECK(rejectionOf(document) ==
+  CHECK(partitionRejection(document) ==
         "s.json: field \"stages\" is empty; a partition needs at least one stage");
   document = partitionToJson(makePartition({1, 1}));
   document["format"] = "stagecut.profile/1";
-  CHECK(rejectionOf(document) ==
+  CHECK(partitionRejection(document) ==
         "s.json: format \"stagecut.profile/1\" is not a partition this stagecut reads; expected "
         "\"stagecut.partition/1\"");
 }

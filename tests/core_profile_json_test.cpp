@@ -14,20 +14,11 @@ using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
+using stagecut::testing::profileRejection;
+
 namespace {
 
 // Runs the reader on a document and returns its error message ("" when it accepted it).
-std::string rejectionOf(const json& document) {
-  try {
-    profileFromJson(document, "p.json");
-  } catch (const Error& e) {
-    CHECK(e.exitCode() == 2);
-    CHECK(std::string(e.what()).find('\n') == std::string::npos);
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST_CASE("a profile survives write then read unchanged", "[core][profile]") {
@@ -79,7 +70,7 @@ TEST_CASE("an imported profile may give a time as one number and omit optional f
 TEST_CASE("the profile reader rejects an unknown format version", "[core][profile][errors]") {
   json document = profileToJson(makeProfile(2));
   document["format"] = "stagecut.profile/3";
-  CHECK(rejectionOf(document) ==
+  CHECK(profileRejection(document) ==
         "p.json: format \"stagecut.profile/3\" is not a profile this stagecut reads; expected "
         "\"stagecut.profile/1\" or \"stagecut.profile/2\"");
 }
@@ -89,7 +80,7 @@ TEST_CASE("the profile reader names each missing required layer field", "[core][
                             "activation_bytes", "output_bytes"}) {
     json document = profileToJson(makeProfile(3));
     document["layers"][2].erase(field);
-    CHECK(rejectionOf(document) ==
+    CHECK(profileRejection(document) ==
           std::string("p.json: layer 2: field \"") + field + "\" is missing; it is required");
   }
 }
@@ -98,7 +89,7 @@ TEST_CASE("the profile reader names each missing metadata block", "[core][profil
   for (const char* block : {"model", "device", "run", "layers"}) {
     json document = profileToJson(makeProfile(1));
     document.erase(block);
-    CHECK(rejectionOf(document) ==
+    CHECK(profileRejection(document) ==
           std::string("p.json: field \"") + block + "\" is missing; it is required");
   }
 }
@@ -107,36 +98,36 @@ TEST_CASE("the profile reader rejects negative times and sizes naming layer and 
           "[core][profile][errors]") {
   json document = profileToJson(makeProfile(4));
   document["layers"][3]["forward_ms"]["median"] = -1.5;
-  CHECK(rejectionOf(document) == "p.json: layer 3: field \"forward_ms.median\" must be >= 0, got -1.5");
+  CHECK(profileRejection(document) == "p.json: layer 3: field \"forward_ms.median\" must be >= 0, got -1.5");
 
   document = profileToJson(makeProfile(4));
   document["layers"][1]["backward_ms"] = -2;
-  CHECK(rejectionOf(document) == "p.json: layer 1: field \"backward_ms\" must be >= 0, got -2");
+  CHECK(profileRejection(document) == "p.json: layer 1: field \"backward_ms\" must be >= 0, got -2");
 
   document = profileToJson(makeProfile(4));
   document["layers"][0]["activation_bytes"] = -4096;
-  CHECK(rejectionOf(document) ==
+  CHECK(profileRejection(document) ==
         "p.json: layer 0: field \"activation_bytes\" must be >= 0, got -4096");
 
   document = profileToJson(makeProfile(4));
   document["layers"][2]["params"] = 12.5;
-  CHECK(rejectionOf(document) == "p.json: layer 2: field \"params\" must be a whole number, got 12.5");
+  CHECK(profileRejection(document) == "p.json: layer 2: field \"params\" must be a whole number, got 12.5");
 }
 
 TEST_CASE("the profile reader rejects non-finite and wrongly typed times", "[core][profile][errors]") {
   json document = profileToJson(makeProfile(2));
   document["layers"][1]["forward_ms"]["median"] = std::numeric_limits<double>::infinity();
-  CHECK(rejectionOf(document) ==
+  CHECK(profileRejection(document) ==
         "p.json: layer 1: field \"forward_ms.median\" must be finite, got null");
 
   document = profileToJson(makeProfile(2));
   document["layers"][0]["backward_ms"]["median"] = "fast";
-  CHECK(rejectionOf(document) ==
+  CHECK(profileRejection(document) ==
         "p.json: layer 0: field \"backward_ms.median\" must be a number, got \"fast\"");
 
   document = profileToJson(makeProfile(2));
   document["layers"][0]["forward_ms"] = {{"median", 2.0}, {"min", 3.0}, {"max", 4.0}};
-  CHECK_THAT(rejectionOf(document),
+  CHECK_THAT(profileRejection(document),
              Contains("layer 0: field \"forward_ms\" must have min <= median <= max"));
 }
 
@@ -144,17 +135,17 @@ TEST_CASE("the profile reader rejects layer indices out of order, gaps and dupli
           "[core][profile][errors]") {
   json document = profileToJson(makeProfile(4));
   document["layers"][2]["index"] = 3;
-  CHECK(rejectionOf(document) ==
+  CHECK(profileRejection(document) ==
         "p.json: layer at position 2 has field \"index\" 3; layers must be listed in order 0, 1, "
         "2, ... with no gap or duplicate");
   document["layers"][2]["index"] = 1;
-  CHECK_THAT(rejectionOf(document), Contains("position 2 has field \"index\" 1"));
+  CHECK_THAT(profileRejection(document), Contains("position 2 has field \"index\" 1"));
 }
 
 TEST_CASE("the profile reader rejects a profile without layers", "[core][profile][errors]") {
   json document = profileToJson(makeProfile(1));
   document["layers"] = json::array();
-  CHECK(rejectionOf(document) ==
+  CHECK(profileRejection(document) ==
         "p.json: field \"layers\" is empty; a profile needs at least one layer");
 }
 

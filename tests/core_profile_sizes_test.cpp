@@ -13,6 +13,8 @@ using stagecut::profileToJson;
 using stagecut::testing::makeProfile;
 using nlohmann::json;
 
+using stagecut::testing::profileRejection;
+
 namespace {
 
 // A profile with sizes 1, 2 and 4; the layers (run size 2) are the middle entry. Costs grow
@@ -41,16 +43,6 @@ Profile makeSizedProfile(int layers) {
   profile.layers = profile.microbatch_sizes[1].layers;
   profile.whole_model = profile.microbatch_sizes[1].whole_model;
   return profile;
-}
-
-std::string rejectionOf(const json& document) {
-  try {
-    profileFromJson(document, "p.json");
-  } catch (const Error& e) {
-    CHECK(e.exitCode() == 2);
-    return e.what();
-  }
-  return "";
 }
 
 }  // namespace
@@ -101,53 +93,53 @@ TEST_CASE("profileAtMicrobatchSize picks one size's costs", "[core][profile][siz
 
 TEST_CASE("the format 2 reader rejects a malformed size table", "[core][profile][sizes][errors]") {
   const json good = profileToJson(makeSizedProfile(3));
-  CHECK(rejectionOf(good).empty());
+  CHECK(profileRejection(good).empty());
 
   json v1_with_table = good;
   v1_with_table["format"] = "stagecut.profile/1";
-  CHECK(rejectionOf(v1_with_table) ==
+  CHECK(profileRejection(v1_with_table) ==
         "p.json: field \"microbatch_sizes\" needs format \"stagecut.profile/2\", not "
         "\"stagecut.profile/1\"; change the format field");
 
   json no_table = good;
   no_table.erase("microbatch_sizes");
-  CHECK(rejectionOf(no_table) == "p.json: field \"microbatch_sizes\" is missing; it is required");
+  CHECK(profileRejection(no_table) == "p.json: field \"microbatch_sizes\" is missing; it is required");
 
   json empty_table = good;
   empty_table["microbatch_sizes"] = json::array();
-  CHECK(rejectionOf(empty_table) ==
+  CHECK(profileRejection(empty_table) ==
         "p.json: field \"microbatch_sizes\" is empty; list at least one measured microbatch size");
 
   json duplicate = good;
   duplicate["microbatch_sizes"][2]["microbatch_size"] = 2;
-  CHECK(rejectionOf(duplicate) ==
+  CHECK(profileRejection(duplicate) ==
         "p.json: microbatch_sizes[2] has microbatch_size 2 after 2; list each size once, ascending");
 
   json zero = good;
   zero["microbatch_sizes"][0]["microbatch_size"] = 0;
-  CHECK_THAT(rejectionOf(zero), Catch::Matchers::StartsWith(
+  CHECK_THAT(profileRejection(zero), Catch::Matchers::StartsWith(
                                     "p.json: microbatch_sizes[0]: field \"microbatch_size\""));
 
   json short_entry = good;
   short_entry["microbatch_sizes"][1]["layers"].erase(2);
-  CHECK(rejectionOf(short_entry) ==
+  CHECK(profileRejection(short_entry) ==
         "p.json: microbatch_sizes[1]: field \"layers\" has 2 layers but the profile has 3; every "
         "size lists every layer");
 
   json negative = good;
   negative["microbatch_sizes"][0]["layers"][1]["forward_ms"]["median"] = -1.0;
-  CHECK_THAT(rejectionOf(negative),
+  CHECK_THAT(profileRejection(negative),
              Catch::Matchers::StartsWith("p.json: microbatch_sizes[0] layer 1: field \"forward_ms"));
 
   json disagreeing = good;
   disagreeing["microbatch_sizes"][1]["layers"][0]["activation_bytes"] = 1;
-  CHECK(rejectionOf(disagreeing) ==
+  CHECK(profileRejection(disagreeing) ==
         "p.json: microbatch_sizes[1] (size 2) differs from \"layers\", which hold the same size; make "
         "them equal or set run.microbatch_size to the size of \"layers\"");
 
   json missing_run_size = good;
   missing_run_size["microbatch_sizes"].erase(1);
-  CHECK(rejectionOf(missing_run_size) ==
+  CHECK(profileRejection(missing_run_size) ==
         "p.json: \"microbatch_sizes\" has no entry for run.microbatch_size 2; add it (it repeats "
         "\"layers\")");
 }

@@ -16,9 +16,10 @@ using stagecut::PlanDocument;
 using stagecut::PlanRequest;
 using stagecut::Profile;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 PlanRequest request(int stages, int global_batch, stagecut::ScheduleKind schedule) {
   PlanRequest plan;
@@ -55,7 +56,7 @@ std::string rejectionOf(const json& document) {
 }  // namespace
 
 TEST_CASE("the example GPT's plan survives write, read and write byte for byte", "[planner][plan][json]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   for (stagecut::ScheduleKind kind : stagecut::allScheduleKinds()) {
     const stagecut::MicrobatchPlan plan = stagecut::planMicrobatches(profile, request(2, 32, kind), "p.json");
     const std::string text = written(stagecut::planDocument(plan));

@@ -21,9 +21,10 @@ using stagecut::ScheduleKind;
 using stagecut::StageMemoryRules;
 using stagecut::StageMemoryTerms;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 // A chain whose layers hold only what a test sets: no weights, no transients.
 Profile bareChain(int layers) {
@@ -265,7 +266,7 @@ TEST_CASE("the memory tables give every range's terms as the layer-by-layer rule
 }
 
 TEST_CASE("the partitioner's memory is the memory timeline's peak for every schedule", "[prediction][partitioner]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   for (ScheduleKind kind : stagecut::allScheduleKinds()) {
     for (const char* recompute : {"none", "full"}) {
       stagecut::PartitionOptions options;
@@ -289,7 +290,7 @@ TEST_CASE("the partitioner's memory is the memory timeline's peak for every sche
 
 TEST_CASE("the cost model's memory of every range is the peak over the schedule's op states",
           "[prediction][partitioner]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1}) {
     stagecut::PartitionOptions options;
     options.stages = 3;
@@ -321,7 +322,7 @@ TEST_CASE("the cost model's memory of every range is the peak over the schedule'
 }
 
 TEST_CASE("a profile without the memory fields says which terms its prediction lacks", "[prediction][memory]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   const std::vector<std::string> missing = stagecut::missingMemoryFields(profile);
   CHECK(std::find(missing.begin(), missing.end(), "forward_transient_bytes") != missing.end());
   CHECK(std::find(missing.begin(), missing.end(), "weight_pending_bytes") != missing.end());

@@ -22,9 +22,10 @@ using stagecut::PredictionOptions;
 using stagecut::Profile;
 using stagecut::ScheduleKind;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 // Duration of the first op of `kind` on `rank`.
 double firstOpMs(const PipelinePrediction& prediction, int rank, OpKind kind) {
@@ -49,7 +50,7 @@ double layerSum(const Profile& profile, int first, int last, bool forward) {
 }  // namespace
 
 TEST_CASE("a prediction's ops cost the sums of the stage's layer medians", "[prediction]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   const Partition split = stagecut::testing::makePartition({6, 5});
   PredictionOptions options;
   options.microbatches = 4;
@@ -62,7 +63,7 @@ TEST_CASE("a prediction's ops cost the sums of the stage's layer medians", "[pre
 
 TEST_CASE("a stage that recomputes runs its forward again before B and keeps only its input",
           "[prediction][recompute]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   Partition split = stagecut::testing::makePartition({6, 5});
   PredictionOptions options;
   options.schedule = ScheduleKind::kGpipe;
@@ -86,7 +87,7 @@ TEST_CASE("a stage that recomputes runs its forward again before B and keeps onl
 }
 
 TEST_CASE("a stage's speed divides all its op times", "[prediction]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   const Partition split = stagecut::testing::makePartition({6, 5});
   PredictionOptions options;
   options.microbatches = 4;
@@ -103,7 +104,7 @@ TEST_CASE("a stage's speed divides all its op times", "[prediction]") {
 
 TEST_CASE("with data parallelism every rank ends with its all-reduce and the pipeline's step is kept apart",
           "[prediction][data-parallel]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   const Partition split = stagecut::testing::makePartition({6, 5});
   PredictionOptions options;
   options.microbatches = 4;
@@ -150,7 +151,7 @@ TEST_CASE("in-flight activations follow the op lists; GPipe's and 1F1B's closed 
 }
 
 TEST_CASE("the cost model's prefix tables charge what stageRecomputeMs charges", "[prediction][recompute]") {
-  Profile profile = stagecut::readProfileFile(kProfile);
+  Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   stagecut::PartitionOptions options;
   options.stages = 1;
   options.microbatches = 1;

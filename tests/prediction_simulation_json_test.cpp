@@ -21,14 +21,15 @@ using stagecut::AnySimulationDocument;
 using stagecut::SimulationDocument;
 using stagecut::TradeoffDocument;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 // Every schedule on the example GPT's 4-stage compute split, the recomputing stages and the
 // all-reduce of D = 2 replicas included: each optional part of the document is written.
 SimulationDocument examplePipeline() {
-  const stagecut::Profile profile = stagecut::readProfileFile(kProfile);
+  const stagecut::Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   stagecut::PartitionOptions options;
   options.stages = 4;
   options.microbatches = 8;
@@ -79,7 +80,7 @@ SimulationDocument unitCostLesson() {
 
 // The trade-off of 16 ranks over the example GPT's 11 layers: N = 16 is left out with a note.
 TradeoffDocument exampleTradeoff() {
-  const stagecut::Profile profile = stagecut::readProfileFile(kProfile);
+  const stagecut::Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   stagecut::TradeoffOptions options;
   options.ranks = 16;
   options.global_batch = 256;

@@ -17,9 +17,10 @@ using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
+using stagecut::testing::kQuickProfileFlags;
+
 namespace {
 
-const char* const kQuick = " --warmup 0 --min-repeats 1 --max-repeats 1";
 
 // The oracle for --threads' bound: the CPUs the kernel lets this process run on.
 int affinityCores() {
@@ -34,7 +35,7 @@ int affinityCores() {
 TEST_CASE("stagecut profile writes a valid profile and prints its table", "[profiler][cli]") {
   const TempDir dir;
   const CommandResult result =
-      runStagecut("profile --model mlp --layers 2 --hidden 32 --microbatch 2" + std::string(kQuick) +
+      runStagecut("profile --model mlp --layers 2 --hidden 32 --microbatch 2" + kQuickProfileFlags +
                   " -o " + dir.file("mlp.json"));
   REQUIRE(result.exit_code == 0);
   CHECK(result.err.empty());  // no progress bar when stderr is not a terminal
@@ -50,7 +51,7 @@ TEST_CASE("stagecut profile writes a valid profile and prints its table", "[prof
 
 TEST_CASE("stagecut profile --json prints the profile document", "[profiler][cli]") {
   const CommandResult result =
-      runStagecut("profile --model mlp --layers 1 --hidden 16 --json" + std::string(kQuick));
+      runStagecut("profile --model mlp --layers 1 --hidden 16 --json" + kQuickProfileFlags);
   REQUIRE(result.exit_code == 0);
   const auto profile = stagecut::profileFromJson(nlohmann::json::parse(result.out), "stdout");
   CHECK(profile.layers.size() == 2u);
@@ -78,7 +79,7 @@ TEST_CASE("stagecut profile rejects bad requests with one line and exit 2", "[pr
 
 TEST_CASE("an unwritable output path fails with one line and leaves nothing behind", "[profiler][cli][errors]") {
   const TempDir dir;
-  const CommandResult result = runStagecut("profile --model mlp --layers 1 --hidden 8" + std::string(kQuick) +
+  const CommandResult result = runStagecut("profile --model mlp --layers 1 --hidden 8" + kQuickProfileFlags +
                                            " -o " + dir.file("missing/out.json"));
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: cannot write " + dir.file("missing/out.json") +
@@ -108,7 +109,7 @@ TEST_CASE("a profile whose final write hits a full disk keeps its samples for --
     return;
   }
   const CommandResult result =
-      runStagecut("profile --model mlp --layers 1 --hidden 8 --microbatch 2" + std::string(kQuick) + " -o " + full);
+      runStagecut("profile --model mlp --layers 1 --hidden 8 --microbatch 2" + kQuickProfileFlags + " -o " + full);
   CHECK(result.exit_code == 1);
   CHECK(result.out.empty());
   CHECK_THAT(result.err, StartsWith("stagecut: cannot write " + full +

@@ -22,9 +22,10 @@ using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 
+using stagecut::testing::kQuickProfileFlags;
+
 namespace {
 
-const char* const kQuick = " --warmup 0 --min-repeats 1 --max-repeats 1";
 const char* const kAdvice =
     "export a chain: an nn.Sequential, or a module whose forward calls its children one after "
     "another on one tensor";
@@ -59,7 +60,7 @@ std::string saveChain(const TempDir& dir, std::vector<torch::jit::Module> childr
 }
 
 CommandResult profile(const std::string& path, const std::string& input) {
-  return runStagecut("profile --torchscript " + path + " --input " + input + kQuick + " -o " +
+  return runStagecut("profile --torchscript " + path + " --input " + input + kQuickProfileFlags + " -o " +
                      path + ".json");
 }
 
@@ -279,9 +280,9 @@ TEST_CASE("a profile records its model's fingerprint: the TorchScript file's SHA
   REQUIRE(profile(path, "4x8:float32").exit_code == 0);
   CHECK(stagecut::readProfileFile(path + ".json").model.fingerprint ==
         "sha256:" + stagecut::sha256Hex(stagecut::readTextFile(path)));
-  REQUIRE(runStagecut("profile --model mlp --layers 1 --hidden 8 --seed 5" + std::string(kQuick) + " -o " +
+  REQUIRE(runStagecut("profile --model mlp --layers 1 --hidden 8 --seed 5" + kQuickProfileFlags + " -o " +
                       dir.file("a.json")).exit_code == 0);
-  REQUIRE(runStagecut("profile --model mlp --layers 1 --hidden 8 --seed 6" + std::string(kQuick) + " -o " +
+  REQUIRE(runStagecut("profile --model mlp --layers 1 --hidden 8 --seed 6" + kQuickProfileFlags + " -o " +
                       dir.file("b.json")).exit_code == 0);
   const stagecut::Profile a = stagecut::readProfileFile(dir.file("a.json"));
   const stagecut::Profile b = stagecut::readProfileFile(dir.file("b.json"));
@@ -308,7 +309,7 @@ TEST_CASE("validate refuses a TorchScript model changed since it was profiled, b
 TEST_CASE("validate refuses a zoo profile whose model.config was edited after profiling",
           "[profiler][fingerprint][errors]") {
   const TempDir dir;
-  REQUIRE(runStagecut("profile --model mlp --layers 1 --hidden 8" + std::string(kQuick) + " -o " + dir.file("p.json"))
+  REQUIRE(runStagecut("profile --model mlp --layers 1 --hidden 8" + kQuickProfileFlags + " -o " + dir.file("p.json"))
               .exit_code == 0);
   stagecut::writePartitionFile(dir.file("split.json"), stagecut::testing::makePartition({1, 1}));
   nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(dir.file("p.json")));

@@ -20,15 +20,16 @@ using stagecut::PartitionOptions;
 using stagecut::Profile;
 using stagecut::ReportInputs;
 
+using stagecut::testing::kExampleGptProfile;
+
 namespace {
 
-const std::string kProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
 
 ReportInputs exampleInputs(int stages, int microbatches) {
   PartitionOptions options;
   options.stages = stages;
   options.microbatches = microbatches;
-  return stagecut::buildReportInputs(stagecut::readProfileFile(kProfile), options, "example-gpt.profile.json");
+  return stagecut::buildReportInputs(stagecut::readProfileFile(kExampleGptProfile), options, "example-gpt.profile.json");
 }
 
 std::size_t countOf(const std::string& text, const std::string& needle) {
@@ -155,7 +156,7 @@ TEST_CASE("the memory chart draws the cap only when one is given", "[report]") {
 }
 
 TEST_CASE("names with <, > and & are escaped everywhere", "[report]") {
-  Profile profile = stagecut::readProfileFile(kProfile);
+  Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   profile.layers[0].name = "<embed>&\"x\"";
   profile.model.name = "gpt<script>alert(1)</script>";
   PartitionOptions options;
@@ -228,7 +229,7 @@ TEST_CASE("validation documents are checked with messages naming the file", "[re
 }
 
 TEST_CASE("the schedules of a recomputing split are drawn with its recomputation", "[report][recompute]") {
-  const Profile profile = stagecut::readProfileFile(kProfile);
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   PartitionOptions options;
   options.stages = 2;
   options.microbatches = 4;

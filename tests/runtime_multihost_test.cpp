@@ -82,13 +82,6 @@ class TwoHosts {
   std::string problem_;
 };
 
-void makeTinySplit(const TempDir& dir) {
-  REQUIRE(runStagecut("profile --model gpt --preset gpt-tiny --layers 2 --seq 16 --vocab 256 --microbatch 2 "
-                      "--warmup 0 --min-repeats 1 --max-repeats 1 -o " + dir.file("p.json")).exit_code == 0);
-  REQUIRE(runStagecut("partition " + dir.file("p.json") + " --stages 2 --microbatches 4 -o " + dir.file("s.json"))
-              .exit_code == 0);
-}
-
 }  // namespace
 
 TEST_CASE("validate runs as two hosts in their own network namespaces, and ends when one is cut off",
@@ -99,7 +92,7 @@ TEST_CASE("validate runs as two hosts in their own network namespaces, and ends 
     return;
   }
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const std::string validate = "validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
                                " --microbatches 4 --steps 2 --timeout 10";
 

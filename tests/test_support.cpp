@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/profile_json.h"
 
 namespace stagecut::testing {
 
@@ -160,6 +161,20 @@ std::string inputErrorOf(const std::function<void()>& run) {
     return e.what();
   }
   return "";
+}
+
+void writeTinyGptSplit(const TempDir& dir) {
+  REQUIRE(runStagecut("profile --model gpt --preset gpt-tiny --layers 2 --seq 16 --vocab 256 --microbatch 2" +
+                      kQuickProfileFlags + " -o " + dir.file("p.json"))
+              .exit_code == 0);
+  REQUIRE(runStagecut("partition " + dir.file("p.json") + " --stages 2 --microbatches 4 -o " + dir.file("s.json"))
+              .exit_code == 0);
+}
+
+std::string profileRejection(const nlohmann::json& document) {
+  const std::string message = inputErrorOf([&] { profileFromJson(document, "p.json"); });
+  CHECK(message.find('\n') == std::string::npos);
+  return message;
 }
 
 std::vector<std::string> goldenDocuments(const std::string& prefix) {

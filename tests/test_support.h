@@ -7,7 +7,15 @@
 #include "core/partition.h"
 #include "core/profile.h"
 
+#include <nlohmann/json.hpp>
+
 namespace stagecut::testing {
+
+/// The sample profile of a GPT that most CLI and prediction tests run on.
+inline const std::string kExampleGptProfile = std::string(STAGECUT_SOURCE_DIR) + "/data/samples/example-gpt.profile.json";
+
+/// profile flags that time each layer once, for tests that check what profile writes, not its times.
+inline const std::string kQuickProfileFlags = " --warmup 0 --min-repeats 1 --max-repeats 1";
 
 /// A valid profile of `layers` layers with distinct, made-up costs (tests only).
 Profile makeProfile(int layers);
@@ -24,9 +32,18 @@ Partition makePartition(const std::vector<int>& layers_per_stage);
 /// code 2); "" when it throws none.
 std::string inputErrorOf(const std::function<void()>& run);
 
+/// inputErrorOf(profileFromJson(document, "p.json")), CHECKing that the message is one line.
+std::string profileRejection(const nlohmann::json& document);
+
 /// The golden check's expected documents (tests/golden/<profile>/<NAME>.json) whose NAME starts
 /// with `prefix` ("simulate-"), sorted: what stagecut printed, for readers to read back.
 std::vector<std::string> goldenDocuments(const std::string& prefix);
+
+class TempDir;
+
+/// Profiles a 2-block gpt-tiny in one round at 2 rows (dir/p.json) and partitions it into 2
+/// stages for 4 microbatches (dir/s.json), with the stagecut binary: a split validate can run.
+void writeTinyGptSplit(const TempDir& dir);
 
 /// A fresh empty folder under the system temp folder, removed when the object dies.
 class TempDir {
