@@ -19,6 +19,7 @@
 #include "runtime/gloo_transport.h"
 #include "runtime/launcher.h"
 #include "runtime/model_from_profile.h"
+#include "runtime/rank_device.h"
 #include "runtime/rank_worker.h"
 #include "runtime/stage_optimizer.h"
 #include "schedule/generators.h"
@@ -76,7 +77,9 @@ int checkRequest(const ValidateCommandOptions& options) {
   checkRunnableOptimizer(request.optimizer);
   checkModelOfProfile(profile, request.profile_path);
   if (options.trace_given) checkOutputPath(options.traceOutput());
-  return static_cast<int>(partition.stages.size()) * request.data_parallel;
+  const int ranks = static_cast<int>(partition.stages.size()) * request.data_parallel;
+  planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());
+  return ranks;
 }
 
 // The local launcher starts every rank on this machine; more than this is a typo, not a plan.
@@ -165,6 +168,9 @@ void printEnvironment(std::ostream& out, const RunEnvironment& environment) {
   if (environment.profile_reference_ms && std::isfinite(environment.reference_drift)) {
     out << "; reference kernel " << formatSignedPercent(environment.reference_drift) << " against the profile's";
   }
+  std::string devices;
+  for (const RankEnvironment& rank : environment.ranks) devices += (devices.empty() ? "" : ", ") + rank.device;
+  if (devices.find("cuda") != std::string::npos) out << "; ranks on " << devices;
   out << (environment.trusted() ? "; figures trusted\n" : "\n");
   for (const std::string& warning : environment.warnings) out << "WARNING: " << warning << "\n";
   for (const std::string& note : environment.notes) out << "  note: " << note << "\n";
@@ -312,6 +318,10 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("--steps", request.steps, "Measured steps")->capture_default_str();
   command->add_option("--warmup-steps", request.warmup_steps, "Untimed steps first")->capture_default_str();
   command->add_option("--threads", request.threads, "LibTorch and BLAS threads per rank")->capture_default_str();
+  command->add_option("--device", request.device,
+                      "auto (the profile's device), cpu, cuda (a GPU per rank while there are enough; else ranks "
+                      "share them, over Gloo through host copies) or cuda:K (every rank on GPU K)")
+      ->capture_default_str();
   command->add_option("--timeout", request.timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str();
   command->add_option("--grad-tolerance", request.grad_tolerance, "Largest accepted relative gradient difference")

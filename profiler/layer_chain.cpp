@@ -23,6 +23,22 @@ std::string LayerChain::displayName() const {
   return "zoo model " + model_name;
 }
 
+void placeChainOnDevice(LayerChain& chain, const torch::Device& device) {
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& layer : chain.layers) {
+      for (auto& parameter : layer.parameters) parameter.set_data(parameter.data().to(device));
+    }
+  }
+  auto make_batch = chain.make_batch;
+  chain.make_batch = [make_batch, device](int rows, std::uint64_t seed) {
+    ChainBatch batch = make_batch(rows, seed);
+    batch.input = batch.input.to(device);
+    if (batch.target.defined()) batch.target = batch.target.to(device);
+    return batch;
+  };
+}
+
 void throwLayerError(const LayerChain& chain, int layer, const std::exception& error) {
   const std::string what = layer < 0 ? "the whole model" : "layer " + std::to_string(layer) + " \"" +
                                                                chain.layers.at(static_cast<std::size_t>(layer)).name + "\"";

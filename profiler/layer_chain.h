@@ -51,6 +51,11 @@ struct LayerChain {
   std::string displayName() const;
 };
 
+/// Moves the chain's parameters (in place, so the modules behind `forward` see them moved) and
+/// the batches make_batch builds to `device`. Buffers and tensors a layer's forward makes itself
+/// are the layer source's business: they must follow their parameters' device.
+void placeChainOnDevice(LayerChain& chain, const torch::Device& device);
+
 /// Runs `step` of layer `layer` (-1: the whole model); a LibTorch error it raises (a backward
 /// autograd cannot run, memory that runs out) becomes one line naming the model and the layer,
 /// input (exit code 2) for a user's TorchScript chain, a run-time failure for a zoo model.

@@ -106,25 +106,6 @@ std::string checkTimer(const ProfileRequest& request) {
 
 #ifdef STAGECUT_HAVE_CUDA
 
-// Moves the chain's parameters (in place, so the modules behind `forward` see them moved) and
-// its batches to `device`. Buffers and tensors a layer's forward makes itself are the layer
-// source's business: they must follow their parameters' device.
-void placeOnDevice(LayerChain& chain, const torch::Device& device) {
-  {
-    torch::NoGradGuard no_grad;
-    for (auto& layer : chain.layers) {
-      for (auto& parameter : layer.parameters) parameter.set_data(parameter.data().to(device));
-    }
-  }
-  auto make_batch = chain.make_batch;
-  chain.make_batch = [make_batch, device](int rows, std::uint64_t seed) {
-    ChainBatch batch = make_batch(rows, seed);
-    batch.input = batch.input.to(device);
-    if (batch.target.defined()) batch.target = batch.target.to(device);
-    return batch;
-  };
-}
-
 // Times with CUPTI's kernel records, keeping the CUDA-event time of the same regions: the
 // profile's layers get the kernel sums, run.extra["cupti"] the per-layer comparison.
 Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_ptr<CudaEventTimer> fence) {
@@ -156,7 +137,7 @@ Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_p
 Profile profileOnCuda(LayerChain chain, const MeasureOptions& measure, const std::string& device,
                       const std::string& timer_name) {
   const int ordinal = cudaOrdinal(device);
-  placeOnDevice(chain, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal)));
+  placeChainOnDevice(chain, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal)));
   auto events = std::make_unique<CudaEventTimer>(ordinal);
   const std::string device_name = events->deviceName();
   const int driver_version = events->driverVersion();

@@ -94,7 +94,8 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
       replica_bandwidths.push_back(outcome.replica_bandwidth_bytes_per_s);
     }
   }
-  report.environment = assessEnvironment(profileReferenceKernelMs(profile), profile.device.threads, environments);
+  report.environment =
+      assessEnvironment(profileReferenceKernelMs(profile), profile.device.threads, environments, {}, profile.device.kind);
   BoundaryLink link;
   report.link_latency_ms = link.latency_ms = medianOf(latencies);
   report.link_bandwidth_bytes_per_s = link.bandwidth_bytes_per_s =

@@ -1,6 +1,7 @@
 #include "runtime/rank_worker.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 #include "core/host_cpu.h"
@@ -9,7 +10,9 @@
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
 #include "profiler/reference_kernel.h"
+#include "runtime/host_staging_transport.h"
 #include "runtime/model_from_profile.h"
+#include "runtime/rank_device.h"
 #include "runtime/stage_optimizer.h"
 #include "prediction/pipeline_prediction.h"
 
@@ -29,9 +32,9 @@ constexpr double kClockResolutionMs = 0.01;
 
 // One-way time of a `elements`-float message between this rank and `peer`, by ping-pong.
 double oneWayMs(StageTransport& transport, const RankClock& clock, int peer, bool starts, std::int64_t elements,
-                int rounds, int tag) {
+                int rounds, int tag, const torch::Device& device) {
   const std::vector<std::int64_t> shape = {elements};
-  const torch::Tensor payload = torch::ones(shape);
+  const torch::Tensor payload = torch::ones(shape, torch::TensorOptions().device(device));
   std::vector<double> round_trips;
   for (int i = 0; i < rounds; ++i) {
     const std::int64_t start_ns = clock.nowNs();
@@ -49,17 +52,18 @@ double oneWayMs(StageTransport& transport, const RankClock& clock, int peer, boo
 }
 
 // Latency from 1-float messages, bandwidth from 4 MiB ones: what the prediction charges for
-// each boundary. Boundaries are probed in chain order so that no rank waits in a cycle.
-void probeLinks(StageTransport& transport, const RankClock& clock, RankOutcome& outcome) {
+// each boundary, between tensors on the stages' device as the steps send them. Boundaries are
+// probed in chain order so that no rank waits in a cycle.
+void probeLinks(StageTransport& transport, const RankClock& clock, const torch::Device& device, RankOutcome& outcome) {
   const int rank = transport.rank();
   const std::int64_t large = 1 << 20;
   if (rank > 0) {
-    oneWayMs(transport, clock, rank - 1, false, 1, 20, kProbeTagBase);
-    oneWayMs(transport, clock, rank - 1, false, large, 5, kProbeTagBase + 2);
+    oneWayMs(transport, clock, rank - 1, false, 1, 20, kProbeTagBase, device);
+    oneWayMs(transport, clock, rank - 1, false, large, 5, kProbeTagBase + 2, device);
   }
   if (rank + 1 < transport.worldSize()) {
-    const double latency_ms = oneWayMs(transport, clock, rank + 1, true, 1, 20, kProbeTagBase);
-    const double large_ms = oneWayMs(transport, clock, rank + 1, true, large, 5, kProbeTagBase + 2);
+    const double latency_ms = oneWayMs(transport, clock, rank + 1, true, 1, 20, kProbeTagBase, device);
+    const double large_ms = oneWayMs(transport, clock, rank + 1, true, large, 5, kProbeTagBase + 2, device);
     outcome.has_link = true;
     outcome.link_latency_ms = latency_ms;
     // A 4 MiB message no measurably longer than a 1-float one (shared memory on one host):
@@ -120,11 +124,11 @@ double compareGradients(const LayerChain& pipeline, const LayerChain& reference,
 
 // The replicas' link as the prediction charges it (ringAllReduceMs): all-reduces of 1 float give
 // the latency terms 2 (D - 1) x latency, of 4 MiB the bandwidth from 2 (D - 1) / D x bytes.
-void probeReplicaLink(ReplicaGroup& group, const RankClock& clock, RankOutcome& outcome) {
+void probeReplicaLink(ReplicaGroup& group, const RankClock& clock, const torch::Device& device, RankOutcome& outcome) {
   auto medianAllReduceMs = [&](std::int64_t elements, int rounds) {
     std::vector<double> times;
     for (int i = 0; i < rounds; ++i) {
-      torch::Tensor payload = torch::ones({elements});
+      torch::Tensor payload = torch::ones({elements}, torch::TensorOptions().device(device));
       const std::int64_t start_ns = clock.nowNs();
       group.allReduceSum(payload, "the replicas' link probe");
       times.push_back(msSince(clock, start_ns));
@@ -138,6 +142,13 @@ void probeReplicaLink(ReplicaGroup& group, const RankClock& clock, RankOutcome& 
   outcome.replica_latency_ms = small_ms / (2.0 * (replicas - 1));
   const double transfer_ms = std::max(large_ms - small_ms, 1e-6);
   outcome.replica_bandwidth_bytes_per_s = 2.0 * (replicas - 1) / replicas * 4.0 * large / (transfer_ms / 1000.0);
+}
+
+// The profile's model, built afresh from its seed, with its weights and batches on `device`.
+LayerChain chainOn(const Profile& profile, const std::string& source, const torch::Device& device) {
+  LayerChain chain = buildChainFromProfile(profile, source);
+  placeChainOnDevice(chain, device);
+  return chain;
 }
 
 }  // namespace
@@ -158,6 +169,9 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
       pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches, 1, replicas);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
+  const std::string device_name =
+      planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus()).devices.at(layout.rank);
+  const torch::Device device(device_name);
 
   const int rank = layout.stage();
   const StageCost& stage = partition.stages[rank];
@@ -174,30 +188,40 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   if (rank + 1 < stages) placement.output_shape = boundaryShape(profile, stage.last, request.profile_path);
 
   // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
-  const LayerChain chain = buildChainFromProfile(profile, request.profile_path);
+  const LayerChain chain = chainOn(profile, request.profile_path, device);
   const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
   const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
   const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,
                                              all_microbatches.begin() + (outcome.replica + 1) * request.microbatches);
 
   world.connect();
-  StageTransport& transport = world.transport();
+  // Gloo carries host tensors: a GPU stage's go through host copies.
+  std::optional<HostStagingTransport> staged_transport;
+  std::optional<HostStagingReplicaGroup> staged_replicas;
+  ReplicaGroup* replica_group = world.replicaGroup();
+  if (!device.is_cpu()) {
+    staged_transport.emplace(world.transport(), device);
+    if (replica_group) replica_group = &staged_replicas.emplace(*replica_group);
+  }
+  StageTransport& transport = staged_transport ? *staged_transport : world.transport();
   const RankClock& clock = world.clock();
   RankEnvironment& environment = outcome.environment;
   environment.rank = layout.rank;
   environment.host = hostName();
   environment.usable_cores = usableCores();
   environment.threads = request.threads;
+  environment.device = device_name;
   // Every rank at once (they have just met in connect()), as its steps will run: what the
   // machine gives each of them now. No barrier of its own: the step protocol counts barriers.
   // The host's load is watched from here to the last reference kernel: a window long enough
   // for /proc/stat's 10 ms ticks even when the steps are short.
   const HostCpuSnapshot window_start = takeHostCpuSnapshot();
   environment.reference_before_ms = timeReferenceKernelMs();
-  probeLinks(transport, clock, outcome);
-  if (ReplicaGroup* group = world.replicaGroup()) probeReplicaLink(*group, clock, outcome);
+  probeLinks(transport, clock, device, outcome);
+  if (replica_group) probeReplicaLink(*replica_group, clock, device, outcome);
 
-  StageExecutor executor(chain, placement, transport, clock, world.replicaGroup());
+  StageExecutor executor(chain, placement, transport, clock, replica_group);
+  executor.setDevice(device);
   StageOptimizer optimizer(request.optimizer, executor.parameters());
   std::uint64_t weight_bytes = 0;
   for (const auto& weight : executor.parameters()) weight_bytes += static_cast<std::uint64_t>(weight.nbytes());
@@ -213,7 +237,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
         if (weight.grad().defined()) gradient_bytes += static_cast<std::uint64_t>(weight.grad().nbytes());
       }
       const auto held = static_cast<std::int64_t>(weight_bytes + gradient_bytes + optimizer.stateBytes());
-      MemoryCounter memory;
+      MemoryCounter memory(device.type());
       executor.setMemoryCounter(&memory);
       std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
       executor.setMemoryCounter(nullptr);
@@ -244,7 +268,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
 
   // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
   // from the same seed.
-  const LayerChain reference = buildChainFromProfile(profile, request.profile_path);
+  const LayerChain reference = chainOn(profile, request.profile_path, device);
   const torch::Tensor output = reference.forward(full_batch);
   const torch::Tensor loss = microbatchLoss(output, 1);
   loss.backward();

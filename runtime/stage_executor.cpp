@@ -1,6 +1,7 @@
 #include "runtime/stage_executor.h"
 
 #include "core/error.h"
+#include "runtime/rank_device.h"
 
 namespace stagecut {
 
@@ -134,7 +135,7 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
     if (input_needs_grad) input_grad = state.target_grads[0];
   }
   if (!first_stage_) {
-    if (!input_grad.defined()) input_grad = torch::zeros(placement_.input_shape);
+    if (!input_grad.defined()) input_grad = torch::zeros(placement_.input_shape, torch::TensorOptions().device(device_));
     transport_.sendAsync(input_grad, transport_.rank() - 1, gradientTag(microbatch));
   }
   if (!splits_backward) live_.erase(microbatch);
@@ -205,6 +206,7 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
         allReduceGradients(op);
         break;
     }
+    waitForDevice(device_);
     record.start_ns = compute_start_ns_;
     record.end_ns = clock_.nowNs();
     if (memory_) record.peak_bytes = memory_->peakBytes();

@@ -59,6 +59,9 @@ class StageExecutor {
 
   /// Turns activation recomputation on or off for the following steps.
   void setRecompute(bool recompute) { recompute_ = recompute; }
+  /// The device the stage's tensors live on (the CPU unless set): each op's end is read once
+  /// the work it queued there has run, and the zero input gradients it sends are made there.
+  void setDevice(const torch::Device& device) { device_ = device; }
   /// Samples `counter` at every op (OpRecord::peak_bytes); nullptr: no sampling.
   void setMemoryCounter(MemoryCounter* counter) { memory_ = counter; }
 
@@ -103,6 +106,7 @@ class StageExecutor {
   bool recompute_ = false;
   bool splits_backward_ = false;
   MemoryCounter* memory_ = nullptr;
+  torch::Device device_ = torch::kCPU;
   int microbatch_count_ = 1;
   bool first_stage_;
   bool last_stage_;

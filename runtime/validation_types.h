@@ -34,6 +34,9 @@ struct ValidateRequest {
   int data_parallel = 1;
   /// The optimizer run at the end of each step (StageOptimizer): none, sgd, sgd-momentum, adam.
   std::string optimizer = "adam";
+  /// `--device`: auto (the profile's kind), cpu, cuda (a GPU per rank while there are enough) or
+  /// cuda:K; planRankDevices (validation/rank_devices.h) places the ranks.
+  std::string device = "auto";
 };
 
 /// One rank's measurements, sent to rank 0 at the end.

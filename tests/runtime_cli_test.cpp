@@ -18,6 +18,7 @@
 
 #include "core/json_document.h"
 #include "core/profile_json.h"
+#include "runtime/rank_device.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
@@ -26,17 +27,6 @@ using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 
 namespace {
-
-// A tiny GPT profiled quickly and split in two: enough to run a real 2-rank pipeline in seconds.
-void makeTinySplit(const TempDir& dir) {
-  const CommandResult profile = runStagecut(
-      "profile --model gpt --preset gpt-tiny --layers 2 --seq 16 --vocab 256 --microbatch 2 --warmup 0 "
-      "--min-repeats 1 --max-repeats 1 -o " + dir.file("p.json"));
-  REQUIRE(profile.exit_code == 0);
-  const CommandResult partition =
-      runStagecut("partition " + dir.file("p.json") + " --stages 2 --microbatches 4 -o " + dir.file("s.json"));
-  REQUIRE(partition.exit_code == 0);
-}
 
 // Processes started with `marker` in their environment: this test's launcher and its ranks
 // (other tests may run stagecut at the same time).
@@ -69,7 +59,7 @@ CommandResult runFaultyRanks(const std::string& args, const std::string& marker)
 
 TEST_CASE("validate runs a 2-rank pipeline whose gradients equal the full batch's", "[runtime][cli]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   for (const char* schedule : {"1f1b", "zb-h1"}) {
     INFO(schedule);
     const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
@@ -120,7 +110,7 @@ TEST_CASE("validate runs a 2-rank pipeline whose gradients equal the full batch'
 
 TEST_CASE("a rank killed mid-run ends validate with exit 1 naming it, leaving no process", "[runtime][cli][errors]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const auto start = std::chrono::steady_clock::now();
   // Killed at its first measured step (step 1, after the default warm-up step).
   const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
@@ -135,7 +125,7 @@ TEST_CASE("a rank killed mid-run ends validate with exit 1 naming it, leaving no
 
 TEST_CASE("validate rejects requests it cannot run before starting ranks", "[runtime][cli][errors]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const std::string files = dir.file("p.json") + " --partition " + dir.file("s.json");
   CommandResult result = runStagecut("validate " + files + " --schedule interleaved-1f1b --microbatches 4");
   CHECK(result.exit_code == 2);
@@ -147,6 +137,29 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   result = runStagecut("validate " + files + " --schedule 1f1");
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.err, Contains("did you mean '1f1b'?"));
+  result = runStagecut("validate " + files + " --device cuda:x");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --device cuda:x: unknown device; use auto, cpu, cuda or cuda:K (K a GPU number, "
+                      "e.g. cuda:0)\n");
+}
+
+TEST_CASE("validate --device cuda without a GPU is one line before any rank starts", "[runtime][cli][errors][cuda]") {
+  if (stagecut::visibleGpus().count > 0) {
+    WARN("this machine has a GPU: the refusal without one is not tested here");
+    return;
+  }
+  const TempDir dir;
+  stagecut::testing::writeTinyGptSplit(dir);
+  const std::string files = dir.file("p.json") + " --partition " + dir.file("s.json");
+  for (const char* device : {"cuda", "cuda:0"}) {
+    const CommandResult result = runStagecut("validate " + files + " --device " + device);
+    INFO(result.err);
+    CHECK(result.exit_code == 2);
+    CHECK(result.out.empty());
+    CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
+    CHECK_THAT(result.err, Contains(std::string("stagecut: --device ") + device + ": this machine offers no GPU") &&
+                               Contains("validate with --device cpu"));
+  }
 }
 
 namespace {
@@ -166,7 +179,7 @@ int stagecutLines(const std::string& err) {
 // took and that no process of the run is left.
 void checkFaultEndsRun(const std::string& fault, const std::string& expected_message, int timeout_s) {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const std::string environment = "STAGECUT_FAULT_TEST=" + fault;
   const auto start = std::chrono::steady_clock::now();
   const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
@@ -201,7 +214,7 @@ TEST_CASE("a rank given a port where nobody listens ends validate within the tim
           "[runtime][cli][errors]") {
   // Whichever notices first: rank 1 cannot reach the store, or rank 0 misses rank 1.
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
                                                   " --microbatches 4 --steps 1 --warmup-steps 0 --timeout 3 --fault "
                                                   "wrong-port --fault-rank 1",
@@ -218,7 +231,7 @@ TEST_CASE("a rank given a port where nobody listens ends validate within the tim
 
 TEST_CASE("validate --recompute full runs the checkpointed steps beside the plain ones", "[runtime][cli][recompute]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
                                            " --microbatches 4 --steps 2 --recompute full --json");
   INFO(result.err);
@@ -249,7 +262,7 @@ TEST_CASE("validate --recompute full runs the checkpointed steps beside the plai
 TEST_CASE("validate --data-parallel 2 runs 2 x 2 ranks whose averaged gradients equal the full batch's",
           "[runtime][cli][data-parallel]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const CommandResult result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
                                            " --microbatches 4 --steps 2 --data-parallel 2 --json");
   INFO(result.err);
@@ -304,7 +317,7 @@ TEST_CASE("validate --microbatch-size runs one size of a multi-size profile", "[
 TEST_CASE("validate refuses bad numbers and torchrun variables before any rank connects, exit 2",
           "[runtime][cli][errors]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const std::string files = dir.file("p.json") + " --partition " + dir.file("s.json");
   // (flags, environment, the one line expected). The environment makes this process a rank
   // started by torchrun: it must check everything a launcher would, and its variables too.
@@ -341,7 +354,7 @@ TEST_CASE("validate refuses bad numbers and torchrun variables before any rank c
 TEST_CASE("validate refuses a profile whose model.config describes no buildable model before ranks start",
           "[runtime][cli][errors]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const auto withConfig = [&](const std::string& key, const nlohmann::json& value) {
     nlohmann::json profile = nlohmann::json::parse(stagecut::readTextFile(dir.file("p.json")));
     profile["model"]["config"][key] = value;
@@ -368,7 +381,7 @@ TEST_CASE("validate refuses a profile whose model.config describes no buildable 
 TEST_CASE("SIGTERM or SIGINT to validate stops every rank within seconds, one line, exit 128 + signal",
           "[runtime][cli][signals]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   for (const int signal_number : {SIGTERM, SIGINT}) {
     INFO("signal " << signal_number);
     const std::string marker = "STAGECUT_SIGNAL_TEST=" + std::to_string(signal_number);
@@ -484,7 +497,7 @@ TEST_CASE("a memory cap between two splits' measured peaks makes partition choos
 TEST_CASE("validate warns when other processes are busy beside its ranks, and --strict exits 1",
           "[runtime][cli][environment]") {
   const TempDir dir;
-  makeTinySplit(dir);
+  stagecut::testing::writeTinyGptSplit(dir);
   const std::string args = "validate " + dir.file("p.json") + " --partition " + dir.file("s.json") +
                            " --schedule 1f1b --microbatches 4 --steps 3";
   // One spinning process per core of this machine: whatever else runs, the ranks share.

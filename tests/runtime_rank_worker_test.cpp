@@ -11,6 +11,7 @@
 #include "profiler/torch_runtime.h"
 #include "runtime/build_validation_report.h"
 #include "runtime/in_process_transport.h"
+#include "runtime/rank_device.h"
 #include "runtime/rank_worker.h"
 #include "tests/fault_transport.h"
 #include "tests/test_support.h"
@@ -151,6 +152,32 @@ TEST_CASE("a 2-stage validation runs in one process: probe, steps, gradient chec
   REQUIRE(report.recompute.has_value());
   CHECK(report.recompute->grad_max_rel_diff < request.grad_tolerance);
   CHECK(report.recompute->measured_step_median_ms > 0);
+}
+
+// Only a GPU can pass this (hidden: scripts/gpu-check.sh runs it with "[cuda]"). The split's four
+// ranks, 2 stages x 2 replicas, share GPU 0 through host copies; the gradients are the full
+// batch's, every figure comes from the GPU, and the environment says the ranks shared it.
+TEST_CASE("on a GPU the ranks of a split share it and train as the full batch does", "[runtime][cuda][.gpu]") {
+  if (stagecut::visibleGpus().count == 0) {
+    WARN("no GPU here: nothing to check");
+    return;
+  }
+  stagecut::pinThreads(1);
+  const TinySplit split;
+  ValidateRequest request = split.request("zb-h1", 2);
+  request.device = "cuda:0";
+  const InProcessRun run = runInProcess(request, std::chrono::milliseconds(60000));
+  for (const auto& failure : run.failures) REQUIRE(failure.empty());
+  const std::vector<RankOutcome>& outcomes = run.returned[0];
+  REQUIRE(outcomes.size() == 4u);
+  const auto report = stagecut::buildValidationReport(request, split.profile, split.partition, outcomes);
+  checkReport(report, outcomes, request, split.partition);
+  for (const RankOutcome& outcome : outcomes) {
+    CHECK(outcome.environment.device == "cuda:0");
+    CHECK(outcome.peak_bytes > 0);
+  }
+  REQUIRE(report.environment.has_value());
+  CHECK_THAT(report.environment->warnings.front(), Catch::Matchers::Contains("shared GPU: 4 ranks ran on cuda:0"));
 }
 
 TEST_CASE("a 2 x 2 validation (2 stages, 2 data-parallel replicas) runs in one process",

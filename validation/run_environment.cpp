@@ -8,6 +8,7 @@
 
 #include "core/json_fields.h"
 #include "core/units.h"
+#include "validation/rank_devices.h"
 
 namespace stagecut {
 
@@ -23,7 +24,7 @@ std::string cores(double value) {
 
 bool RankEnvironment::operator==(const RankEnvironment& other) const {
   return rank == other.rank && host == other.host && usable_cores == other.usable_cores &&
-         threads == other.threads && reference_before_ms == other.reference_before_ms &&
+         threads == other.threads && device == other.device && reference_before_ms == other.reference_before_ms &&
          reference_after_ms == other.reference_after_ms && window_s == other.window_s &&
          own_cpu_s == other.own_cpu_s && host_busy_cpu_s == other.host_busy_cpu_s;
 }
@@ -33,6 +34,7 @@ nlohmann::json rankEnvironmentToJson(const RankEnvironment& environment) {
           {"host", environment.host},
           {"usable_cores", environment.usable_cores},
           {"threads", environment.threads},
+          {"device", environment.device},
           {"reference_before_ms", environment.reference_before_ms},
           {"reference_after_ms", environment.reference_after_ms},
           {"window_s", environment.window_s},
@@ -47,6 +49,8 @@ RankEnvironment rankEnvironmentFromJson(const nlohmann::json& document, const st
   environment.host = fields.string("host");
   environment.usable_cores = fields.integer("usable_cores", 0, 1 << 20);
   environment.threads = fields.integer("threads", 0, 1 << 20);
+  // Runs from before validate ran on GPUs were all on the CPU.
+  if (document.contains("device")) environment.device = fields.string("device");
   environment.reference_before_ms = fields.nonNegative("reference_before_ms");
   environment.reference_after_ms = fields.nonNegative("reference_after_ms");
   environment.window_s = fields.nonNegative("window_s");
@@ -64,7 +68,8 @@ std::optional<double> profileReferenceKernelMs(const Profile& profile) {
 }
 
 RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int profile_threads,
-                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds) {
+                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds,
+                                 const std::string& profile_device_kind) {
   RunEnvironment result;
   result.profile_reference_ms = profile_reference_ms;
   result.ranks = std::move(ranks);
@@ -84,6 +89,16 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
         window = rank->window_s;
         host_busy = rank->host_busy_cpu_s;
       }
+    }
+    std::map<std::string, int> ranks_per_gpu;
+    for (const RankEnvironment* rank : members) {
+      if (deviceKind(rank->device) == "cuda") ++ranks_per_gpu[rank->device];
+    }
+    for (const auto& [gpu, count] : ranks_per_gpu) {
+      if (count < 2) continue;
+      result.warnings.push_back("shared GPU: " + std::to_string(count) + " ranks ran on " + gpu + " of " + host +
+                                " and took turns on it, so the step measures their contention, not a pipeline with "
+                                "a GPU per rank; give each rank its own GPU");
     }
     const int on_host = static_cast<int>(members.size());
     result.ranks_on_host = std::max(result.ranks_on_host, on_host);
@@ -149,6 +164,17 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
     result.warnings.push_back("the ranks ran " + std::to_string(result.threads) + " thread(s) each, the profile was "
                               "measured with " + std::to_string(profile_threads) + ": its times are not theirs; "
                               "validate with --threads " + std::to_string(profile_threads));
+  }
+  if (profile_device_kind == "cpu" || profile_device_kind == "cuda") {
+    for (const RankEnvironment& rank : result.ranks) {
+      const std::string kind = deviceKind(rank.device);
+      if (kind == profile_device_kind) continue;
+      result.warnings.push_back("the ranks ran on " + kind + " (rank " + std::to_string(rank.rank) + " on " +
+                                rank.device + "), the profile was measured on " + profile_device_kind +
+                                ": its times are not theirs; validate with --device " + profile_device_kind +
+                                ", or profile with --device " + kind);
+      break;
+    }
   }
   if (!profile_reference_ms) {
     result.notes.push_back("the profile has no reference kernel time (profiled before it was recorded): "

@@ -17,6 +17,8 @@ struct RankEnvironment {
   std::string host;
   int usable_cores = 0;  ///< CPUs the rank may run on (its affinity mask)
   int threads = 0;       ///< LibTorch intra-op threads
+  /// Where its stage ran: "cpu", or "cuda:K" (GPU K as the rank's process saw it).
+  std::string device = "cpu";
   /// The reference kernel (profiler/reference_kernel.h), timed on every rank at once before the
   /// warm-up and after the measured steps, ms; 0: not timed.
   double reference_before_ms = 0.0;
@@ -73,9 +75,13 @@ std::optional<double> profileReferenceKernelMs(const Profile& profile);
 /// of a host), other processes' load (a host's busy CPU minus its ranks' own, per second of the
 /// steps) and the reference kernel's drift against the profile and during the run.
 /// `profile_threads`: the threads the profile was measured with (0: not known); ranks running
-/// another count run other kernels than the ones timed.
+/// another count run other kernels than the ones timed. `profile_device_kind` ("cpu" or "cuda";
+/// anything else, e.g. an importer's kind, is not checked): ranks on another kind of device run
+/// other kernels too. Ranks sharing one GPU
+/// take turns on it, as ranks on too few cores do.
 RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int profile_threads,
-                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds = {});
+                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds = {},
+                                 const std::string& profile_device_kind = "");
 
 /// The validation document's "environment" block, and its reader (`source` names it).
 nlohmann::json runEnvironmentToJson(const RunEnvironment& environment);
