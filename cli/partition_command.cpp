@@ -181,6 +181,7 @@ void runPartition(const PartitionCommandFlags& flags) {
               << (refinement.truncated ? " (the first ones; more exist)" : "") << "\n";
   }
   const std::vector<RuleSetSplit> rule_rows = ruleSetSplits(profile, options, path);
+  const std::string broken = yours.empty() ? std::string() : ruleViolation(frameworkRules(profile), profile, yours);
   if (!yours.empty()) {
     for (const RuleSetSplit& row : rule_rows) {
       if (!row.partition) continue;
@@ -193,13 +194,17 @@ void runPartition(const PartitionCommandFlags& flags) {
                 << formatSignedPercent(best.predicted_step_ms / partition.predicted_step_ms - 1.0)
                 << " against yours\n";
     }
-    const std::string broken = ruleViolation(frameworkRules(profile), profile, yours);
     if (!broken.empty()) std::cout << "  your split: " << broken << "\n";
   } else {
     printRuleSetSplits(std::cout, rule_rows, profile);
   }
   if (!text_failure.empty()) {
-    std::cout << "\n" << flags.format << ": cannot express your split: " << text_failure << "\n";
+    // The rule a given split breaks is printed just above: name it, not the rule again.
+    const bool said = !broken.empty() && text_failure.find(broken) != std::string::npos;
+    std::cout << "\n" << flags.format << ": cannot express your split"
+              << (said ? " (the rule above); partition with --format " + flags.format + " for the best split it can run"
+                       : ": " + text_failure)
+              << "\n";
   } else if (flags.format != "json") {
     printFormat(std::cout, flags.format, text);
   }

@@ -296,8 +296,9 @@ void launchRanks(const LaunchOptions& options) {
     const std::size_t others = running.size();
     stopAll(running, options.grace_s);
     throw Error("rank " + std::to_string(process.rank) + " " + describeExit(failed[chosen].second) +
-                    (message.empty() ? "" : ": " + message) + "; stopped the other " + std::to_string(others) +
-                    " running rank(s)",
+                    (message.empty() ? "" : ": " + message) +
+                    (others == 0 ? std::string("; no other rank was still running")
+                                 : "; stopped the other " + std::to_string(others) + " running rank(s)"),
                 ErrorKind::kRuntime);
   }
 }

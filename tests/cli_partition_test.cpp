@@ -121,6 +121,16 @@ TEST_CASE("partition prints each framework's format", "[cli][partition][formats]
                       "\"block.3\", \"block.4\"], [\"block.5\", \"block.6\", \"block.7\", \"head\"]]"));
 }
 
+TEST_CASE("a given split a framework cannot run is told once, with the way to its best split", "[cli][partition][formats]") {
+  const CommandResult result = partition("--split 1,9,1 --format deepspeed");
+  CHECK(result.exit_code == 0);
+  const std::string rule = "stage 2 holds only the loss";
+  CHECK_THAT(result.out, Contains("  your split: " + rule));
+  CHECK(result.out.find(rule) == result.out.rfind(rule));
+  CHECK_THAT(result.out, Contains("deepspeed: cannot express your split (the rule above); partition with --format "
+                                  "deepspeed for the best split it can run\n"));
+}
+
 TEST_CASE("partition --json prints a stagecut.partition/1 document and -o writes it", "[cli][partition]") {
   const TempDir dir;
   const CommandResult result = partition("--stages 4 --microbatches 8 --json -o '" + dir.file("p.json") + "'");
