@@ -6,6 +6,7 @@
 
 #include "calibration/calibration_fit.h"
 #include "cli/commands.h"
+#include "cli/self_executable.h"
 #include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
@@ -36,20 +37,13 @@ std::string ratio(double value) {
   return buffer;
 }
 
-std::string selfExecutable() {
-  char buffer[4096];
-  const ssize_t length = ::readlink("/proc/self/exe", buffer, sizeof buffer - 1);
-  if (length <= 0) throw Error("cannot find the stagecut binary (/proc/self/exe)", ErrorKind::kRuntime);
-  return std::string(buffer, static_cast<std::size_t>(length));
-}
-
 std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
 // Runs `stagecut validate` as its own launcher (it starts one process per rank) and returns
 // its stagecut.validation/1 document.
 ValidationReport runValidate(const DemoPlan& plan, const std::string& partition_path, const std::string& name) {
   const std::string trace = plan.output_dir + "/trace-" + name + ".json";
-  const std::string command = quoted(selfExecutable()) + " validate " + quoted(plan.profilePath()) + " --partition " +
+  const std::string command = quoted(selfExecutablePath("demo")) + " validate " + quoted(plan.profilePath()) + " --partition " +
                               quoted(partition_path) + " --schedule 1f1b --microbatches " +
                               std::to_string(plan.microbatches) + " --steps " + std::to_string(plan.validate_steps) +
                               " --json --trace " + quoted(trace);

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/self_executable.h"
 #include "cli/standard_output.h"
 #include "cli/torch_commands.h"
 #include "core/error.h"
@@ -22,10 +23,7 @@ bool isTorchCommand(int argc, char** argv) {
 void runTorchPart(char** argv) {
   const std::string command = argv[1];
 #ifdef STAGECUT_TORCH_PART
-  char self[4096];
-  const ssize_t length = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (length <= 0) throw stagecut::Error(command + ": cannot find the stagecut binary (/proc/self/exe)", stagecut::ErrorKind::kRuntime);
-  std::string path(self, static_cast<std::size_t>(length));
+  std::string path = stagecut::selfExecutablePath(command);
   path = path.substr(0, path.rfind('/') + 1) + stagecut::kTorchPartName;
   if (::access(path.c_str(), X_OK) != 0) {
     throw stagecut::Error(command + ": needs stagecut's LibTorch part, " + path + ", which is missing (" +
