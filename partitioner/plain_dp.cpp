@@ -12,21 +12,22 @@ namespace stagecut {
 
 namespace {
 
-constexpr double kInfinity = std::numeric_limits<double>::infinity();
+// The bottleneck of a prefix no split of the given stage count can cover.
+constexpr double kNoSplit = std::numeric_limits<double>::infinity();
 
 }  // namespace
 
 double plainDpBottleneckMs(const CostModel& model) {
   const int layers = model.layerCount();
   const int stages = model.stageCount();
-  if (stages > layers) return kInfinity;
+  if (stages > layers) return kNoSplit;
   // best[j]: the smallest bottleneck of stages 0..s covering layers 0..j.
-  std::vector<double> best(layers, kInfinity), next(layers, kInfinity);
+  std::vector<double> best(layers, kNoSplit), next(layers, kNoSplit);
   for (int j = 0; j < layers; ++j) {
     if (model.canEndAt(j) && model.fitsMemory(0, 0, j)) best[j] = model.stageCostMs(0, 0, j);
   }
   for (int s = 1; s < stages; ++s) {
-    std::fill(next.begin(), next.end(), kInfinity);
+    std::fill(next.begin(), next.end(), kNoSplit);
     for (int j = s; j < layers; ++j) {
       if (!model.canEndAt(j)) continue;
       for (int i = s; i <= j; ++i) {
