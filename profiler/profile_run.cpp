@@ -3,6 +3,7 @@
 
 #include <torch/cuda.h>
 
+#include "core/device_name.h"
 #include "core/error.h"
 #include "core/suggest.h"
 #include "profiler/cuda_probe.h"
@@ -49,25 +50,20 @@ void requireCudaDevice(const std::string& device) {
 const std::vector<std::string> kCpuTimers = {"steady_clock"};
 const std::vector<std::string> kCudaTimers = {"cuda-events", "cupti"};
 
-bool isCudaDevice(const std::string& device) { return device == "cuda" || device.rfind("cuda:", 0) == 0; }
+DeviceName readDeviceName(const std::string& device) {
+  const std::optional<DeviceName> name = parseDeviceName(device);
+  if (!name) throw Error("--device " + device + ": unknown device; use cpu, cuda or cuda:K (K a device number, e.g. cuda:0)");
+  return *name;
+}
+
+bool isCudaDevice(const std::string& device) { return readDeviceName(device).cuda; }
 
 // "cuda" is device 0, as in LibTorch when nothing else is current; "cuda:K" is device K.
-int cudaOrdinal(const std::string& device) {
-  if (device == "cuda") return 0;
-  const std::string digits = device.substr(5);
-  if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos) {
-    throw Error("--device " + device + ": unknown device; use cpu, cuda or cuda:K (K a device number, e.g. cuda:0)");
-  }
-  return std::stoi(digits);
-}
+int cudaOrdinal(const std::string& device) { return std::max(readDeviceName(device).ordinal, 0); }
 
 // Checks the device and timer names and resolves "auto"; the timer's own device check follows.
 std::string resolveTimerName(const ProfileRequest& request) {
   const bool cuda = isCudaDevice(request.device);
-  if (request.device != "cpu" && !cuda) {
-    throw Error("--device " + request.device + ": unknown device; use cpu, cuda or cuda:K");
-  }
-  if (cuda) cudaOrdinal(request.device);
   std::vector<std::string> known = {"auto"};
   known.insert(known.end(), kCpuTimers.begin(), kCpuTimers.end());
   known.insert(known.end(), kCudaTimers.begin(), kCudaTimers.end());

@@ -66,7 +66,8 @@ TEST_CASE("stagecut profile rejects bad requests with one line and exit 2", "[pr
                     "--model resnet: not a built-in model; use one of: mlp, gpt, vgg16");
   checkInputError(runStagecut("profile --model gpt --preset gpt-tiny --heads 5"),
                     "--hidden 128 is not divisible by --heads 5; pick a head count that divides the width");
-  checkInputError(runStagecut("profile --device tpu"), "--device tpu: unknown device; use cpu, cuda or cuda:K");
+  checkInputError(runStagecut("profile --device tpu"),
+                  "--device tpu: unknown device; use cpu, cuda or cuda:K (K a device number, e.g. cuda:0)");
   checkInputError(runStagecut("profile --threads 0"),
                   "--threads 0: use 1 to " + std::to_string(affinityCores()) +
                       " threads (the cores this process may run on); more threads than cores measure the contention, "

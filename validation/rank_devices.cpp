@@ -2,23 +2,12 @@
 
 #include <map>
 
+#include "core/device_name.h"
 #include "core/error.h"
 
 namespace stagecut {
 
 namespace {
-
-// K of "cuda:K", or -1 when `device` is not of that form.
-int cudaOrdinal(const std::string& device) {
-  const std::string prefix = "cuda:";
-  if (device.rfind(prefix, 0) != 0 || device.size() == prefix.size() || device.size() > prefix.size() + 4) return -1;
-  int ordinal = 0;
-  for (std::size_t i = prefix.size(); i < device.size(); ++i) {
-    if (device[i] < '0' || device[i] > '9') return -1;
-    ordinal = ordinal * 10 + (device[i] - '0');
-  }
-  return ordinal;
-}
 
 std::string noGpu(const std::string& flag, const VisibleGpus& gpus) {
   return flag + ": this machine offers no GPU" + (gpus.reason.empty() ? "" : " (" + gpus.reason + ")") +
@@ -28,7 +17,10 @@ std::string noGpu(const std::string& flag, const VisibleGpus& gpus) {
 
 }  // namespace
 
-std::string deviceKind(const std::string& device) { return device.rfind("cuda", 0) == 0 ? "cuda" : "cpu"; }
+std::string deviceKind(const std::string& device) {
+  const std::optional<DeviceName> name = parseDeviceName(device);
+  return name && name->cuda ? "cuda" : "cpu";
+}
 
 RankDevices planRankDevices(const std::string& requested, const std::string& profile_kind, int world_size,
                             const VisibleGpus& gpus) {
@@ -38,14 +30,15 @@ RankDevices planRankDevices(const std::string& requested, const std::string& pro
     device = profile_kind == "cuda" ? "cuda" : "cpu";
     flag = "--device auto (the profile was measured on " + device + ")";
   }
+  const std::optional<DeviceName> name = parseDeviceName(device);
+  if (!name) {
+    throw Error("--device " + requested + ": unknown device; use auto, cpu, cuda or cuda:K (K a GPU number, e.g. cuda:0)");
+  }
+  const int ordinal = name->ordinal;
   RankDevices plan;
-  if (device == "cpu") {
+  if (!name->cuda) {
     plan.devices.assign(static_cast<std::size_t>(world_size), "cpu");
     return plan;
-  }
-  const int ordinal = device == "cuda" ? -1 : cudaOrdinal(device);
-  if (device != "cuda" && ordinal < 0) {
-    throw Error("--device " + requested + ": unknown device; use auto, cpu, cuda or cuda:K (K a GPU number, e.g. cuda:0)");
   }
   if (gpus.count < 1) throw Error(noGpu(flag, gpus));
   if (ordinal >= gpus.count) {
