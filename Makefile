@@ -25,7 +25,7 @@ BUILD_TYPE ?= Release
 WERROR := $(if $(CI),ON,OFF)
 # CI compiles each target's sources as a few unity files (CMake's UNITY_BUILD, 8 sources to a
 # file): LibTorch's headers are read once per file, not per source, which takes a clean build to
-# about a third of its compile time. Local builds keep one object per source, for quick rebuilds.
+# roughly a third of its compile time. Local builds keep one object per source, for quick rebuilds.
 UNITY ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
