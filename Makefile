@@ -29,7 +29,7 @@ WERROR := $(if $(CI),ON,OFF)
 UNITY ?= $(if $(CI),ON,OFF)
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps torch-pip configure build demo test bench clean
+.PHONY: all deps torch-pip export-venv configure build demo test bench clean
 
 all: build
 
@@ -38,6 +38,11 @@ deps: $(TORCH_DEPS)
 
 torch-pip:
 	@scripts/install-torch-pip.sh $(TORCH_PIP_DIR) $(TORCH_PIP_VERSION)
+
+# The Python tests/exporter_test.sh runs tools/stagecut_export.py with (Debian's torch and
+# torchvision, transformers from PyPI).
+export-venv: deps
+	@scripts/install-export-venv.sh .deps/export-venv
 
 $(BUILD_DIR)/build.ninja: | deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSTAGECUT_WERROR=$(WERROR) \
@@ -51,7 +56,7 @@ build: configure
 demo: build
 	$(BUILD_DIR)/cli/stagecut demo
 
-test: build
+test: build export-venv
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
 bench: build

@@ -39,9 +39,14 @@ void placeChainOnDevice(LayerChain& chain, const torch::Device& device) {
   };
 }
 
+std::string describeLayer(std::size_t index, const ChainLayer& layer) {
+  return "layer " + std::to_string(index) + " (" + layer.name + (layer.kind.empty() ? "" : ", " + layer.kind) + ")";
+}
+
 void throwLayerError(const LayerChain& chain, int layer, const std::exception& error) {
-  const std::string what = layer < 0 ? "the whole model" : "layer " + std::to_string(layer) + " \"" +
-                                                               chain.layers.at(static_cast<std::size_t>(layer)).name + "\"";
+  const std::string what = layer < 0 ? "the whole model"
+                                     : describeLayer(static_cast<std::size_t>(layer),
+                                                     chain.layers.at(static_cast<std::size_t>(layer)));
   const bool users_model = chain.source.rfind("torchscript:", 0) == 0;
   throw Error(chain.displayName() + ": " + what + " failed while being measured (" + torchErrorLine(error) + ")" +
                   (users_model ? "; fix the module, or leave that step out of the chain" : ""),

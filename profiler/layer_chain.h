@@ -56,6 +56,9 @@ struct LayerChain {
 /// are the layer source's business: they must follow their parameters' device.
 void placeChainOnDevice(LayerChain& chain, const torch::Device& device);
 
+/// How messages name a layer: "layer 1 (features.1, ReLU)", its position, name and kind.
+std::string describeLayer(std::size_t index, const ChainLayer& layer);
+
 /// Runs `step` of layer `layer` (-1: the whole model); a LibTorch error it raises (a backward
 /// autograd cannot run, memory that runs out) becomes one line naming the model and the layer,
 /// input (exit code 2) for a user's TorchScript chain, a run-time failure for a zoo model.

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/chain_metadata.h"
 #include "core/error.h"
 #include "profiler/machine_memory.h"
 #include "profiler/model_fingerprint.h"
@@ -67,6 +68,26 @@ torch::Tensor callModule(torch::jit::Module& module, const torch::Tensor& input,
   return result.toTensor();
 }
 
+// The exporter's names and kinds for the children, where the file carries them; they must
+// describe exactly these children, in this order.
+void applyMetadata(const std::string& text, const std::string& path, LayerChain& chain,
+                   const std::vector<std::string>& children) {
+  const ChainMetadata metadata = parseChainMetadata(text, path);
+  if (metadata.layers.size() != children.size()) {
+    throw Error(path + ": its stagecut.json describes " + std::to_string(metadata.layers.size()) +
+                " layers, the module has " + std::to_string(children.size()) +
+                " children; export the model again with tools/stagecut_export.py");
+  }
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (metadata.layers[i].child != children[i]) {
+      throw Error(path + ": its stagecut.json names child " + std::to_string(i) + " \"" + metadata.layers[i].child +
+                  "\", the module's is \"" + children[i] + "\"; export the model again with tools/stagecut_export.py");
+    }
+    chain.layers[i].name = metadata.layers[i].name;
+    if (!metadata.layers[i].kind.empty()) chain.layers[i].kind = metadata.layers[i].kind;
+  }
+}
+
 }  // namespace
 
 LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input, std::uint64_t seed) {
@@ -80,8 +101,9 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   }
   if (S_ISDIR(file.st_mode)) throw Error(path + ": is a folder; give the TorchScript file saved in it");
   auto module = std::make_shared<torch::jit::Module>();
+  torch::jit::ExtraFilesMap extra_files{{"stagecut.json", ""}};
   try {
-    *module = torch::jit::load(path);
+    *module = torch::jit::load(path, torch::Device(torch::kCPU), extra_files);
   } catch (const std::exception& e) {  // c10::Error, or the unpickler's own errors
     throw Error(path + ": not a TorchScript module (" + torchErrorLine(e) +
                 "); save one with torch.jit.save(torch.jit.script(model), path)");
@@ -95,7 +117,9 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   chain.fingerprint = torchScriptFingerprint(path);
   chain.config = {{"input_shape", input.shape}, {"input_dtype", input.dtype}};
   if (input.high > input.low) chain.config["input_range"] = {input.low, input.high};
+  std::vector<std::string> children;
   for (const auto& child : module->named_children()) {
+    children.push_back(child.name);
     auto child_module = std::make_shared<torch::jit::Module>(child.value);
     ChainLayer layer;
     layer.name = child.name;
@@ -104,14 +128,19 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
     for (const auto& parameter : child_module->parameters()) {
       if (parameter.requires_grad()) layer.parameters.push_back(parameter);
     }
-    layer.forward = [child_module, path, name = child.name](const torch::Tensor& x, const torch::Tensor&) {
-      return callModule(*child_module, x, path, "child \"" + name + "\"");
-    };
     layer.owner = child_module;
     chain.layers.push_back(std::move(layer));
   }
   if (chain.layers.empty()) {
     throw Error(path + ": the module has no child modules to use as layers; " + kChainAdvice);
+  }
+  if (!extra_files["stagecut.json"].empty()) applyMetadata(extra_files["stagecut.json"], path, chain, children);
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    ChainLayer& layer = chain.layers[i];
+    auto child_module = std::static_pointer_cast<torch::jit::Module>(layer.owner);
+    layer.forward = [child_module, path, what = describeLayer(i, layer)](const torch::Tensor& x, const torch::Tensor&) {
+      return callModule(*child_module, x, path, what);
+    };
   }
 
   chain.make_batch = [input, seed_offset = seed](int rows, std::uint64_t batch_seed) {
@@ -153,14 +182,15 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   // as training runs it: a pipeline trains through every layer, so each must return a tensor
   // with a gradient wherever its input or weights have one, and its backward must run.
   torch::Tensor activation = sample.input;
-  for (const auto& layer : chain.layers) {
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    const ChainLayer& layer = chain.layers[i];
     torch::Tensor leaf = activation.detach();
     if (leaf.is_floating_point()) leaf.requires_grad_(true);
     std::vector<torch::Tensor> differentiable = layer.parameters;
     if (leaf.requires_grad()) differentiable.push_back(leaf);
     const torch::Tensor output = layer.forward(layer.modifies_input ? leaf.clone() : leaf, torch::Tensor());
     if (!differentiable.empty() && !output.requires_grad()) {
-      throw Error(path + ": child \"" + layer.name + "\" returns a tensor without a gradient (" + dtypeName(output) +
+      throw Error(path + ": " + describeLayer(i, layer) + " returns a tensor without a gradient (" + dtypeName(output) +
                   "; made by detach(), argmax or another step autograd cannot follow); a pipeline trains "
                   "through every layer, so keep such steps out of the chain");
     }
@@ -168,7 +198,7 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
       try {
         torch::autograd::grad({output}, differentiable, {torch::ones_like(output)}, false, false, true);
       } catch (const std::exception& e) {
-        throw Error(path + ": the backward of child \"" + layer.name + "\" fails on the sample input (" +
+        throw Error(path + ": the backward of " + describeLayer(i, layer) + " fails on the sample input (" +
                     torchErrorLine(e) + "); fix the module, or leave that step out of the chain");
       }
     }

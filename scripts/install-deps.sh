@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libtorch-dev libgloo-dev libopenblas0-pthread
   libcli11-dev catch2 nlohmann-json3-dev libeigen3-dev
+  # tools/stagecut_export.py and its tests: Debian's PyTorch and torchvision (1.13 and 0.14)
+  python3-torch python3-torchvision python3-venv
 )
 # `make fuzz` alone needs clang and its libFuzzer runtime: `install-deps.sh --fuzz` adds them.
 if [[ "${1:-}" == "--fuzz" ]]; then

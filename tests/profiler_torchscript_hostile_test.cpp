@@ -130,14 +130,14 @@ std::vector<HostileModule> hostileModules() {
        },
        "4x8:float32", "PATH: the module has no child modules to use as layers; " + std::string(kAdvice)},
       {"a child returning a tuple", [](const TempDir& dir) { return saveLinearThen(dir, child("Pair", "  return (x, x)\n")); },
-       "4x8:float32", "PATH: child \"b\" returns a tuple, not one tensor; " + std::string(kAdvice)},
+       "4x8:float32", "PATH: layer 1 (b, Pair) returns a tuple, not one tensor; " + std::string(kAdvice)},
       {"a child returning a dict",
        [](const TempDir& dir) { return saveLinearThen(dir, child("Named", "  return {\"y\": x}\n")); }, "4x8:float32",
-       "PATH: child \"b\" returns a dict, not one tensor; " + std::string(kAdvice)},
+       "PATH: layer 1 (b, Named) returns a dict, not one tensor; " + std::string(kAdvice)},
       {"a child returning a list", [](const TempDir& dir) { return saveLinearThen(dir, child("Listed", "  return [x]\n")); },
-       "4x8:float32", "PATH: child \"b\" returns a list, not one tensor; " + std::string(kAdvice)},
+       "4x8:float32", "PATH: layer 1 (b, Listed) returns a list, not one tensor; " + std::string(kAdvice)},
       {"a child returning None", [](const TempDir& dir) { return saveLinearThen(dir, child("Nothing", "  return None\n")); },
-       "4x8:float32", "PATH: child \"b\" returns None, not one tensor; " + std::string(kAdvice)},
+       "4x8:float32", "PATH: layer 1 (b, Nothing) returns None, not one tensor; " + std::string(kAdvice)},
       {"a forward returning a tuple",
        [](const TempDir& dir) {
          return saveChain(dir, {linear(), linear()}, "  return (self.b.forward(self.a.forward(x)), x)\n");
@@ -153,7 +153,7 @@ std::vector<HostileModule> hostileModules() {
          return saveLinearThen(dir, two);
        },
        "4x8:float32",
-       "PATH: child \"b\" failed on the sample input (forward() is missing value for argument 'y'. Declaration: "
+       "PATH: layer 1 (b, Two) failed on the sample input (forward() is missing value for argument 'y'. Declaration: "
        "forward(__torch__.Two self, Tensor x, Tensor y) -> Tensor)" + kFailed},
       {"a child without forward",
        [](const TempDir& dir) {
@@ -164,36 +164,36 @@ std::vector<HostileModule> hostileModules() {
          model.define("def forward(self, x):\n  return x\n");
          return saveModel(dir, model);
        },
-       "4x8:float32", "PATH: child \"a\" failed on the sample input (Method 'forward' is not defined)" + kFailed},
+       "4x8:float32", "PATH: layer 0 (a, Holder) failed on the sample input (Method 'forward' is not defined)" + kFailed},
       {"a child that raises",
        [](const TempDir& dir) {
          return saveChain(dir, {linear(), child("Refuses", "  assert bool(x.sum() > 1e30), \"the child refuses\"\n  return x\n")});
        },
-       "4x8:float32", "PATH: child \"b\" failed on the sample input (AssertionError: the child refuses)" + kFailed},
+       "4x8:float32", "PATH: layer 1 (b, Refuses) failed on the sample input (AssertionError: the child refuses)" + kFailed},
       {"an input of the wrong shape", [](const TempDir& dir) { return saveChain(dir, {linear(), linear()}); }, "4x7:float32",
-       "PATH: child \"a\" failed on the sample input (mat1 and mat2 shapes cannot be multiplied (4x7 and 8x8))" + kFailed},
+       "PATH: layer 0 (a, Linear) failed on the sample input (mat1 and mat2 shapes cannot be multiplied (4x7 and 8x8))" + kFailed},
       {"an input of the wrong dtype", [](const TempDir& dir) { return saveChain(dir, {linear(), linear()}); },
-       "4x8:int64:0..5", "PATH: child \"a\" failed on the sample input (" + dtypeMismatch("long int", "Long", "float", "Float") + ")" + kFailed},
+       "4x8:int64:0..5", "PATH: layer 0 (a, Linear) failed on the sample input (" + dtypeMismatch("long int", "Long", "float", "Float") + ")" + kFailed},
       {"a child of another dtype",
        [](const TempDir& dir) {
          return saveChain(dir, {linear(), child("Double", "  return torch.matmul(x, self.weight.double())\n")});
        },
-       "4x8:float32", "PATH: child \"b\" failed on the sample input (" + dtypeMismatch("float", "Float", "double", "Double") + ")" + kFailed},
+       "4x8:float32", "PATH: layer 1 (b, Double) failed on the sample input (" + dtypeMismatch("float", "Float", "double", "Double") + ")" + kFailed},
       {"a child that detaches",
        [](const TempDir& dir) { return saveChain(dir, {linear(), child("Cut", "  return x.detach()\n")}); }, "4x8:float32",
-       "PATH: child \"b\" returns a tensor without a gradient (float32; made by detach(), argmax or another step "
+       "PATH: layer 1 (b, Cut) returns a tensor without a gradient (float32; made by detach(), argmax or another step "
        "autograd cannot follow); a pipeline trains through every layer, so keep such steps out of the chain"},
       {"a child returning integers",
        [](const TempDir& dir) { return saveChain(dir, {linear(), child("Argmax", "  return torch.argmax(x, 1)\n")}); },
        "4x8:float32",
-       "PATH: child \"b\" returns a tensor without a gradient (int64; made by detach(), argmax or another step "
+       "PATH: layer 1 (b, Argmax) returns a tensor without a gradient (int64; made by detach(), argmax or another step "
        "autograd cannot follow); a pipeline trains through every layer, so keep such steps out of the chain"},
       {"a child whose backward fails",
        [](const TempDir& dir) {
          return saveChain(dir, {linear(), child("Sigmoid", "  y = torch.sigmoid(x)\n  y.mul_(2.0)\n  return y\n")});
        },
        "4x8:float32",
-       "PATH: the backward of child \"b\" fails on the sample input (one of the variables needed for gradient "
+       "PATH: the backward of layer 1 (b, Sigmoid) fails on the sample input (one of the variables needed for gradient "
        "computation has been modified by an inplace operation: [CPUFloatType [4, 8]], which is output 0 of "
        "SigmoidBackward0, is at version 1; expected version 0 instead); fix the module, or leave that step out "
        "of the chain"},
