@@ -166,6 +166,8 @@ expect_refusal "stagecut_export: module:$source_dir/tests/exporter/nested.py:nes
 expect_refusal "stagecut_export: -o $source_dir/tests/exporter/nested.py: is the module's own file" \
   "$python" "$exporter" "$module:nested" -o "$source_dir/tests/exporter/nested.py" --input 4x8:float32
 expect_refusal "stagecut_export: keras:resnet: not a source" "$python" "$exporter" keras:resnet -o x.pt
+expect_refusal "stagecut_export: -o missing/x.pt: the folder $work/missing does not exist" \
+  "$python" "$exporter" "$module:nested" -o missing/x.pt --input 4x8:float32
 expect_refusal "stagecut_export: --input 4x8: not SHAPE:DTYPE" "$python" "$exporter" "$module:nested" -o x.pt --input 4x8
 [[ ! -e x.pt ]] || fail "a refused export left x.pt"
 ls ./*.partial-* >/dev/null 2>&1 && fail "an export left a partial file: $(ls ./*.partial-*)"

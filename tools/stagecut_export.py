@@ -519,9 +519,6 @@ def with_loss(chain_children, loss, modes):
 
 
 def save_atomically(chain, path, metadata):
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(f"-o {path}: the folder {directory} does not exist")
     partial = f"{path}.partial-{os.getpid()}"
     try:
         torch.jit.save(chain, partial, _extra_files={"stagecut.json": json.dumps(metadata, indent=1)})
@@ -565,6 +562,13 @@ def main(argv):
                          "module:path/file.py:function")
     if args.layers is not None and kind != "hf":
         raise InputError(f"--layers: cuts the blocks of an hf: model only, not of {kind}:")
+    if args.no_loss and kind != "hf":
+        raise InputError(f"--no-loss: only an hf: model gets a loss layer, not a {kind}: one")
+    directory = os.path.dirname(os.path.abspath(args.output))
+    if os.path.isdir(args.output):
+        raise InputError(f"-o {args.output}: is a folder; give the file to write, e.g. {os.path.join(args.output, 'model.pt')}")
+    if not os.path.isdir(directory):
+        raise InputError(f"-o {args.output}: the folder {directory} does not exist")
     if kind == "module" and os.path.abspath(rest.rpartition(":")[0]) == os.path.abspath(args.output):
         raise InputError(f"-o {args.output}: is the module's own file; write the chain elsewhere")
     torch.manual_seed(args.seed)
