@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fetches the LibTorch that PyTorch's pip wheel carries (the CUDA build PyPI serves), for
-# `make test TORCH=pip`: the wheel's torch/ folder (headers, libraries, CMake config) and the
+# `make test TORCH=pip`: the wheel's torch/ folder (headers, libraries, CMake config; torchgen/ beside it) and the
 # three NVIDIA libraries it links that the CUDA toolkit in /usr/local/cuda lacks (cuSPARSELt,
 # NVSHMEM, cuFile). Nothing is installed into Python. Idempotent: a second run only checks.
 # Usage: scripts/install-torch-pip.sh DEST [VERSION]   (VERSION default 2.11.0)
@@ -10,7 +10,8 @@
 set -euo pipefail
 dest=${1:?usage: install-torch-pip.sh DEST [VERSION]}
 version=${2:-2.11.0}
-if [[ -f "$dest/torch/share/cmake/Torch/TorchConfig.cmake" && -f "$dest/nvidia/cu13/lib/libcufile.so.0" ]]; then
+if [[ -f "$dest/torch/share/cmake/Torch/TorchConfig.cmake" && -f "$dest/nvidia/cu13/lib/libcufile.so.0" &&
+      -f "$dest/torchgen/__init__.py" ]]; then
   exit 0
 fi
 [[ -f /usr/local/cuda/lib64/libcudart.so.13 ]] ||
@@ -51,7 +52,9 @@ found = []
 for wheel in glob.glob(os.path.join(download, "*.whl")):
     with zipfile.ZipFile(wheel) as archive:
         if os.path.basename(wheel).startswith("torch-"):
-            members = [m for m in archive.namelist() if m.startswith("torch/")]
+            # torch/ is LibTorch and the Python package; torchgen/ is what `import torch` also
+            # needs, for tools/stagecut_export.py under torch 2.x (scripts/install-export-venv.sh).
+            members = [m for m in archive.namelist() if m.startswith(("torch/", "torchgen/"))]
             staging = os.path.join(dest, "torch.partial")
             shutil.rmtree(staging, ignore_errors=True)
             archive.extractall(staging, members)
@@ -59,8 +62,9 @@ for wheel in glob.glob(os.path.join(download, "*.whl")):
                 mode = archive.getinfo(member).external_attr >> 16
                 if mode:
                     os.chmod(os.path.join(staging, member), mode)
-            shutil.rmtree(os.path.join(dest, "torch"), ignore_errors=True)
-            os.rename(os.path.join(staging, "torch"), os.path.join(dest, "torch"))
+            for package in ("torch", "torchgen"):
+                shutil.rmtree(os.path.join(dest, package), ignore_errors=True)
+                os.rename(os.path.join(staging, package), os.path.join(dest, package))
             shutil.rmtree(staging)
         else:
             for member in archive.namelist():

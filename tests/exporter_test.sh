@@ -4,8 +4,9 @@
 # model rebuilt here from the same seed (not the exporter's own check), then profiles each file
 # and checks the profile's layer names and kinds; and the refusals, each one line with exit 2.
 # Usage: tests/exporter_test.sh STAGECUT SOURCE_DIR
-# The Python is $STAGECUT_EXPORT_PYTHON, else .deps/export-venv/bin/python (make test's venv with
-# transformers), else Debian's /usr/bin/python3. Without torch it skips (exit 77) saying why;
+# The Python is $STAGECUT_EXPORT_PYTHON (make test sets it: .deps/export-venv, Debian's torch 1.13;
+# with TORCH=pip .deps/export-venv-torch2, the wheel's torch 2.x), else .deps/export-venv/bin/python,
+# else Debian's /usr/bin/python3. Without torch it skips (exit 77) saying why;
 # without torchvision or transformers it skips those cases with a WARN.
 set -euo pipefail
 stagecut=$(realpath "${1:?usage: exporter_test.sh STAGECUT SOURCE_DIR}")
