@@ -5,6 +5,7 @@
 
 #include <Eigen/Dense>
 
+#include "calibration/bounded_quadratic.h"
 #include "core/error.h"
 #include "prediction/stage_memory.h"
 #include "schedule/schedule_kind.h"
@@ -51,11 +52,13 @@ struct Observation {
 struct FittedFactor {
   double factor = 1.0;
   int observations = 0;
+  bool at_bound = false;
 };
 
 using OpFactors = std::map<std::string, FittedFactor>;  // by kind
 
-// Minimizes sum ((measured - profiled . c) / measured)^2 + prior_weight * sum (c - 1)^2.
+// Minimizes sum ((measured - profiled . c) / measured)^2 + prior_weight * sum (c - 1)^2 over
+// kMinFactor <= c <= kMaxFactor.
 OpFactors fitOp(const std::vector<Observation>& observations, double prior_weight) {
   std::vector<std::string> kinds;
   for (const auto& observation : observations) {
@@ -77,10 +80,11 @@ OpFactors fitOp(const std::vector<Observation>& observations, double prior_weigh
     normal += row * row.transpose();
     right += row;  // the relative target: measured / measured = 1
   }
-  const Eigen::VectorXd solved = normal.ldlt().solve(right);
+  const BoxedMinimum solved = minimizeBoxedQuadratic(normal, right, kMinFactor, kMaxFactor);
   for (Eigen::Index k = 0; k < count; ++k) {
     FittedFactor factor;
-    factor.factor = solved(k);
+    factor.factor = solved.point(k);
+    factor.at_bound = solved.at_bound[static_cast<std::size_t>(k)];
     for (const auto& observation : observations) {
       const auto found = observation.profiled_ms.find(kinds[static_cast<std::size_t>(k)]);
       if (found != observation.profiled_ms.end() && found->second > 0) ++factor.observations;
@@ -261,7 +265,7 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
       if ((input || weight) && input_ms + weight_ms > 0) {
         const double factor = ((input ? input->factor : 1.0) * input_ms + (weight ? weight->factor : 1.0) * weight_ms) /
                               (input_ms + weight_ms);
-        factors[TimedOp::kBackward][kind] = FittedFactor{factor, 0};
+        factors[TimedOp::kBackward][kind] = FittedFactor{factor, 0, false};
       }
     }
   }
@@ -270,19 +274,9 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
     // B or W no run measured apart: the whole backward's factor.
     const FittedFactor* whole = fittedOr(TimedOp::kBackward, kind);
     for (TimedOp op : {TimedOp::kBackwardInput, TimedOp::kWeight}) {
-      if (whole && whole->observations > 0 && !fittedOr(op, kind)) factors[op][kind] = FittedFactor{whole->factor, 0};
+      if (whole && whole->observations > 0 && !fittedOr(op, kind)) factors[op][kind] = FittedFactor{whole->factor, 0, false};
     }
   }
-  for (const auto& [op, by_kind] : factors) {
-    for (const auto& [kind, factor] : by_kind) {
-      if (factor.factor < 0.1 || factor.factor > 10.0) {
-        throw Error("calibrate: the runs put " + kind + "'s " + fieldOf(op) + " at " + std::to_string(factor.factor) +
-                    " times its profile; a factor outside 0.1-10 says the runs are not of this model or machine. " +
-                    "Check them (validate's environment line) or raise --prior-weight");
-      }
-    }
-  }
-
   Profile calibrated = raw;
   for (auto& layer : calibrated.layers) applyFactors(layer, factors);
   for (auto& size : calibrated.microbatch_sizes) {
@@ -297,7 +291,8 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
     for (TimedOp op : kTimedOps) {
       if (kind_ms[op][kind] <= 0) continue;
       const FittedFactor* fitted = fittedOr(op, kind);
-      record.factors.push_back({kind, fieldOf(op), fitted ? fitted->factor : 1.0, fitted ? fitted->observations : 0});
+      record.factors.push_back({kind, fieldOf(op), fitted ? fitted->factor : 1.0, fitted ? fitted->observations : 0,
+                                fitted && fitted->at_bound});
     }
   }
   for (std::size_t r = 0; r < runs.size(); ++r) {

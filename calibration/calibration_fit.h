@@ -11,7 +11,13 @@
 namespace stagecut {
 
 /// The method name a calibrated profile records (docs/metrics.md, "Calibration").
-inline constexpr const char* kCalibrationMethod = "per-kind-ridge/1";
+/// /2: each factor fitted within [kMinFactor, kMaxFactor] (/1 refused a fit that left it).
+inline constexpr const char* kCalibrationMethod = "per-kind-ridge/2";
+
+/// The box every fitted factor is kept in: beyond it a correction says more about the runs (of
+/// another machine, or an op they barely measured) than about the model.
+inline constexpr double kMinFactor = 0.1;
+inline constexpr double kMaxFactor = 10.0;
 
 /// A validate run as calibration takes it: where it came from, what it measured, and whether the
 /// factors are fitted on it or it is only predicted (held out).
@@ -43,7 +49,8 @@ RunSetting runSetting(const ValidationReport& report, int layer_count, const std
 Profile uncalibratedProfile(const Profile& profile);
 
 /// Fits one factor per (layer kind, op) to the measured op medians of the fitted runs, by least
-/// squares on relative errors with each factor drawn toward 1 (docs/metrics.md), and returns the
+/// squares on relative errors with each factor drawn toward 1 and kept in [kMinFactor,
+/// kMaxFactor] (docs/metrics.md; a factor the box holds is marked `at_bound`), and returns the
 /// profile with every layer's times multiplied by its factors, its uncalibrated times kept, and
 /// the calibration recorded: the factors and each run's predicted step before and after.
 /// `profile` is taken uncalibrated first (uncalibratedProfile), so calibrating again refits from

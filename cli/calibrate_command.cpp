@@ -53,6 +53,32 @@ CalibrationInput readRun(const std::string& path, bool fitted, const std::vector
   return run;
 }
 
+// The op of validate's timeline a profile field's factor was fitted on.
+std::string opLabel(const std::string& field) {
+  if (field == "forward_ms") return "F (" + field + ")";
+  if (field == "backward_weight_ms") return "W (" + field + ")";
+  return "B (" + field + ")";
+}
+
+// One line per factor the fit's box holds: what it means and what to do.
+void printBoundNotes(const ProfileCalibration& calibration) {
+  bool any = false;
+  for (const auto& factor : calibration.factors) {
+    if (!factor.at_bound) continue;
+    any = true;
+    const bool low = factor.factor <= kMinFactor;
+    char bound[32];
+    std::snprintf(bound, sizeof bound, "%g", factor.factor);
+    std::cout << "note: " << factor.kind << "'s " << opLabel(factor.op) << " factor is held at " << bound
+              << ", the fit's " << (low ? "lower" : "upper") << " bound (factors stay in " << kMinFactor << "-"
+              << kMaxFactor << "): its " << factor.observations << " ops alone put it " << (low ? "lower" : "higher")
+              << ". Either the runs are not of this machine (see validate's environment line) or the kind is too "
+              << "small a part of its ops to be told from noise. Fit on more runs or splits, or raise --prior-weight to "
+              << "keep it nearer 1\n";
+  }
+  if (any) std::cout << "\n";
+}
+
 void printCalibration(const ProfileCalibration& calibration) {
   TextTable factors;
   factors.addColumn("kind", TextTable::Align::kLeft);
@@ -62,11 +88,13 @@ void printCalibration(const ProfileCalibration& calibration) {
   for (const auto& factor : calibration.factors) {
     char value[32];
     std::snprintf(value, sizeof value, "%.3f", factor.factor);
-    factors.addRow({factor.kind, factor.op, value,
-                    factor.observations > 0 ? std::to_string(factor.observations) + " ops" : "carried over"});
+    std::string fitted_on = factor.observations > 0 ? std::to_string(factor.observations) + " ops" : "carried over";
+    if (factor.at_bound) fitted_on += ", at bound";
+    factors.addRow({factor.kind, factor.op, value, fitted_on});
   }
   factors.print(std::cout, "  ");
   std::cout << "\n";
+  printBoundNotes(calibration);
   TextTable runs;
   runs.addColumn("run", TextTable::Align::kLeft);
   runs.addColumn("", TextTable::Align::kLeft);

@@ -158,8 +158,11 @@ struct CalibrationFactor {
   std::string op;
   double factor = 1.0;
   int observations = 0;
+  /// The fit's box (calibration/calibration_fit.h) holds it: the runs alone put it further out.
+  bool at_bound = false;
   bool operator==(const CalibrationFactor& other) const {
-    return kind == other.kind && op == other.op && factor == other.factor && observations == other.observations;
+    return kind == other.kind && op == other.op && factor == other.factor && observations == other.observations &&
+           at_bound == other.at_bound;
   }
 };
 

@@ -59,7 +59,7 @@ json calibrationToJson(const ProfileCalibration& calibration) {
   json factors = json::array();
   for (const auto& factor : calibration.factors) {
     factors.push_back({{"kind", factor.kind}, {"op", factor.op}, {"factor", factor.factor},
-                       {"observations", factor.observations}});
+                       {"observations", factor.observations}, {"at_bound", factor.at_bound}});
   }
   json runs = json::array();
   for (const auto& run : calibration.runs) {
@@ -86,6 +86,7 @@ ProfileCalibration calibrationFromJson(const JsonFields& fields) {
     factor.op = item.string("op");
     factor.factor = item.nonNegative("factor");
     factor.observations = item.optionalInteger("observations", 0, std::numeric_limits<int>::max(), 0);
+    factor.at_bound = item.has("at_bound") && item.boolean("at_bound");
     calibration.factors.push_back(factor);
   }
   const json& runs = fields.array("runs");

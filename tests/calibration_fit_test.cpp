@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 
 #include "calibration/calibration_fit.h"
@@ -198,4 +199,35 @@ TEST_CASE("calibration refuses runs it cannot fit on", "[calibration]") {
   CalibrationInput other_size = simulatedRun(truth, {4, 4}, "1f1b", "a.json");
   other_size.report.microbatch_size = 8;
   CHECK_THROWS_WITH(stagecut::calibrateProfile(profile, "", {other_size}, {}), Contains("a.json: ran microbatches of 8"));
+}
+
+TEST_CASE("a factor the runs put beyond the box is held at its bound and marked", "[calibration]") {
+  // The embedding's W all but vanishes on this "machine": the unbounded fit would give 0.02.
+  TrueFactors factors = kSlowerMachine;
+  factors["Embedding"]["backward_weight_ms"] = 0.02;
+  const Profile profile = gptLikeProfile();
+  const Profile truth = scaled(profile, factors);
+  const std::vector<CalibrationInput> runs = {simulatedRun(truth, {3, 3, 2}, "zb-h1", "a.json"),
+                                              simulatedRun(truth, {2, 4, 1, 1}, "zb-h1", "b.json")};
+  stagecut::CalibrationOptions options;
+  options.prior_weight = 1e-6;
+  const Profile calibrated = stagecut::calibrateProfile(profile, "", runs, options);
+  for (const auto& factor : calibrated.calibration->factors) {
+    INFO(factor.kind << " " << factor.op << " " << factor.factor);
+    const bool embedding_w = factor.kind == "Embedding" && factor.op == "backward_weight_ms";
+    CHECK(factor.at_bound == embedding_w);
+    CHECK(factor.factor >= stagecut::kMinFactor);
+    CHECK(factor.factor <= stagecut::kMaxFactor);
+  }
+  CHECK(factorOf(calibrated, "Embedding", "backward_weight_ms") == stagecut::kMinFactor);
+  // The box costs the fit little: the embedding's W is small beside its stage's blocks'.
+  for (const auto& run : calibrated.calibration->runs) {
+    INFO(run.source);
+    CHECK(std::abs(run.predicted_after_ms / run.measured_step_ms - 1) < 0.01);
+    CHECK(std::abs(run.predicted_after_ms / run.measured_step_ms - 1) <
+          std::abs(run.predicted_before_ms / run.measured_step_ms - 1));
+  }
+  const Profile read_back = stagecut::profileFromJson(stagecut::profileToJson(calibrated), "calibrated.json");
+  CHECK(read_back.calibration == calibrated.calibration);
+  CHECK(calibrated.calibration->method == "per-kind-ridge/2");
 }

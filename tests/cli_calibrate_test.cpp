@@ -52,6 +52,35 @@ TEST_CASE("calibrate writes a profile fitted to validate's runs and prints each 
   CHECK_THAT(again.out, Contains("refitted from its uncalibrated times"));
 }
 
+TEST_CASE("calibrate holds a factor beyond its box at the bound and says so", "[cli][calibrate]") {
+  // A run whose every op took 20 times its profile: the blocks, most of each op, end at the upper
+  // bound, 10; the other kinds take up what the box leaves.
+  nlohmann::json slow = ofProfileSize(stagecut::testing::exampleComputeValidation());
+  for (auto& rank : slow["timeline"]["measured"]) {
+    for (auto& op : rank) {
+      op[2] = op[2].get<double>() * 20;
+      op[3] = op[3].get<double>() * 20;
+    }
+  }
+  const TempDir dir;
+  dir.write("slow.json", slow.dump());
+  const CommandResult result = runStagecut("calibrate '" + kExampleGptProfile + "' --validation '" +
+                                           dir.file("slow.json") + "' -o '" + dir.file("cal.json") + "'");
+  INFO(result.out << result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("8 ops, at bound"));
+  CHECK_THAT(result.out, Contains("note: TransformerBlock's F (forward_ms) factor is held at 10, the fit's upper "
+                                  "bound (factors stay in 0.1-10): its 8 ops alone put it higher."));
+  CHECK_THAT(result.out, Contains("note: TransformerBlock's B (backward_ms) factor is held at 10"));
+  const stagecut::Profile calibrated = stagecut::readProfileFile(dir.file("cal.json"));
+  for (const auto& factor : calibrated.calibration->factors) {
+    INFO(factor.kind << " " << factor.op);
+    CHECK(factor.at_bound == (factor.kind == "TransformerBlock"));
+    CHECK(factor.factor <= 10.0);
+    if (factor.at_bound) CHECK(factor.factor == 10.0);
+  }
+}
+
 TEST_CASE("calibrate errors name the input and the fix, exit 2", "[cli][calibrate][errors]") {
   const TempDir dir;
   dir.write("compute.json", ofProfileSize(stagecut::testing::exampleComputeValidation()).dump());
