@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libtorch-dev libgloo-dev libopenblas0-pthread
   libcli11-dev catch2 nlohmann-json3-dev libeigen3-dev
   # tools/stagecut_export.py and its tests: Debian's PyTorch and torchvision (1.13 and 0.14)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tools/stagecut_export.py end to end: exports a nested Sequential, vgg11 (in-place ReLUs),
-# resnet18 and a 2-block GPT-2 config at small inputs, checks each chain's output against the
+# resnet18, and small GPT-2 and LLaMA configs at small inputs, checks each chain's output against the
 # model rebuilt here from the same seed (not the exporter's own check), then profiles each file
 # and checks the profile's layer names and kinds; and the refusals, each one line with exit 2.
 # Usage: tests/exporter_test.sh STAGECUT SOURCE_DIR
@@ -135,25 +135,35 @@ else
   echo "WARN: $python has no torchvision: vgg11 and resnet18 are not tested (install python3-torchvision)"
 fi
 
-# 4. A 2-block GPT-2 from its config: the zoo's names and kinds, so the head/loss rules apply.
+# 4. Hugging Face decoders: GPT-2 and the LLaMA layout (rotary positions, causal mask passed to
+# the blocks) from small config files, profiled with the zoo's names and kinds, so the head/loss
+# rules apply; each one's logits (--no-loss) against the model.
 if has transformers; then
-  if export_and_profile gpt2 hf:gpt2 2x16:int64:0..50257 --layers 2; then
-    expect_layers gpt2 "embed:Embedding block.0:TransformerBlock block.1:TransformerBlock head:LMHead loss:CrossEntropyLoss"
-    "$stagecut" partition gpt2.json --stages 2 --format megatron >partition.txt ||
-      fail "gpt2: partition --format megatron refused the exported chain"
-    grep -q -- '--pipeline-model-parallel-layout "E' partition.txt || fail "gpt2: no Megatron layout: $(cat partition.txt)"
-  fi
-  "$python" "$exporter" hf:gpt2 -o logits.pt --input 2x16:int64:0..50257 --layers 2 --no-loss >/dev/null ||
-    fail "hf:gpt2 --no-loss: export failed"
-  expect_same_output logits "
-import transformers
-config = transformers.GPT2Config(n_layer=2, tie_word_embeddings=False, use_cache=False)
+  configs=$source_dir/tests/exporter
+  decoder="embed:Embedding block.0:TransformerBlock block.1:TransformerBlock head:LMHead loss:CrossEntropyLoss"
+  for family in gpt2 llama; do
+    if export_and_profile "$family" "hf:$configs/tiny-$family.json" 2x16:int64:0..1000; then
+      expect_layers "$family" "$decoder"
+      "$stagecut" partition "$family.json" --stages 2 --format megatron >partition.txt ||
+        fail "$family: partition --format megatron refused the exported chain"
+      grep -q -- '--pipeline-model-parallel-layout "E' partition.txt || fail "$family: no Megatron layout: $(cat partition.txt)"
+    fi
+    "$python" "$exporter" "hf:$configs/tiny-$family.json" -o "$family-logits.pt" --input 2x16:int64:0..1000 --no-loss \
+      >/dev/null || fail "hf:tiny-$family.json --no-loss: export failed"
+    expect_same_output "$family-logits" "
+import json, transformers
+values = json.load(open('$configs/tiny-$family.json'))
+config = transformers.AutoConfig.for_model(values.pop('model_type'), **values, tie_word_embeddings=False, use_cache=False)
 model = transformers.AutoModelForCausalLM.from_config(config).eval()
 reference = lambda ids: model(ids).logits
-x = torch.randint(0, 50257, (3, 16))"
+x = torch.randint(0, 1000, (3, 16))"
+  done
+  # A known name takes its published shape: GPT-2's 1024 positions.
+  expect_refusal "stagecut_export: --input 1x2048:int64:0..50257: 2048 tokens exceed the model's 1024 positions" \
+    "$python" "$exporter" hf:gpt2 --layers 1 -o x.pt --input 1x2048:int64:0..50257
   expect_refusal "stagecut_export: hf:gpt3: not a config this exporter knows" "$python" "$exporter" hf:gpt3 -o x.pt
 else
-  echo "WARN: $python has no transformers: the GPT-2 export is not tested (make test installs it into .deps/export-venv)"
+  echo "WARN: $python has no transformers: the Hugging Face exports are not tested (make test installs it into .deps/export-venv)"
 fi
 
 # Refusals: one line, exit 2, nothing written.
