@@ -19,6 +19,7 @@
 #include "runtime/gloo_transport.h"
 #include "runtime/launcher.h"
 #include "runtime/model_from_profile.h"
+#include "runtime/nccl_transport.h"
 #include "runtime/rank_device.h"
 #include "runtime/rank_worker.h"
 #include "runtime/stage_optimizer.h"
@@ -78,7 +79,8 @@ int checkRequest(const ValidateCommandOptions& options) {
   checkModelOfProfile(profile, request.profile_path);
   if (options.trace_given) checkOutputPath(options.traceOutput());
   const int ranks = static_cast<int>(partition.stages.size()) * request.data_parallel;
-  planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());
+  const RankDevices plan = planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());
+  choosePipelineBackend(request.backend, plan, ncclAvailable());
   return ranks;
 }
 
@@ -170,7 +172,10 @@ void printEnvironment(std::ostream& out, const RunEnvironment& environment) {
   }
   std::string devices;
   for (const RankEnvironment& rank : environment.ranks) devices += (devices.empty() ? "" : ", ") + rank.device;
-  if (devices.find("cuda") != std::string::npos) out << "; ranks on " << devices;
+  if (devices.find("cuda") != std::string::npos) {
+    const std::string transport = environment.ranks.empty() ? "" : environment.ranks.front().transport;
+    out << "; ranks on " << devices << (transport == "nccl" ? " over NCCL" : " over Gloo through host copies");
+  }
   out << (environment.trusted() ? "; figures trusted\n" : "\n");
   for (const std::string& warning : environment.warnings) out << "WARNING: " << warning << "\n";
   for (const std::string& note : environment.notes) out << "  note: " << note << "\n";
@@ -320,7 +325,11 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("--threads", request.threads, "LibTorch and BLAS threads per rank")->capture_default_str();
   command->add_option("--device", request.device,
                       "auto (the profile's device), cpu, cuda (a GPU per rank while there are enough; else ranks "
-                      "share them, over Gloo through host copies) or cuda:K (every rank on GPU K)")
+                      "share them) or cuda:K (every rank on GPU K)")
+      ->capture_default_str();
+  command->add_option("--backend", request.backend,
+                      "How stages exchange tensors: auto (NCCL where every rank has a GPU of its own and LibTorch "
+                      "has NCCL, else Gloo; GPU tensors then go through host copies), gloo or nccl")
       ->capture_default_str();
   command->add_option("--timeout", request.timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str();

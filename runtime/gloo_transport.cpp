@@ -11,28 +11,12 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include "core/error.h"
+#include "runtime/c10d_point_to_point.h"
+#include "runtime/nccl_transport.h"
 
 namespace stagecut {
 
 namespace {
-
-std::string firstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-std::string seconds(std::chrono::milliseconds timeout) {
-  const auto ms = timeout.count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) : std::to_string(static_cast<double>(ms) / 1000).substr(0, 5);
-}
-
-// The one place where c10d waits: a timeout or a lost peer becomes an Error naming them.
-void waitWork(const c10::intrusive_ptr<c10d::Work>& work, const RendezvousInfo& info, const std::string& what) {
-  try {
-    work->wait(info.timeout);
-  } catch (const std::exception& e) {
-    throw Error("rank " + std::to_string(info.rank) + ": " + what + " failed or timed out after " +
-                    seconds(info.timeout) + " s (" + firstLine(e.what()) + ")",
-                ErrorKind::kRuntime);
-  }
-}
 
 class GlooReplicaGroup : public ReplicaGroup {
  public:
@@ -41,12 +25,12 @@ class GlooReplicaGroup : public ReplicaGroup {
 
   void allReduceSum(torch::Tensor& tensor, const std::string& what) override {
     std::vector<torch::Tensor> tensors = {tensor};
-    waitWork(group_->allreduce(tensors), info_, what + " with the replicas of stage " + std::to_string(info_.stage()));
+    waitC10dWork(group_->allreduce(tensors), info_, what + " with the replicas of stage " + std::to_string(info_.stage()));
   }
   int size() const override { return info_.replicas; }
   int rank() const override { return info_.replica(); }
   void barrier(const std::string& what) override {
-    waitWork(group_->barrier(), info_, what + ": waiting for the other replicas of stage " + std::to_string(info_.stage()));
+    waitC10dWork(group_->barrier(), info_, what + ": waiting for the other replicas of stage " + std::to_string(info_.stage()));
   }
 
  private:
@@ -61,15 +45,7 @@ struct GlooTransport::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> pipeline;
   std::unique_ptr<GlooReplicaGroup> replicas;
-  struct PendingSend {
-    c10::intrusive_ptr<c10d::Work> work;
-    std::vector<torch::Tensor> tensors;  // kept alive until delivered
-    int peer;
-    int tag;
-  };
-  std::vector<PendingSend> pending;
-
-  std::string rankName(int stage) const { return "rank " + std::to_string(info.replica() * info.stages() + stage); }
+  std::unique_ptr<C10dPointToPoint> messages;  // over `pipeline`
 
   // Every rank announces itself under its own key; waiting for all of them names the ones that
   // never came (not started, or started with another MASTER_ADDR / MASTER_PORT).
@@ -88,7 +64,7 @@ struct GlooTransport::Impl {
         ++count;
       }
       throw Error("rank " + std::to_string(info.rank) + ": rank" + (count == 1 ? " " : "s ") + missing +
-                      " did not join within " + seconds(info.timeout) + " s at " +
+                      " did not join within " + timeoutSeconds(info.timeout) + " s at " +
                       info.master_addr + ":" + std::to_string(info.master_port) +
                       "; check that every rank was started, with the same MASTER_ADDR and MASTER_PORT",
                   ErrorKind::kRuntime);
@@ -135,7 +111,7 @@ std::shared_ptr<::gloo::transport::Device> glooDevice(const RendezvousInfo& info
       return c10d::ProcessGroupGloo::createDeviceForInterface(name);
     } catch (const std::exception& e) {
       throw Error("rank " + std::to_string(info.rank) + ": GLOO_SOCKET_IFNAME=" + names + ": cannot listen on " +
-                      "interface " + name + " (" + firstLine(e.what()) + "); name an interface of this host (ip link)",
+                      "interface " + name + " (" + c10dMessage(e) + "); name an interface of this host (ip link)",
                   ErrorKind::kInput);
     }
   }
@@ -168,9 +144,9 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
     throw Error("rank " + std::to_string(info.rank) + ": could not " +
                     (info.rank == 0 ? "open the rendezvous store on port " + std::to_string(info.master_port)
                                     : "reach rank 0's rendezvous store at " + info.master_addr + ":" +
-                                          std::to_string(info.master_port) + " within " + seconds(info.timeout) +
+                                          std::to_string(info.master_port) + " within " + timeoutSeconds(info.timeout) +
                                           " s") +
-                    " (" + firstLine(e.what()) + "); check MASTER_ADDR, MASTER_PORT and that rank 0 was started",
+                    " (" + c10dMessage(e) + "); check MASTER_ADDR, MASTER_PORT and that rank 0 was started",
                 ErrorKind::kRuntime);
   }
   impl_->meet();
@@ -181,6 +157,7 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
     impl_->pipeline = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("pipeline/" + std::to_string(info.replica()), impl_->store),
         info.stage(), stages, group_options);
+    impl_->messages = std::make_unique<C10dPointToPoint>(impl_->pipeline, info, torch::Device(torch::kCPU), true);
     if (info.replicas > 1) {
       auto replica_group = c10::make_intrusive<c10d::ProcessGroupGloo>(
           c10::make_intrusive<c10d::PrefixStore>("replicas/" + std::to_string(info.stage()), impl_->store),
@@ -191,7 +168,7 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
     throw;
   } catch (const std::exception& e) {
     throw Error("rank " + std::to_string(info.rank) + ": could not connect the process groups within " +
-                    seconds(info.timeout) + " s (" + firstLine(e.what()) + ")",
+                    timeoutSeconds(info.timeout) + " s (" + c10dMessage(e) + ")",
                 ErrorKind::kRuntime);
   }
 }
@@ -199,44 +176,28 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
 GlooTransport::~GlooTransport() = default;
 
 void GlooTransport::sendAsync(const torch::Tensor& tensor, int peer, int tag) {
-  Impl::PendingSend send;
-  send.tensors = {tensor.detach().contiguous()};
-  send.peer = peer;
-  send.tag = tag;
-  send.work = impl_->pipeline->send(send.tensors, peer, tag);
-  impl_->pending.push_back(std::move(send));
+  impl_->messages->sendAsync(tensor, peer, tag);
 }
 
 torch::Tensor GlooTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
                                   const std::string& what) {
-  std::vector<torch::Tensor> tensors = {torch::empty(shape, torch::kFloat32)};
-  waitWork(impl_->pipeline->recv(tensors, peer, tag), impl_->info, "waiting for " + what + " from " + impl_->rankName(peer));
-  return tensors[0];
+  return impl_->messages->recv(shape, peer, tag, what);
 }
 
-void GlooTransport::flushSends() {
-  for (auto& send : impl_->pending) waitWork(send.work, impl_->info, "sending to " + impl_->rankName(send.peer));
-  impl_->pending.clear();
-}
+void GlooTransport::flushSends() { impl_->messages->flushSends(); }
 
-void GlooTransport::releaseSend(int peer, int tag) {
-  auto& pending = impl_->pending;
-  for (auto it = pending.begin(); it != pending.end(); ++it) {
-    if (it->peer != peer || it->tag != tag) continue;
-    waitWork(it->work, impl_->info, "sending to " + impl_->rankName(peer));
-    pending.erase(it);
-    return;
-  }
-}
+void GlooTransport::releaseSend(int peer, int tag) { impl_->messages->releaseSend(peer, tag); }
 
-void GlooTransport::barrier() {
-  waitWork(impl_->pipeline->barrier(), impl_->info, "waiting in a barrier for the other ranks");
-}
+void GlooTransport::barrier() { impl_->messages->barrier("waiting in a barrier for the other ranks"); }
 
 int GlooTransport::rank() const { return impl_->info.stage(); }
 int GlooTransport::worldSize() const { return impl_->info.stages(); }
 
 ReplicaGroup* GlooTransport::replicaGroup() { return impl_->replicas.get(); }
+
+std::unique_ptr<StageTransport> GlooTransport::openNcclTransport(const torch::Device& device) {
+  return stagecut::openNcclTransport(impl_->store, impl_->info, device, *this);
+}
 
 void GlooTransport::publish(const std::string& key, const std::string& value) {
   impl_->store->set(key, std::vector<std::uint8_t>(value.begin(), value.end()));
@@ -248,7 +209,7 @@ std::string GlooTransport::fetch(const std::string& key) {
     return std::string(bytes.begin(), bytes.end());
   } catch (const std::exception& e) {
     throw Error("rank " + std::to_string(impl_->info.rank) + ": waiting for \"" + key + "\" failed (" +
-                    firstLine(e.what()) + ")",
+                    c10dMessage(e) + ")",
                 ErrorKind::kRuntime);
   }
 }

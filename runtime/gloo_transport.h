@@ -6,29 +6,13 @@
 #include <utility>
 
 #include "runtime/rank_world.h"
+#include "runtime/rendezvous.h"
 #include "runtime/stage_transport.h"
 
 namespace stagecut {
 
-/// Where the ranks meet: torchrun's MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE, and how the
-/// world is laid out: `replicas` data-parallel copies of a pipeline of world_size / replicas
-/// stages, global rank = replica x stages + stage.
-struct RendezvousInfo {
-  std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
-  int rank = 0;
-  int world_size = 1;
-  int replicas = 1;
-  std::chrono::milliseconds timeout{120000};
-
-  int stages() const { return world_size / replicas; }
-  int stage() const { return rank % stages(); }
-  int replica() const { return rank / stages(); }
-  RankLayout layout() const { return {rank, world_size, replicas}; }
-};
-
 /// torchrun's meeting from the environment: RANK and WORLD_SIZE (both must be set; see
-/// launchRanks), MASTER_ADDR and MASTER_PORT where set (else the defaults above), with the
+/// launchRanks), MASTER_ADDR and MASTER_PORT where set (else RendezvousInfo's defaults), with the
 /// layout's `replicas` and the `timeout` of every wait, which torchrun does not carry. Throws
 /// Error (input) naming the variable for one that is unset, not in digits or out of range
 /// (RANK 0..WORLD_SIZE-1, MASTER_PORT 1..65535), before anything connects.
@@ -58,6 +42,9 @@ class GlooTransport : public StageTransport, public RankStore {
 
   /// The data-parallel group of this rank's stage; nullptr without replicas.
   ReplicaGroup* replicaGroup();
+  /// NCCL groups for the pipeline over this transport's store, barriers through this one
+  /// (openNcclTransport, runtime/nccl_transport.h).
+  std::unique_ptr<StageTransport> openNcclTransport(const torch::Device& device);
   void publish(const std::string& key, const std::string& value) override;
   std::string fetch(const std::string& key) override;
 
@@ -78,6 +65,9 @@ class GlooWorld : public RankWorld {
   ReplicaGroup* replicaGroup() override { return connected().replicaGroup(); }
   RankStore& store() override { return connected(); }
   const RankClock& clock() const override { return clock_; }
+  std::unique_ptr<StageTransport> openDeviceTransport(const torch::Device& device) override {
+    return connected().openNcclTransport(device);
+  }
 
  private:
   GlooTransport& connected();

@@ -12,9 +12,12 @@
 #include "profiler/reference_kernel.h"
 #include "runtime/host_staging_transport.h"
 #include "runtime/model_from_profile.h"
+#include "runtime/nccl_transport.h"
 #include "runtime/rank_device.h"
 #include "runtime/stage_optimizer.h"
 #include "prediction/pipeline_prediction.h"
+#include "schedule/message_order.h"
+#include "validation/rank_devices.h"
 
 namespace stagecut {
 
@@ -169,9 +172,10 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
       pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches, 1, replicas);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
-  const std::string device_name =
-      planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus()).devices.at(layout.rank);
+  const RankDevices device_plan = planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus());
+  const std::string device_name = device_plan.devices.at(layout.rank);
   const torch::Device device(device_name);
+  const std::string backend = choosePipelineBackend(request.backend, device_plan, ncclAvailable());
 
   const int rank = layout.stage();
   const StageCost& stage = partition.stages[rank];
@@ -195,15 +199,26 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
                                              all_microbatches.begin() + (outcome.replica + 1) * request.microbatches);
 
   world.connect();
-  // Gloo carries host tensors: a GPU stage's go through host copies.
+  // Gloo carries host tensors: a GPU stage's go through host copies, unless NCCL carries them
+  // between the GPUs. The replicas' all-reduce stays on Gloo.
+  std::unique_ptr<StageTransport> device_transport;
   std::optional<HostStagingTransport> staged_transport;
   std::optional<HostStagingReplicaGroup> staged_replicas;
   ReplicaGroup* replica_group = world.replicaGroup();
-  if (!device.is_cpu()) {
+  if (backend == "nccl") {
+    // Each direction's messages are paired by order: the schedule must keep it (all of stagecut's do).
+    if (const auto mismatch = firstMessageOrderMismatch(schedule)) {
+      throw Error("--backend nccl: schedule " + request.schedule + " cannot run over NCCL, which pairs messages by "
+                  "their order (" + *mismatch + "); use --backend gloo");
+    }
+    device_transport = world.openDeviceTransport(device);
+  } else if (!device.is_cpu()) {
     staged_transport.emplace(world.transport(), device);
-    if (replica_group) replica_group = &staged_replicas.emplace(*replica_group);
   }
-  StageTransport& transport = staged_transport ? *staged_transport : world.transport();
+  if (!device.is_cpu() && replica_group) replica_group = &staged_replicas.emplace(*replica_group);
+  StageTransport& transport = device_transport    ? *device_transport
+                              : staged_transport ? *staged_transport
+                                                 : world.transport();
   const RankClock& clock = world.clock();
   RankEnvironment& environment = outcome.environment;
   environment.rank = layout.rank;
@@ -211,6 +226,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   environment.usable_cores = usableCores();
   environment.threads = request.threads;
   environment.device = device_name;
+  environment.transport = backend == "nccl" ? "nccl" : device.is_cpu() ? "gloo" : "gloo-host-copies";
   // Every rank at once (they have just met in connect()), as its steps will run: what the
   // machine gives each of them now. No barrier of its own: the step protocol counts barriers.
   // The host's load is watched from here to the last reference kernel: a window long enough

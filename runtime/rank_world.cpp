@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "core/error.h"
+
 namespace stagecut {
 
 std::int64_t SteadyClock::nowNs() const {
@@ -12,6 +14,12 @@ std::int64_t SteadyClock::nowNs() const {
 void RankWorld::barrier() {
   transport().barrier();
   if (ReplicaGroup* replicas = replicaGroup()) replicas->barrier("the step's barrier");
+}
+
+std::unique_ptr<StageTransport> RankWorld::openDeviceTransport(const torch::Device& device) {
+  throw Error("rank " + std::to_string(layout().rank) + ": this run's ranks have no transport between GPUs for " +
+                  device.str() + "; run with --backend gloo",
+              ErrorKind::kInput);
 }
 
 }  // namespace stagecut

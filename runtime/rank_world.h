@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "runtime/stage_transport.h"
@@ -69,6 +70,10 @@ class RankWorld {
   /// Shared by every rank of the run (all replicas).
   virtual RankStore& store() = 0;
   virtual const RankClock& clock() const = 0;
+  /// The pipeline's transport between the stages' GPUs without host copies (NCCL,
+  /// runtime/nccl_transport.h), opened after connect(). The default, for worlds that have
+  /// none (the in-process fake), throws Error (kInput).
+  virtual std::unique_ptr<StageTransport> openDeviceTransport(const torch::Device& device);
 
   /// Waits until every rank of the run (all replicas) reaches this call: the pipeline's barrier,
   /// then the stage group's; once both are passed, every rank has passed the first. Errors as the

@@ -37,6 +37,8 @@ struct ValidateRequest {
   /// `--device`: auto (the profile's kind), cpu, cuda (a GPU per rank while there are enough) or
   /// cuda:K; planRankDevices (validation/rank_devices.h) places the ranks.
   std::string device = "auto";
+  /// `--backend`: auto, gloo or nccl; choosePipelineBackend (validation/rank_devices.h) decides.
+  std::string backend = "auto";
 };
 
 /// One rank's measurements, sent to rank 0 at the end.

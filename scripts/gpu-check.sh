@@ -450,8 +450,10 @@ elif time_left; then
     figures=$("$json_python" - "$out/validation.json" <<'PY' 2>>"$out/validate.log" || true
 import json, sys
 v = json.load(open(sys.argv[1]))
-print("step measured %.2f ms, predicted %.2f ms (%+.1f%%); gradients %s (max rel diff %.2g)" % (
-    v["measured_step_ms"], v["predicted_step_ms"], 100 * v["error"], v["grad_check"], v["grad_max_rel_diff"]))
+ranks = v.get("environment", {}).get("ranks", [])
+over = ", ".join(sorted({r.get("transport", "gloo") for r in ranks})) or "unknown"
+print("step measured %.2f ms, predicted %.2f ms (%+.1f%%); gradients %s (max rel diff %.2g); over %s" % (
+    v["measured_step_ms"], v["predicted_step_ms"], 100 * v["error"], v["grad_check"], v["grad_max_rel_diff"], over))
 PY
     )
   fi

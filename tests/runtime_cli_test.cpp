@@ -141,6 +141,13 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --device cuda:x: unknown device; use auto, cpu, cuda or cuda:K (K a GPU number, "
                       "e.g. cuda:0)\n");
+  result = runStagecut("validate " + files + " --backend mpi");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --backend mpi: unknown backend; use auto, gloo or nccl\n");
+  result = runStagecut("validate " + files + " --device cpu --backend nccl");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --backend nccl: the ranks run on the CPU, and NCCL carries tensors between GPUs; "
+                      "use --device cuda, or --backend gloo\n");
 }
 
 TEST_CASE("validate --device cuda without a GPU is one line before any rank starts", "[runtime][cli][errors][cuda]") {

@@ -14,6 +14,7 @@
 #include "runtime/rank_device.h"
 #include "runtime/rank_worker.h"
 #include "tests/fault_transport.h"
+#include "tests/quick_profile.h"
 #include "tests/test_support.h"
 #include "validation/validation_json.h"
 
@@ -31,16 +32,7 @@ struct TinySplit {
   stagecut::Partition partition;
 
   TinySplit() {
-    stagecut::ProfileRequest profile_request;
-    profile_request.zoo.family = "mlp";
-    profile_request.zoo.layers = 3;
-    profile_request.zoo.hidden = 16;
-    profile_request.zoo.seed = 3;
-    profile_request.measure.microbatch_size = 2;
-    profile_request.measure.warmup_rounds = 0;
-    profile_request.measure.min_repeats = 1;
-    profile_request.measure.max_repeats = 1;
-    profile = stagecut::runProfile(profile_request);
+    profile = stagecut::testing::quickMlpProfile(3, 3);
     partition = stagecut::testing::makePartition({2, 2});
     stagecut::writeProfileFile(dir.file("p.json"), profile);
     stagecut::writePartitionFile(dir.file("s.json"), partition);

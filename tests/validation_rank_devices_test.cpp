@@ -98,5 +98,39 @@ TEST_CASE("a rank's device reads back, and older documents were on the CPU", "[v
   CHECK(stagecut::rankEnvironmentFromJson(written, "t.json") == rankOn(3, "cuda:2"));
   auto older = written;
   older.erase("device");
+  older.erase("transport");
   CHECK(stagecut::rankEnvironmentFromJson(older, "t.json").device == "cpu");
+  CHECK(stagecut::rankEnvironmentFromJson(older, "t.json").transport == "gloo");
+  auto over_nccl = rankOn(1, "cuda:1");
+  over_nccl.transport = "nccl";
+  CHECK(stagecut::rankEnvironmentFromJson(stagecut::rankEnvironmentToJson(over_nccl), "t.json") == over_nccl);
+}
+
+TEST_CASE("the backend is NCCL exactly where every rank has a GPU of its own and LibTorch has NCCL",
+          "[validation][devices][backend]") {
+  using stagecut::choosePipelineBackend;
+  const auto own = planRankDevices("cuda", "cuda", 2, gpus(2));
+  const auto shared = planRankDevices("cuda", "cuda", 3, gpus(2));
+  const auto cpu = planRankDevices("cpu", "cuda", 2, gpus(2));
+  REQUIRE_FALSE(own.shares_a_gpu);
+  REQUIRE(shared.shares_a_gpu);
+  CHECK(choosePipelineBackend("auto", own, true) == "nccl");
+  CHECK(choosePipelineBackend("auto", own, false) == "gloo");
+  CHECK(choosePipelineBackend("auto", shared, true) == "gloo");
+  CHECK(choosePipelineBackend("auto", cpu, true) == "gloo");
+  CHECK(choosePipelineBackend("gloo", own, true) == "gloo");
+  CHECK(choosePipelineBackend("nccl", own, true) == "nccl");
+  auto refused = [](const std::string& requested, const stagecut::RankDevices& plan, bool nccl) {
+    try {
+      choosePipelineBackend(requested, plan, nccl);
+    } catch (const stagecut::Error& e) {
+      CHECK(e.kind() == stagecut::ErrorKind::kInput);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK_THAT(refused("nccl", cpu, true), Contains("--backend nccl: the ranks run on the CPU") && Contains("--backend gloo"));
+  CHECK_THAT(refused("nccl", shared, true), Contains("3 ranks share this machine's GPUs") && Contains("one rank per GPU"));
+  CHECK_THAT(refused("nccl", own, false), Contains("has no NCCL") && Contains("TORCH=pip"));
+  CHECK_THAT(refused("mpi", own, true), Contains("--backend mpi: unknown backend; use auto, gloo or nccl"));
 }

@@ -55,4 +55,28 @@ RankDevices planRankDevices(const std::string& requested, const std::string& pro
   return plan;
 }
 
+std::string choosePipelineBackend(const std::string& requested, const RankDevices& plan, bool nccl_available) {
+  if (requested != "auto" && requested != "gloo" && requested != "nccl") {
+    throw Error("--backend " + requested + ": unknown backend; use auto, gloo or nccl");
+  }
+  bool on_gpus = !plan.devices.empty();
+  for (const std::string& device : plan.devices) on_gpus = on_gpus && deviceKind(device) == "cuda";
+  if (requested == "gloo") return "gloo";
+  if (requested == "auto") return on_gpus && !plan.shares_a_gpu && nccl_available ? "nccl" : "gloo";
+  if (!on_gpus) {
+    throw Error("--backend nccl: the ranks run on the CPU, and NCCL carries tensors between GPUs; use --device cuda, "
+                "or --backend gloo");
+  }
+  if (plan.shares_a_gpu) {
+    throw Error("--backend nccl: " + std::to_string(plan.devices.size()) +
+                " ranks share this machine's GPUs, and NCCL takes one rank per GPU; start as many GPUs as ranks, "
+                "or use --backend gloo");
+  }
+  if (!nccl_available) {
+    throw Error("--backend nccl: this stagecut's LibTorch has no NCCL (a CPU build); build against a CUDA LibTorch "
+                "(make build TORCH=pip), or use --backend gloo");
+  }
+  return "nccl";
+}
+
 }  // namespace stagecut

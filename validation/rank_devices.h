@@ -30,6 +30,15 @@ struct VisibleGpus {
 RankDevices planRankDevices(const std::string& requested, const std::string& profile_kind, int world_size,
                             const VisibleGpus& gpus);
 
+/// How a validate run's pipeline ranks exchange activations and gradients (`--backend`):
+/// - "auto": "nccl" where every rank has a GPU of its own and this LibTorch has NCCL
+///   (`nccl_available`), else "gloo" (a GPU stage's tensors then go through host copies);
+/// - "gloo": Gloo always;
+/// - "nccl": NCCL. Refused for CPU ranks, for ranks that share a GPU (NCCL takes one rank per
+///   GPU) and where this LibTorch has no NCCL: Error (kInput) naming --backend and the fix.
+/// Returns "gloo" or "nccl". Data-parallel replicas sum their gradients over Gloo either way.
+std::string choosePipelineBackend(const std::string& requested, const RankDevices& plan, bool nccl_available);
+
 /// "cpu" or "cuda": the kind of a device name of the plan.
 std::string deviceKind(const std::string& device);
 

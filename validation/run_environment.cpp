@@ -24,7 +24,7 @@ std::string cores(double value) {
 
 bool RankEnvironment::operator==(const RankEnvironment& other) const {
   return rank == other.rank && host == other.host && usable_cores == other.usable_cores &&
-         threads == other.threads && device == other.device && reference_before_ms == other.reference_before_ms &&
+         threads == other.threads && device == other.device && transport == other.transport && reference_before_ms == other.reference_before_ms &&
          reference_after_ms == other.reference_after_ms && window_s == other.window_s &&
          own_cpu_s == other.own_cpu_s && host_busy_cpu_s == other.host_busy_cpu_s;
 }
@@ -35,6 +35,7 @@ nlohmann::json rankEnvironmentToJson(const RankEnvironment& environment) {
           {"usable_cores", environment.usable_cores},
           {"threads", environment.threads},
           {"device", environment.device},
+          {"transport", environment.transport},
           {"reference_before_ms", environment.reference_before_ms},
           {"reference_after_ms", environment.reference_after_ms},
           {"window_s", environment.window_s},
@@ -51,6 +52,7 @@ RankEnvironment rankEnvironmentFromJson(const nlohmann::json& document, const st
   environment.threads = fields.integer("threads", 0, 1 << 20);
   // Runs from before validate ran on GPUs were all on the CPU.
   if (document.contains("device")) environment.device = fields.string("device");
+  if (document.contains("transport")) environment.transport = fields.string("transport");
   environment.reference_before_ms = fields.nonNegative("reference_before_ms");
   environment.reference_after_ms = fields.nonNegative("reference_after_ms");
   environment.window_s = fields.nonNegative("window_s");

@@ -19,6 +19,9 @@ struct RankEnvironment {
   int threads = 0;       ///< LibTorch intra-op threads
   /// Where its stage ran: "cpu", or "cuda:K" (GPU K as the rank's process saw it).
   std::string device = "cpu";
+  /// How its stage's tensors travelled: "gloo" (host tensors), "gloo-host-copies" (a GPU
+  /// stage's, copied to and from the host) or "nccl" (between GPUs).
+  std::string transport = "gloo";
   /// The reference kernel (profiler/reference_kernel.h), timed on every rank at once before the
   /// warm-up and after the measured steps, ms; 0: not timed.
   double reference_before_ms = 0.0;

@@ -1,0 +1,101 @@
+#include "runtime/nccl_transport.h"
+
+#include <cstdlib>
+
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "core/error.h"
+#include "profiler/torch_compat.h"
+#include "runtime/direction_split_transport.h"
+
+#if STAGECUT_HAVE_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+namespace stagecut {
+
+bool ncclAvailable() { return STAGECUT_HAVE_NCCL != 0; }
+
+#if STAGECUT_HAVE_NCCL
+
+namespace {
+
+// ProcessGroupNCCL wants shutdown() before it is destroyed (it warns otherwise); the
+// transport's groups live exactly as long as their channels.
+class NcclGroup {
+ public:
+  NcclGroup(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix, const RendezvousInfo& info) {
+    // Without blocking waits NCCL's wait() only orders the rank's stream after the message and
+    // ignores its timeout: a lost peer would hang the rank instead of ending it with its name.
+    ::setenv("TORCH_NCCL_BLOCKING_WAIT", "1", 0);
+    auto options = c10d::ProcessGroupNCCL::Options::create();
+    options->timeout = info.timeout;
+    group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>(prefix, store),
+                                                         info.stage(), info.stages(), options);
+  }
+  ~NcclGroup() {
+    try {
+      group_->shutdown();
+    } catch (const std::exception&) {
+      // A failed run's groups: its error is the one the user sees.
+    }
+  }
+  NcclGroup(const NcclGroup&) = delete;
+  NcclGroup& operator=(const NcclGroup&) = delete;
+  const c10::intrusive_ptr<c10d::ProcessGroupNCCL>& group() const { return group_; }
+
+ private:
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
+};
+
+class NcclTransport : public StageTransport {
+ public:
+  NcclTransport(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info, const torch::Device& device,
+                StageTransport& control)
+      : down_(store, "pipeline-down/" + std::to_string(info.replica()), info),
+        up_(store, "pipeline-up/" + std::to_string(info.replica()), info),
+        split_(std::make_unique<C10dPointToPoint>(down_.group(), info, device, false),
+               std::make_unique<C10dPointToPoint>(up_.group(), info, device, false), control) {}
+
+  void sendAsync(const torch::Tensor& tensor, int peer, int tag) override { split_.sendAsync(tensor, peer, tag); }
+  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override {
+    return split_.recv(shape, peer, tag, what);
+  }
+  void flushSends() override { split_.flushSends(); }
+  void releaseSend(int peer, int tag) override { split_.releaseSend(peer, tag); }
+  void barrier() override { split_.barrier(); }
+  int rank() const override { return split_.rank(); }
+  int worldSize() const override { return split_.worldSize(); }
+
+ private:
+  NcclGroup down_;
+  NcclGroup up_;
+  DirectionSplitTransport split_;
+};
+
+}  // namespace
+
+std::unique_ptr<StageTransport> openNcclTransport(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info,
+                                                  const torch::Device& device, StageTransport& control) {
+  try {
+    return std::make_unique<NcclTransport>(store, info, device, control);
+  } catch (const std::exception& e) {
+    throw Error("rank " + std::to_string(info.rank) + ": could not start NCCL on " + device.str() + " (" +
+                    c10dMessage(e) + "); run with --backend gloo",
+                ErrorKind::kRuntime);
+  }
+}
+
+#else
+
+std::unique_ptr<StageTransport> openNcclTransport(const c10::intrusive_ptr<c10d::Store>&, const RendezvousInfo& info,
+                                                  const torch::Device&, StageTransport&) {
+  throw Error("rank " + std::to_string(info.rank) +
+                  ": this stagecut's LibTorch has no NCCL (a CPU build); build against a CUDA LibTorch "
+                  "(make build TORCH=pip) or run with --backend gloo",
+              ErrorKind::kInput);
+}
+
+#endif
+
+}  // namespace stagecut
