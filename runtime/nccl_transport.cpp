@@ -48,29 +48,22 @@ class NcclGroup {
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> group_;
 };
 
-class NcclTransport : public StageTransport {
+// The groups come first among the bases: built before the channels over them, destroyed after.
+struct NcclGroups {
+  NcclGroups(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info)
+      : down(store, "pipeline-down/" + std::to_string(info.replica()), info),
+        up(store, "pipeline-up/" + std::to_string(info.replica()), info) {}
+  NcclGroup down;
+  NcclGroup up;
+};
+
+class NcclTransport : private NcclGroups, public DirectionSplitTransport {
  public:
   NcclTransport(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info, const torch::Device& device,
                 StageTransport& control)
-      : down_(store, "pipeline-down/" + std::to_string(info.replica()), info),
-        up_(store, "pipeline-up/" + std::to_string(info.replica()), info),
-        split_(std::make_unique<C10dPointToPoint>(down_.group(), info, device, false),
-               std::make_unique<C10dPointToPoint>(up_.group(), info, device, false), control) {}
-
-  void sendAsync(const torch::Tensor& tensor, int peer, int tag) override { split_.sendAsync(tensor, peer, tag); }
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override {
-    return split_.recv(shape, peer, tag, what);
-  }
-  void flushSends() override { split_.flushSends(); }
-  void releaseSend(int peer, int tag) override { split_.releaseSend(peer, tag); }
-  void barrier() override { split_.barrier(); }
-  int rank() const override { return split_.rank(); }
-  int worldSize() const override { return split_.worldSize(); }
-
- private:
-  NcclGroup down_;
-  NcclGroup up_;
-  DirectionSplitTransport split_;
+      : NcclGroups(store, info),
+        DirectionSplitTransport(std::make_unique<C10dPointToPoint>(down.group(), info, device, false),
+                                std::make_unique<C10dPointToPoint>(up.group(), info, device, false), control) {}
 };
 
 }  // namespace

@@ -69,8 +69,8 @@ std::string choosePipelineBackend(const std::string& requested, const RankDevice
   }
   if (plan.shares_a_gpu) {
     throw Error("--backend nccl: " + std::to_string(plan.devices.size()) +
-                " ranks share this machine's GPUs, and NCCL takes one rank per GPU; start as many GPUs as ranks, "
-                "or use --backend gloo");
+                " ranks share this machine's GPUs, and NCCL takes one rank per GPU; run on a machine with as many "
+                "GPUs as ranks, or use --backend gloo");
   }
   if (!nccl_available) {
     throw Error("--backend nccl: this stagecut's LibTorch has no NCCL (a CPU build); build against a CUDA LibTorch "
