@@ -247,7 +247,8 @@ StageMemoryTerms stageMemoryTerms(const std::vector<LayerMemoryTerms>& layers, i
 
 bool MemoryState::operator==(const MemoryState& other) const {
   return kept == other.kept && pending == other.pending && sent == other.sent && gradients == other.gradients &&
-         received == other.received && recomputes == other.recomputes && transient == other.transient;
+         received == other.received && posted_input == other.posted_input &&
+         posted_gradient == other.posted_gradient && recomputes == other.recomputes && transient == other.transient;
 }
 
 MemoryParts memoryStateParts(const MemoryState& state, const StageMemoryTerms& terms) {
@@ -256,7 +257,9 @@ MemoryParts memoryStateParts(const MemoryState& state, const StageMemoryTerms& t
   parts.gradients = state.gradients ? terms.gradients : 0.0;
   parts.optimizer = terms.optimizer;
   parts.activations = state.kept * terms.kept + state.pending * terms.pending;
-  parts.buffers = state.sent * terms.sent_gradient + (state.received ? terms.received_gradient : 0.0);
+  // The input's gradient and the input have one size (S), as have the output and its gradient (R).
+  parts.buffers = state.sent * terms.sent_gradient + (state.received ? terms.received_gradient : 0.0) +
+                  state.posted_input * terms.sent_gradient + state.posted_gradient * terms.received_gradient;
   switch (state.transient) {
     case MemoryState::Transient::kForward: parts.transient = terms.forward_transient; break;
     case MemoryState::Transient::kBackward: parts.transient = terms.backward_transient; break;
@@ -281,8 +284,25 @@ std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool s
   // Gradient buffers outlive the step (zeroed, not freed, as Megatron's and DeepSpeed's are):
   // from the first backward of training on, so in every step from its start.
   const bool gradients = true;
-  for (const PipelineOp& op : ops) {
+  const auto receivesInput = [&](const PipelineOp& op) {
+    return op.kind == OpKind::kForward && !(first_rank && op.chunk == 0);
+  };
+  const auto receivesGradient = [&](const PipelineOp& op) {
+    return op.kind == OpKind::kBackward && !(last_rank && op.chunk == chunks - 1);
+  };
+  // next_receive[i]: the first op after i that receives, or ops.size().
+  std::vector<std::size_t> next_receive(ops.size(), ops.size());
+  for (std::size_t i = ops.size(); i-- > 1;) {
+    next_receive[i - 1] = receivesInput(ops[i]) || receivesGradient(ops[i]) ? i : next_receive[i];
+  }
+  for (std::size_t index = 0; index < ops.size(); ++index) {
+    const PipelineOp& op = ops[index];
     MemoryState state;
+    if (next_receive[index] < ops.size()) {
+      const PipelineOp& next = ops[next_receive[index]];
+      state.posted_input = receivesInput(next) ? 1.0 : 0.0;
+      state.posted_gradient = receivesGradient(next) ? 1.0 : 0.0;
+    }
     switch (op.kind) {
       case OpKind::kForward:
         kept += share;  // the microbatch's kept bytes build up during F: counted whole
@@ -290,7 +310,7 @@ std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool s
         break;
       case OpKind::kBackward:
         state.transient = MemoryState::Transient::kBackward;
-        state.received = !(last_rank && op.chunk == chunks - 1);
+        state.received = receivesGradient(op);
         // What B leaves for W (its rebuilt graph too, when it recomputes) is there at its end.
         state.recomputes = recomputes && !splits_backward;
         if (splits_backward) pending += share;
@@ -327,13 +347,16 @@ std::vector<MemoryState> peakCandidates(const std::vector<MemoryState>& states) 
   // b never exceeds a, whatever the terms (all of them are >= 0).
   const auto dominates = [](const MemoryState& a, const MemoryState& b) {
     return a.transient == b.transient && a.received == b.received && a.recomputes == b.recomputes &&
-           a.kept >= b.kept && a.pending >= b.pending && a.sent >= b.sent && (a.gradients || !b.gradients);
+           a.kept >= b.kept && a.pending >= b.pending && a.sent >= b.sent && a.posted_input >= b.posted_input &&
+           a.posted_gradient >= b.posted_gradient && (a.gradients || !b.gradients);
   };
   std::vector<MemoryState> sorted = states;
   std::sort(sorted.begin(), sorted.end(), [](const MemoryState& a, const MemoryState& b) {
     if (a.kept != b.kept) return a.kept > b.kept;
     if (a.pending != b.pending) return a.pending > b.pending;
     if (a.sent != b.sent) return a.sent > b.sent;
+    if (a.posted_input != b.posted_input) return a.posted_input > b.posted_input;
+    if (a.posted_gradient != b.posted_gradient) return a.posted_gradient > b.posted_gradient;
     return a.gradients && !b.gradients;
   });
   // A state is dominated only by one sorted before it; the front stays small (a handful per kind).

@@ -138,6 +138,10 @@ struct MemoryState {
   double sent = 0.0;     ///< sent gradients not yet delivered
   bool gradients = false;
   bool received = false;    ///< the op holds a received gradient
+  /// The receive posted for the next op that receives (the runtime posts it one receiving op
+  /// ahead, runtime/stage_executor.cpp): that op's input (S bytes) or gradient (R bytes).
+  double posted_input = 0.0;
+  double posted_gradient = 0.0;
   bool recomputes = false;  ///< the op builds the recomputed activations
   Transient transient = Transient::kForward;
 
@@ -155,6 +159,8 @@ MemoryParts memoryStateParts(const MemoryState& state, const StageMemoryTerms& t
 /// `chunks` = v: each chunk's microbatch holds 1 / v of the rank's per-microbatch bytes. B
 /// receives a gradient on all but the chain's last model stage (the last rank's last chunk) and
 /// sends one on all but the first (rank 0's chunk 0); sent gradients are held until the step ends.
+/// F receives its input on all but the first model stage. While an op runs, the receive of the
+/// next op that receives is posted, its buffer there.
 std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
                                           bool first_rank, bool last_rank);
 

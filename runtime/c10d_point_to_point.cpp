@@ -1,5 +1,8 @@
 #include "runtime/c10d_point_to_point.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
 #include "core/error.h"
@@ -42,10 +45,27 @@ void C10dPointToPoint::sendAsync(const torch::Tensor& tensor, int peer, int tag)
   pending_.push_back(std::move(send));
 }
 
+void C10dPointToPoint::postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) {
+  PostedRecv posted;
+  posted.tensors = {torch::empty(shape, torch::TensorOptions().dtype(torch::kFloat32).device(device_))};
+  posted.peer = peer;
+  posted.tag = tag;
+  posted.work = group_->recv(posted.tensors, peer, wireTag(tag));
+  posted_.push_back(std::move(posted));
+}
+
 torch::Tensor C10dPointToPoint::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
                                      const std::string& what) {
-  std::vector<torch::Tensor> tensors = {torch::empty(shape, torch::TensorOptions().dtype(torch::kFloat32).device(device_))};
-  waitC10dWork(group_->recv(tensors, peer, wireTag(tag)), info_, "waiting for " + what + " from " + rankName(peer));
+  auto posted = std::find_if(posted_.begin(), posted_.end(),
+                             [&](const PostedRecv& candidate) { return candidate.peer == peer && candidate.tag == tag; });
+  if (posted == posted_.end()) {
+    postRecv(shape, peer, tag);
+    posted = std::prev(posted_.end());
+  }
+  const c10::intrusive_ptr<c10d::Work> work = posted->work;
+  std::vector<torch::Tensor> tensors = std::move(posted->tensors);
+  posted_.erase(posted);
+  waitC10dWork(work, info_, "waiting for " + what + " from " + rankName(peer));
   // NCCL's wait only orders the rank's stream after the copy; the op's clock starts after it.
   waitForDevice(device_);
   return tensors[0];

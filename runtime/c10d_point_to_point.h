@@ -42,6 +42,8 @@ class C10dPointToPoint {
   C10dPointToPoint& operator=(const C10dPointToPoint&) = delete;
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag);
+  /// Posts a receive that recv() of the same peer and tag then waits for.
+  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag);
   torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what);
   void flushSends();
   void releaseSend(int peer, int tag);
@@ -56,6 +58,12 @@ class C10dPointToPoint {
     int peer;
     int tag;
   };
+  struct PostedRecv {
+    c10::intrusive_ptr<c10d::Work> work;
+    std::vector<torch::Tensor> tensors;
+    int peer;
+    int tag;
+  };
   int wireTag(int tag) const { return tags_on_wire_ ? tag : 0; }
 
   c10::intrusive_ptr<torch_compat::C10dBackend> group_;
@@ -63,6 +71,7 @@ class C10dPointToPoint {
   torch::Device device_;
   bool tags_on_wire_;
   std::vector<PendingSend> pending_;
+  std::vector<PostedRecv> posted_;  // in the order they were posted
 };
 
 }  // namespace stagecut

@@ -179,6 +179,10 @@ void GlooTransport::sendAsync(const torch::Tensor& tensor, int peer, int tag) {
   impl_->messages->sendAsync(tensor, peer, tag);
 }
 
+void GlooTransport::postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) {
+  impl_->messages->postRecv(shape, peer, tag);
+}
+
 torch::Tensor GlooTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
                                   const std::string& what) {
   return impl_->messages->recv(shape, peer, tag, what);

@@ -179,6 +179,18 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
   }
 }
 
+bool StageExecutor::postReceive(const PipelineOp& op) {
+  if (op.kind == OpKind::kForward && !first_stage_) {
+    transport_.postRecv(placement_.input_shape, transport_.rank() - 1, activationTag(op.microbatch));
+    return true;
+  }
+  if (op.kind == OpKind::kBackward && !last_stage_) {
+    transport_.postRecv(placement_.output_shape, transport_.rank() + 1, gradientTag(op.microbatch));
+    return true;
+  }
+  return false;
+}
+
 std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vector<ChainBatch>& microbatches,
                                              bool splits_backward) {
   live_.clear();
@@ -187,7 +199,20 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
   const int microbatch_count = static_cast<int>(microbatches.size());
   std::vector<OpRecord> records;
   records.reserve(ops.size());
-  for (const PipelineOp& op : ops) {
+  // Each op's receive is posted when the receiving op before it starts, so that the peer's send
+  // goes out as it is made and the op finds its input there (StageTransport::postRecv): one
+  // receive beyond the current op's is posted at any time.
+  std::size_t considered = 0;         // ops[0, considered) have had their receives posted
+  std::ptrdiff_t last_posted = -1;    // the last op whose receive is posted
+  const auto postThroughNextReceive = [&](std::size_t current) {
+    while (static_cast<std::ptrdiff_t>(current) >= last_posted && considered < ops.size()) {
+      const std::size_t index = considered++;
+      if (postReceive(ops[index])) last_posted = static_cast<std::ptrdiff_t>(index);
+    }
+  };
+  for (std::size_t index = 0; index < ops.size(); ++index) {
+    const PipelineOp& op = ops[index];
+    postThroughNextReceive(index);
     OpRecord record;
     record.op = op;
     if (memory_) memory_->resetPeak();

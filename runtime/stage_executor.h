@@ -97,6 +97,8 @@ class StageExecutor {
   void backward(int microbatch, bool splits_backward);
   void weightBackward(int microbatch);
   void allReduceGradients(const PipelineOp& op);
+  // Posts the receive `op` starts with, if it has one; whether it has.
+  bool postReceive(const PipelineOp& op);
 
   const LayerChain& chain_;
   StagePlacement placement_;

@@ -21,6 +21,16 @@ class StageTransport {
   /// tensor for the error that a timeout raises (Error, kRuntime, naming the peer rank).
   virtual torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag,
                              const std::string& what) = 0;
+  /// Posts the receive that a later recv() of the same `shape`, `peer` and `tag` returns, so that
+  /// the peer's send goes out as soon as it is made: Gloo sends a message only once the receiver
+  /// has posted its receive, and a receive posted only when the op needs it waits for the
+  /// sender's network thread, which shares a core with the sender's next op. Receives must be
+  /// posted in the order they are received. Transports that deliver at once ignore it.
+  virtual void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) {
+    (void)shape;
+    (void)peer;
+    (void)tag;
+  }
   /// Waits until every posted send has been delivered (end of a step).
   virtual void flushSends() = 0;
   /// Frees the buffer of the send of `tag` to `peer` once the caller knows it was received (the

@@ -38,7 +38,7 @@ TEST_CASE("partition rejects stage counts with the fix, exit 2", "[cli][partitio
 TEST_CASE("partition names the stage a memory cap cannot serve, and by how much", "[cli][partition][errors]") {
   checkInputError(partition("--stages 4 --memory-cap 1MiB"),
                   "--memory-cap: stage 0 cannot hold even one layer: the smallest it could take, "
-                  "layer 1, needs 32.6 MiB, 31.6 MiB over its cap of 1.00 MiB; raise the cap, use "
+                  "layer 1, needs 33.1 MiB, 32.1 MiB over its cap of 1.00 MiB; raise the cap, use "
                   "--recompute full or a smaller microbatch");
   checkInputError(partition("--stages 4 --memory-cap 120MiB"),
                   "--memory-cap: no split into 4 stages fits; the closest puts layers 9-10 on stage "

@@ -35,6 +35,7 @@ class FaultTransport : public StageTransport {
   FaultTransport(StageTransport& inner, Fault fault) : inner_(inner), fault_(fault) {}
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag) override { inner_.sendAsync(tensor, peer, tag); }
+  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) override { inner_.postRecv(shape, peer, tag); }
   torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override {
     return inner_.recv(shape, peer, tag, what);
   }
