@@ -9,7 +9,7 @@
 # refuses them.
 set -euo pipefail
 build=${1:-build}
-stagecut="$build/cli/stagecut"
+stagecut="$(cd "$build" && pwd)/cli/stagecut"
 stage_counts=${STAGES:-2}
 schedules=${SCHEDULES:-"1f1b zb-h1"}
 out=$(mktemp -d)
@@ -44,13 +44,14 @@ for stages in $stage_counts; do
       "$stagecut" partition "$out/profile.json" --split "$split" -o "$run.partition.json" >/dev/null
       "$stagecut" validate "$out/profile.json" --partition "$run.partition.json" --schedule "$schedule" \
         --microbatches 8 --steps 5 --json >"$run.validation.json" 2>/dev/null || true
-      runs+=("$run.validation.json")
+      runs+=("$(basename "$run").validation.json")
     done
     echo
     echo "$stages stages, $schedule: fitted on $fitted, held out $held_out (load $(load))"
     # A run validate did not trust is refused, with the reason: the table is left out, not faked.
-    "$stagecut" calibrate "$out/profile.json" --validation "${runs[0]}" "${runs[1]}" --check "${runs[2]}" \
-      -o "$out/$stages.$schedule.calibrated.json" 2>&1 | sed -n '/^  run /,/^$/p; /^stagecut:/p' | sed "s|$out/||g" || true
+    # From the runs' folder, so that calibrate's table names them short and aligns its columns.
+    (cd "$out" && "$stagecut" calibrate profile.json --validation "${runs[0]}" "${runs[1]}" --check "${runs[2]}" \
+      -o "$stages.$schedule.calibrated.json" 2>&1) | sed -n '/^  run /,/^$/p; /^stagecut:/p' || true
   done
 done
 echo

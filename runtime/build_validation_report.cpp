@@ -120,6 +120,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   report.predicted_bubble = report.predicted.bubble;
 
   const std::size_t median_step = medianStep(report.ops, outcomes, false, report.measured_step_ms);
+  assessStepSpread(*report.environment, report.measured_step_ms);
   for (int d = 0; d < report.replicas; ++d) {
     report.measured_replicas.push_back(measuredStep(report.ops, outcomes, false, median_step, d));
   }

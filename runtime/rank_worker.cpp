@@ -242,8 +242,11 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   std::uint64_t weight_bytes = 0;
   for (const auto& weight : executor.parameters()) weight_bytes += static_cast<std::uint64_t>(weight.nbytes());
   auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::vector<std::int64_t>& optimizer_peaks,
-                      std::int64_t& peak_bytes) {
+                      std::int64_t& peak_bytes, std::vector<double>* reference_samples) {
     for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
+      // Before the step's barrier, so outside its clock; beside the other ranks' ends of the
+      // last step or their own samples, as the steps run beside each other.
+      if (reference_samples && step >= request.warmup_steps) reference_samples->push_back(timeReferenceKernelMs());
       executor.zeroGradients();
       world.barrier();
       // What the counter cannot see, allocated before it starts: the weights, their gradients
@@ -272,7 +275,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
     }
     world.barrier();
   };
-  runSteps(outcome.steps, outcome.optimizer_step_peak_bytes, outcome.peak_bytes);
+  runSteps(outcome.steps, outcome.optimizer_step_peak_bytes, outcome.peak_bytes, &environment.reference_between_steps_ms);
   environment.reference_after_ms = timeReferenceKernelMs();
   const HostCpuSnapshot window_end = takeHostCpuSnapshot();
   environment.window_s = window_end.wall_s - window_start.wall_s;
@@ -295,7 +298,8 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   }
   if (request.recompute == "full") {
     executor.setRecompute(true);
-    runSteps(outcome.recompute_steps, outcome.recompute_optimizer_step_peak_bytes, outcome.recompute_peak_bytes);
+    runSteps(outcome.recompute_steps, outcome.recompute_optimizer_step_peak_bytes, outcome.recompute_peak_bytes,
+             nullptr);
     std::string worst;
     outcome.recompute_grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, worst);
     if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();

@@ -78,11 +78,52 @@ TEST_CASE("each reason to distrust a run is one warning naming the fix", "[valid
     REQUIRE(environment.warnings.size() == 1);
     CHECK_THAT(environment.warnings[0], Contains("changed 30% on rank 0 between before and after the steps"));
   }
+  SECTION("a slow phase between the kernels before and after the steps") {
+    std::vector<RankEnvironment> ranks = onHost({quietRank(0), quietRank(1)}, 0.0);
+    ranks[1].reference_between_steps_ms = {10.1, 13.5, 13.6, 13.4, 10.0};
+    const auto environment = stagecut::assessEnvironment(std::nullopt, 1, ranks);
+    REQUIRE(environment.warnings.size() == 1);
+    CHECK_THAT(environment.warnings[0], Contains("changed 34% on rank 1 between the steps (10.00 ms before them, "
+                                                 "a median of 13.40 ms between them)"));
+    CHECK(environment.reference_change == Approx(0.34));
+    // Against the profile's kernel it is a slower machine as well.
+    const auto against_profile = stagecut::assessEnvironment(10.0, 1, ranks);
+    REQUIRE(against_profile.warnings.size() == 2);
+    CHECK_THAT(against_profile.warnings[0], Contains("ran 34% slower on rank 1 than when the model was profiled "
+                                                     "(13.40 ms against 10.00 ms)"));
+    // One slow sample of five is not the run's pace, as one slow step is not its median.
+    ranks[1].reference_between_steps_ms = {10.1, 19.0, 10.2, 10.0, 10.1};
+    CHECK(stagecut::assessEnvironment(10.0, 1, ranks).trusted());
+  }
   SECTION("other threads than the profile's") {
     const auto environment = stagecut::assessEnvironment(10.0, 4, onHost({quietRank(0), quietRank(1)}, 0.0));
     REQUIRE(environment.warnings.size() == 1);
     CHECK_THAT(environment.warnings[0], Contains("validate with --threads 4"));
   }
+}
+
+TEST_CASE("steps whose times spread beyond the threshold void the run", "[validation][environment]") {
+  // A run whose first three steps fell in a slow phase of the VM, with normal kernels around it.
+  auto environment = stagecut::assessEnvironment(10.0, 1, onHost({quietRank(0), quietRank(1)}, 0.0));
+  REQUIRE(environment.trusted());
+  stagecut::assessStepSpread(environment, {968.0, 1035.0, 905.0, 763.0, 741.0});
+  CHECK(environment.step_spread == Approx(1035.0 / 741.0 - 1.0));
+  REQUIRE(environment.warnings.size() == 1);
+  CHECK_THAT(environment.warnings[0], Contains("the measured steps took from 741.0 ms to 1035 ms, 40% apart: the machine's pace "
+                                               "changed during the steps; rerun on a quiet machine"));
+  CHECK_FALSE(environment.trusted());
+
+  auto quiet = stagecut::assessEnvironment(10.0, 1, onHost({quietRank(0), quietRank(1)}, 0.0));
+  stagecut::assessStepSpread(quiet, {734.0, 679.0, 678.0, 675.0, 704.0});
+  CHECK(quiet.step_spread == Approx(734.0 / 675.0 - 1.0));
+  CHECK(quiet.trusted());
+  // Too few steps, or too short ones, are not judged.
+  auto few = quiet;
+  few.step_spread = 0.0;
+  stagecut::assessStepSpread(few, {700.0, 1000.0});
+  stagecut::assessStepSpread(few, {5.0, 9.0, 5.0});
+  CHECK(few.step_spread == 0.0);
+  CHECK(few.trusted());
 }
 
 TEST_CASE("hosts are judged apart, and what cannot be known is a note", "[validation][environment]") {
@@ -105,7 +146,9 @@ TEST_CASE("hosts are judged apart, and what cannot be known is a note", "[valida
 
 TEST_CASE("the environment block reads back as written and must agree with itself", "[validation][environment]") {
   std::vector<RankEnvironment> ranks = onHost({quietRank(0), quietRank(1)}, 1.0);
-  const auto environment = stagecut::assessEnvironment(std::nullopt, 1, ranks);
+  ranks[0].reference_between_steps_ms = {10.1, 10.3};
+  auto environment = stagecut::assessEnvironment(std::nullopt, 1, ranks);
+  stagecut::assessStepSpread(environment, {100.0, 110.0, 105.0});
   const nlohmann::json document = stagecut::runEnvironmentToJson(environment);
   CHECK(document["trusted"] == false);
   CHECK(document["reference_kernel_drift"].is_null());
@@ -114,6 +157,15 @@ TEST_CASE("the environment block reads back as written and must agree with itsel
   CHECK(back.notes == environment.notes);
   CHECK(back.ranks == environment.ranks);
   CHECK(back.other_load_cores == Approx(environment.other_load_cores));
+  CHECK(back.step_spread == Approx(0.1));
+  CHECK(back.ranks[0].reference_between_steps_ms == std::vector<double>{10.1, 10.3});
+  // Runs from before the samples and the spread read as having neither.
+  nlohmann::json older = document;
+  older.erase("step_spread");
+  older["ranks"][0].erase("reference_between_steps_ms");
+  const auto old_run = stagecut::runEnvironmentFromJson(older, "v.json");
+  CHECK(old_run.step_spread == 0.0);
+  CHECK(old_run.ranks[0].reference_between_steps_ms.empty());
   nlohmann::json lying = document;
   lying["trusted"] = true;
   CHECK_THROWS_WITH(stagecut::runEnvironmentFromJson(lying, "v.json"),

@@ -22,10 +22,19 @@ std::string cores(double value) {
 
 }  // namespace
 
+double RankEnvironment::referenceBetweenStepsMs() const {
+  if (reference_between_steps_ms.empty()) return 0.0;
+  std::vector<double> sorted = reference_between_steps_ms;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t middle = sorted.size() / 2;
+  return sorted.size() % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2.0;
+}
+
 bool RankEnvironment::operator==(const RankEnvironment& other) const {
   return rank == other.rank && host == other.host && usable_cores == other.usable_cores &&
          threads == other.threads && device == other.device && transport == other.transport && reference_before_ms == other.reference_before_ms &&
-         reference_after_ms == other.reference_after_ms && window_s == other.window_s &&
+         reference_after_ms == other.reference_after_ms &&
+         reference_between_steps_ms == other.reference_between_steps_ms && window_s == other.window_s &&
          own_cpu_s == other.own_cpu_s && host_busy_cpu_s == other.host_busy_cpu_s;
 }
 
@@ -38,6 +47,7 @@ nlohmann::json rankEnvironmentToJson(const RankEnvironment& environment) {
           {"transport", environment.transport},
           {"reference_before_ms", environment.reference_before_ms},
           {"reference_after_ms", environment.reference_after_ms},
+          {"reference_between_steps_ms", environment.reference_between_steps_ms},
           {"window_s", environment.window_s},
           {"own_cpu_s", environment.own_cpu_s},
           {"host_busy_cpu_s", environment.host_busy_cpu_s}};
@@ -55,6 +65,10 @@ RankEnvironment rankEnvironmentFromJson(const nlohmann::json& document, const st
   if (document.contains("transport")) environment.transport = fields.string("transport");
   environment.reference_before_ms = fields.nonNegative("reference_before_ms");
   environment.reference_after_ms = fields.nonNegative("reference_after_ms");
+  // Runs from before it was timed have none.
+  if (document.contains("reference_between_steps_ms")) {
+    environment.reference_between_steps_ms = fields.nonNegativeList("reference_between_steps_ms");
+  }
   environment.window_s = fields.nonNegative("window_s");
   environment.own_cpu_s = fields.nonNegative("own_cpu_s");
   environment.host_busy_cpu_s = fields.finite("host_busy_cpu_s");
@@ -133,34 +147,49 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
 
   result.reference_drift = profile_reference_ms ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   const RankEnvironment* slowest = nullptr;
+  double slowest_ms = 0.0;
   const RankEnvironment* changed = nullptr;
+  double changed_ms = 0.0;
+  bool changed_between_steps = false;
   for (const RankEnvironment& rank : result.ranks) {
     if (rank.reference_before_ms <= 0 || rank.reference_after_ms <= 0) continue;
-    const double change = rank.reference_after_ms / rank.reference_before_ms - 1.0;
-    if (std::fabs(change) > std::fabs(result.reference_change)) {
-      result.reference_change = change;
-      changed = &rank;
+    // Between the steps, the median: the step validate reports is the median step too.
+    const double between = rank.referenceBetweenStepsMs();
+    for (const double later : {between, rank.reference_after_ms}) {
+      if (later <= 0) continue;
+      const double change = later / rank.reference_before_ms - 1.0;
+      if (std::fabs(change) > std::fabs(result.reference_change)) {
+        result.reference_change = change;
+        changed = &rank;
+        changed_ms = later;
+        changed_between_steps = later == between;
+      }
     }
     if (profile_reference_ms) {
-      const double drift = std::max(rank.reference_before_ms, rank.reference_after_ms) / *profile_reference_ms - 1.0;
+      const double ms = std::max({rank.reference_before_ms, rank.reference_after_ms, between});
+      const double drift = ms / *profile_reference_ms - 1.0;
       if (drift > result.reference_drift) {
         result.reference_drift = drift;
         slowest = &rank;
+        slowest_ms = ms;
       }
     }
   }
   if (slowest && result.reference_drift > thresholds.reference_drift) {
     result.warnings.push_back("the reference kernel ran " + formatPercent(result.reference_drift, 0) + " slower on rank " +
                               std::to_string(slowest->rank) + " than when the model was profiled (" +
-                              formatMs(std::max(slowest->reference_before_ms, slowest->reference_after_ms)) +
-                              " ms against " + formatMs(*profile_reference_ms) +
+                              formatMs(slowest_ms) + " ms against " + formatMs(*profile_reference_ms) +
                               " ms): this machine is slower or busier now; rerun on a quiet machine or profile again");
   }
   if (changed && std::fabs(result.reference_change) > thresholds.reference_drift) {
-    result.warnings.push_back("the reference kernel changed " + formatPercent(result.reference_change, 0) + " on rank " +
-                              std::to_string(changed->rank) + " between before and after the steps (" +
-                              formatMs(changed->reference_before_ms) + " ms, then " +
-                              formatMs(changed->reference_after_ms) + " ms): the machine's load changed during the run");
+    result.warnings.push_back(
+        "the reference kernel changed " + formatPercent(result.reference_change, 0) + " on rank " +
+        std::to_string(changed->rank) +
+        (changed_between_steps ? " between the steps (" + formatMs(changed->reference_before_ms) +
+                                     " ms before them, a median of " + formatMs(changed_ms) + " ms between them)"
+                               : " between before and after the steps (" + formatMs(changed->reference_before_ms) +
+                                     " ms, then " + formatMs(changed_ms) + " ms)") +
+        ": the machine's load changed during the run");
   }
   if (profile_threads > 0 && result.threads > 0 && result.threads != profile_threads) {
     result.warnings.push_back("the ranks ran " + std::to_string(result.threads) + " thread(s) each, the profile was "
@@ -185,6 +214,19 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
   return result;
 }
 
+void assessStepSpread(RunEnvironment& environment, const std::vector<double>& step_ms,
+                      const TrustThresholds& thresholds) {
+  if (step_ms.size() < 3) return;
+  const auto [fastest, slowest] = std::minmax_element(step_ms.begin(), step_ms.end());
+  if (!(*fastest >= thresholds.shortest_spread_step_ms)) return;
+  environment.step_spread = *slowest / *fastest - 1.0;
+  if (environment.step_spread > thresholds.step_spread) {
+    environment.warnings.push_back("the measured steps took from " + formatMs(*fastest) + " ms to " +
+                                   formatMs(*slowest) + " ms, " + formatPercent(environment.step_spread, 0) +
+                                   " apart: the machine's pace changed during the steps; rerun on a quiet machine");
+  }
+}
+
 nlohmann::json runEnvironmentToJson(const RunEnvironment& environment) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const RankEnvironment& rank : environment.ranks) ranks.push_back(rankEnvironmentToJson(rank));
@@ -198,6 +240,7 @@ nlohmann::json runEnvironmentToJson(const RunEnvironment& environment) {
                                                       ? nlohmann::json(environment.other_load_cores)
                                                       : nlohmann::json(nullptr)},
                              {"reference_kernel_change", environment.reference_change},
+                             {"step_spread", environment.step_spread},
                              {"ranks", std::move(ranks)}};
   document["profile_reference_kernel_ms"] =
       environment.profile_reference_ms ? nlohmann::json(*environment.profile_reference_ms) : nlohmann::json(nullptr);
@@ -217,6 +260,7 @@ RunEnvironment runEnvironmentFromJson(const nlohmann::json& document, const std:
   environment.other_load_known = !fields.isNull("other_load_cores");
   if (environment.other_load_known) environment.other_load_cores = fields.nonNegative("other_load_cores");
   environment.reference_change = fields.finite("reference_kernel_change");
+  if (document.contains("step_spread")) environment.step_spread = fields.nonNegative("step_spread");
   if (!fields.isNull("profile_reference_kernel_ms")) {
     environment.profile_reference_ms = fields.nonNegative("profile_reference_kernel_ms");
   }

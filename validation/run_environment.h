@@ -26,11 +26,19 @@ struct RankEnvironment {
   /// warm-up and after the measured steps, ms; 0: not timed.
   double reference_before_ms = 0.0;
   double reference_after_ms = 0.0;
+  /// The reference kernel again before each measured step (before its barrier, so outside its
+  /// clock), ms: this VM slows down in phases of tens of seconds, and a phase that starts after
+  /// the first kernel and ends before the last one shows only here. Empty in runs from before
+  /// it was timed.
+  std::vector<double> reference_between_steps_ms;
   /// Wall time from before the first reference kernel to after the last, around the link
   /// probe, the warm-up and the measured steps.
   double window_s = 0.0;
   double own_cpu_s = 0.0;       ///< this process's CPU time over it, all its threads
   double host_busy_cpu_s = -1.0;  ///< every process's CPU time on the host over it; < 0: unknown
+
+  /// The median of reference_between_steps_ms; 0 without them.
+  double referenceBetweenStepsMs() const;
 
   bool operator==(const RankEnvironment& other) const;
 };
@@ -48,6 +56,13 @@ struct TrustThresholds {
   double reference_drift = 0.25;
   /// Shorter windows than this leave the load unknown: /proc/stat counts in 10 ms ticks.
   double shortest_window_s = 0.2;
+  /// The slowest measured step against the fastest, less 1. Quiet runs of the small GPT
+  /// (2 stages, 1F1B, 5 steps of about 700 ms) spread 3-9%; a run whose first three steps fell in
+  /// a slow phase of the VM spread 40% while the reference kernel before and after was normal.
+  double step_spread = 0.25;
+  /// Steps shorter than this are not judged by their spread: one preemption of the scheduler
+  /// (a few ms) is already a large part of them, and their median is what validate reports.
+  double shortest_spread_step_ms = 50.0;
 };
 
 /// The machine a validate run ran on, per host, and what makes its figures untrustworthy.
@@ -63,6 +78,8 @@ struct RunEnvironment {
   /// one), and its largest change between before and after the steps.
   double reference_drift = 0.0;
   double reference_change = 0.0;
+  /// The slowest measured step against the fastest, less 1 (assessStepSpread); 0: not judged.
+  double step_spread = 0.0;
   /// One line each, e.g. "oversubscribed: 2 ranks x 2 threads on 2 usable cores of host1".
   std::vector<std::string> warnings;
   /// Facts that weaken no figure but say what could not be checked.
@@ -85,6 +102,12 @@ std::optional<double> profileReferenceKernelMs(const Profile& profile);
 RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int profile_threads,
                                  std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds = {},
                                  const std::string& profile_device_kind = "");
+
+/// Adds the steps' spread to `environment`, and a warning when it is above the threshold: the
+/// machine's pace changed during the steps, whatever the reference kernel saw. `step_ms`: the
+/// measured steps, in order (fewer than 3 are not judged).
+void assessStepSpread(RunEnvironment& environment, const std::vector<double>& step_ms,
+                      const TrustThresholds& thresholds = {});
 
 /// The validation document's "environment" block, and its reader (`source` names it).
 nlohmann::json runEnvironmentToJson(const RunEnvironment& environment);
