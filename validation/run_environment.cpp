@@ -145,48 +145,60 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
                            formatMs(thresholds.shortest_window_s * 1000) + " ms)");
   }
 
+  // With the kernel timed between the steps, they and the one after the last step are the
+  // machine during the measured steps, judged by their median as the step is: the kernel before
+  // the warm-up then only says how far the machine moved since. Runs that timed it only before
+  // and after take the slower of the two, and their change.
   result.reference_drift = profile_reference_ms ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   const RankEnvironment* slowest = nullptr;
   double slowest_ms = 0.0;
   const RankEnvironment* changed = nullptr;
   double changed_ms = 0.0;
-  bool changed_between_steps = false;
+  double changed_weight = 0.0;
+  bool sampled_between_steps = false;
   for (const RankEnvironment& rank : result.ranks) {
     if (rank.reference_before_ms <= 0 || rank.reference_after_ms <= 0) continue;
-    // Between the steps, the median: the step validate reports is the median step too.
-    const double between = rank.referenceBetweenStepsMs();
-    for (const double later : {between, rank.reference_after_ms}) {
-      if (later <= 0) continue;
-      const double change = later / rank.reference_before_ms - 1.0;
-      if (std::fabs(change) > std::fabs(result.reference_change)) {
-        result.reference_change = change;
-        changed = &rank;
-        changed_ms = later;
-        changed_between_steps = later == between;
-      }
+    double during_ms = std::max(rank.reference_before_ms, rank.reference_after_ms);
+    double later_ms = rank.reference_after_ms;
+    if (!rank.reference_between_steps_ms.empty()) {
+      sampled_between_steps = true;
+      RankEnvironment steps = rank;
+      steps.reference_between_steps_ms.push_back(rank.reference_after_ms);
+      during_ms = later_ms = steps.referenceBetweenStepsMs();
+    }
+    // A machine faster during the steps than before the warm-up measured the steps as they are.
+    const double change = later_ms / rank.reference_before_ms - 1.0;
+    const double weight = rank.reference_between_steps_ms.empty() ? std::fabs(change) : change;
+    if (!changed || weight > changed_weight) {
+      result.reference_change = change;
+      changed = &rank;
+      changed_ms = later_ms;
+      changed_weight = weight;
     }
     if (profile_reference_ms) {
-      const double ms = std::max({rank.reference_before_ms, rank.reference_after_ms, between});
-      const double drift = ms / *profile_reference_ms - 1.0;
+      const double drift = during_ms / *profile_reference_ms - 1.0;
       if (drift > result.reference_drift) {
         result.reference_drift = drift;
         slowest = &rank;
-        slowest_ms = ms;
+        slowest_ms = during_ms;
       }
     }
   }
   if (slowest && result.reference_drift > thresholds.reference_drift) {
     result.warnings.push_back("the reference kernel ran " + formatPercent(result.reference_drift, 0) + " slower on rank " +
-                              std::to_string(slowest->rank) + " than when the model was profiled (" +
-                              formatMs(slowest_ms) + " ms against " + formatMs(*profile_reference_ms) +
+                              std::to_string(slowest->rank) +
+                              (sampled_between_steps ? " during the steps" : "") +
+                              " than when the model was profiled (" + formatMs(slowest_ms) +
+                              (sampled_between_steps ? " ms, the median of its timings between and after them," : " ms") +
+                              " against " + formatMs(*profile_reference_ms) +
                               " ms): this machine is slower or busier now; rerun on a quiet machine or profile again");
   }
-  if (changed && std::fabs(result.reference_change) > thresholds.reference_drift) {
+  if (changed && changed_weight > thresholds.reference_drift) {
     result.warnings.push_back(
         "the reference kernel changed " + formatPercent(result.reference_change, 0) + " on rank " +
         std::to_string(changed->rank) +
-        (changed_between_steps ? " between the steps (" + formatMs(changed->reference_before_ms) +
-                                     " ms before them, a median of " + formatMs(changed_ms) + " ms between them)"
+        (sampled_between_steps ? " from before the warm-up to the steps (" + formatMs(changed->reference_before_ms) +
+                                     " ms, then a median of " + formatMs(changed_ms) + " ms between and after them)"
                                : " between before and after the steps (" + formatMs(changed->reference_before_ms) +
                                      " ms, then " + formatMs(changed_ms) + " ms)") +
         ": the machine's load changed during the run");
