@@ -125,9 +125,12 @@ void addCalibrateCommand(CLI::App& app) {
   command->add_option("--check", options->held_out_paths,
                       "validate --json outputs to predict only, before and after: a held-out test")
       ->expected(1, -1);
+  char box[64];
+  std::snprintf(box, sizeof box, "%g-%g", kMinFactor, kMaxFactor);
   command->add_option("--prior-weight", options->prior_weight,
                       "How strongly each factor stays near 1, beside each op's squared relative error "
-                      "(default 0.01)");
+                      "(default 0.01); whatever the weight, every factor is kept within " + std::string(box) +
+                          ", and one held at a bound is named in a note");
   command->add_flag("--allow-untrusted", options->allow_untrusted,
                     "Fit on runs validate marked not trusted (a loaded or drifting machine)");
   command->add_option("-o,--output", options->output_path, "The calibrated profile to write")->required();

@@ -70,6 +70,21 @@ TEST_CASE("each reason to distrust a run is one warning naming the fix", "[valid
     REQUIRE(environment.warnings.size() == 1);
     CHECK_THAT(environment.warnings[0], Contains("the reference kernel ran 30% slower on rank 1"));
   }
+  SECTION("the machine faster than at profile time") {
+    std::vector<RankEnvironment> ranks = onHost({quietRank(0), quietRank(1)}, 0.0);
+    ranks[0].reference_between_steps_ms = {7.6, 7.7, 7.7};
+    ranks[0].reference_after_ms = 7.8;
+    ranks[0].reference_before_ms = 7.7;
+    const auto environment = stagecut::assessEnvironment(10.0, 1, ranks);
+    REQUIRE(environment.warnings.size() == 1);
+    CHECK_THAT(environment.warnings[0], Contains("ran 23% faster on rank 0 during the steps than when the model was "
+                                                 "profiled (7.70 ms against 10.00 ms): the profile was measured on a "
+                                                 "slower or busier machine"));
+    // 1 / 1.25 of the profile's time is as far off as 1.25 times it: not yet beyond.
+    for (double& ms : ranks[0].reference_between_steps_ms) ms = 8.1;
+    ranks[0].reference_after_ms = 8.1;
+    CHECK(stagecut::assessEnvironment(10.0, 1, ranks).trusted());
+  }
   SECTION("the machine's pace changing during the run") {
     std::vector<RankEnvironment> ranks = onHost({quietRank(0), quietRank(1)}, 0.0);
     ranks[0].reference_before_ms = 8.0;

@@ -152,6 +152,8 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
   result.reference_drift = profile_reference_ms ? 0.0 : std::numeric_limits<double>::quiet_NaN();
   const RankEnvironment* slowest = nullptr;
   double slowest_ms = 0.0;
+  const RankEnvironment* fastest = nullptr;
+  double fastest_ms = 0.0;
   const RankEnvironment* changed = nullptr;
   double changed_ms = 0.0;
   double changed_weight = 0.0;
@@ -182,7 +184,20 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
         slowest = &rank;
         slowest_ms = during_ms;
       }
+      if (!fastest || during_ms < fastest_ms) {
+        fastest = &rank;
+        fastest_ms = during_ms;
+      }
     }
+  }
+  // As far off the other way: 25% slower is a ratio of 1.25, so 1 / 1.25 (20% faster).
+  if (fastest && fastest_ms * (1.0 + thresholds.reference_drift) < *profile_reference_ms) {
+    result.warnings.push_back("the reference kernel ran " + formatPercent(1.0 - fastest_ms / *profile_reference_ms, 0) +
+                              " faster on rank " + std::to_string(fastest->rank) +
+                              (sampled_between_steps ? " during the steps" : "") + " than when the model was profiled (" +
+                              formatMs(fastest_ms) + " ms against " + formatMs(*profile_reference_ms) +
+                              " ms): the profile was measured on a slower or busier machine than this run; profile "
+                              "again on a quiet machine");
   }
   if (slowest && result.reference_drift > thresholds.reference_drift) {
     result.warnings.push_back("the reference kernel ran " + formatPercent(result.reference_drift, 0) + " slower on rank " +
