@@ -21,6 +21,7 @@ namespace stagecut {
 struct DemoPlan {
   ProfileRequest request;
   std::string model_label;
+  bool quick = false;  ///< the tiny model: its figures test the commands, they measure nothing
   /// Compared and simulated. 3, not 4: the demo model's head + loss is one unit every framework
   /// keeps on the last stage, and at 4 stages it alone sets the bottleneck of the best split a
   /// framework can run, which then ties the params split.

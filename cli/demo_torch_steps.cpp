@@ -82,6 +82,7 @@ DemoPlan demoPlan(bool quick, const std::string& output_dir) {
     zoo.preset = "gpt-demo";
     plan.request.measure.microbatch_size = 4;
   }
+  plan.quick = quick;
   plan.model_label = zoo.preset + (quick ? " (quick)" : "");
   return plan;
 }
