@@ -97,6 +97,19 @@ int main(int argc, char** argv) {
                 100 * (total_second / total_first - 1));
     std::printf("largest difference of a layer's share of the chain: %.1f%% (%s)\n", 100 * worst_share,
                 worst_layer.c_str());
+    // The machine's own pace in each run (the reference kernel profile times before and after
+    // its layers): a chain that moved with it moved with the machine, not with the profiler.
+    const auto reference = [](const stagecut::Profile& profile, const char* key) {
+      const auto found = profile.device.extra.find(key);
+      return found != profile.device.extra.end() && found->is_number() ? found->get<double>() : 0.0;
+    };
+    const double kernel_first = reference(first, "reference_kernel_ms");
+    const double kernel_second = reference(second, "reference_kernel_ms");
+    if (kernel_first > 0 && kernel_second > 0) {
+      std::printf("reference kernel: %.3f ms and %.3f ms (%+.1f%%; %+.1f%% and %+.1f%% from start to end of each run)\n",
+                  kernel_first, kernel_second, 100 * (kernel_second / kernel_first - 1),
+                  100 * reference(first, "reference_kernel_change"), 100 * reference(second, "reference_kernel_change"));
+    }
     if (first.whole_model && second.whole_model) {
       std::printf("layers' sum vs whole model: %+.1f%% and %+.1f%%\n", 100 * first.whole_model->sum_of_layers_vs_whole,
                   100 * second.whole_model->sum_of_layers_vs_whole);
