@@ -50,17 +50,28 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   table.addColumn("bwd ms", TextTable::Align::kRight);
   table.addColumn("B ms", TextTable::Align::kRight);
   table.addColumn("W ms", TextTable::Align::kRight);
+  // Each layer as the whole-model pass timed it, beside its neighbours (docs/profiler.md).
+  const bool in_chain = profile.whole_model && !profile.whole_model->in_chain_forward_ms.empty();
+  if (in_chain) {
+    table.addColumn("in-chain fwd", TextTable::Align::kRight);
+    table.addColumn("in-chain bwd", TextTable::Align::kRight);
+  }
   table.addColumn("params", TextTable::Align::kRight);
   table.addColumn("activations", TextTable::Align::kRight);
   table.addColumn("output", TextTable::Align::kRight);
   double forward_ms = 0, backward_ms = 0;
   std::uint64_t params = 0, param_bytes = 0, activation_bytes = 0;
   for (const auto& layer : profile.layers) {
-    table.addRow({std::to_string(layer.index), layer.name, layer.kind.empty() ? "-" : layer.kind,
-                  formatMs(layer.forward_ms.median), formatMs(layer.backward_ms.median),
-                  optionalStats(layer.backward_input_ms), optionalStats(layer.backward_weight_ms),
-                  formatCount(layer.params), formatBytes(layer.activation_bytes),
-                  formatBytes(layer.output_bytes)});
+    std::vector<std::string> row = {std::to_string(layer.index), layer.name, layer.kind.empty() ? "-" : layer.kind,
+                                    formatMs(layer.forward_ms.median), formatMs(layer.backward_ms.median),
+                                    optionalStats(layer.backward_input_ms), optionalStats(layer.backward_weight_ms)};
+    if (in_chain) {
+      const auto position = static_cast<std::size_t>(layer.index);
+      row.push_back(formatMs(profile.whole_model->in_chain_forward_ms.at(position)));
+      row.push_back(formatMs(profile.whole_model->in_chain_backward_ms.at(position)));
+    }
+    row.insert(row.end(), {formatCount(layer.params), formatBytes(layer.activation_bytes), formatBytes(layer.output_bytes)});
+    table.addRow(row);
     forward_ms += layer.forward_ms.median;
     backward_ms += layer.backward_ms.median;
     params += layer.params;

@@ -147,6 +147,11 @@ struct WholeModelCost {
   double forward_ms = 0.0;
   double backward_ms = 0.0;
   double sum_of_layers_vs_whole = 0.0;  ///< relative difference, unitless
+  /// Each layer's median inside the whole-model pass, in layer order: its forward right after
+  /// its predecessor's and its backward right after its successor's, as a pipeline stage runs
+  /// its layers (docs/profiler.md). Empty when not measured (older and imported profiles).
+  std::vector<double> in_chain_forward_ms;
+  std::vector<double> in_chain_backward_ms;
 };
 
 /// One correction factor of a calibrated profile: every layer of `kind` has its `op` time

@@ -144,17 +144,29 @@ json sizedLayerToJson(const LayerCost& layer) {
 }
 
 json wholeModelToJson(const WholeModelCost& whole) {
-  return {{"forward_ms", whole.forward_ms},
-          {"backward_ms", whole.backward_ms},
-          {"sum_of_layers_vs_whole", whole.sum_of_layers_vs_whole}};
+  json out = {{"forward_ms", whole.forward_ms},
+              {"backward_ms", whole.backward_ms},
+              {"sum_of_layers_vs_whole", whole.sum_of_layers_vs_whole}};
+  if (!whole.in_chain_forward_ms.empty()) {
+    out["in_chain_forward_ms"] = whole.in_chain_forward_ms;
+    out["in_chain_backward_ms"] = whole.in_chain_backward_ms;
+  }
+  return out;
 }
 
-WholeModelCost wholeModelFromJson(const JsonFields& whole) {
+WholeModelCost wholeModelFromJson(const JsonFields& whole, std::size_t layer_count) {
   WholeModelCost cost;
   cost.forward_ms = whole.nonNegative("forward_ms");
   cost.backward_ms = whole.nonNegative("backward_ms");
   cost.sum_of_layers_vs_whole =
       whole.has("sum_of_layers_vs_whole") ? whole.finite("sum_of_layers_vs_whole") : 0.0;
+  if (whole.has("in_chain_forward_ms") || whole.has("in_chain_backward_ms")) {
+    for (const char* key : {"in_chain_forward_ms", "in_chain_backward_ms"}) {
+      whole.requireEntries(key, layer_count, "one per layer");
+    }
+    cost.in_chain_forward_ms = whole.nonNegativeList("in_chain_forward_ms");
+    cost.in_chain_backward_ms = whole.nonNegativeList("in_chain_backward_ms");
+  }
   return cost;
 }
 
@@ -237,7 +249,7 @@ MicrobatchSizeCosts sizeCostsFromJson(const json& item, std::size_t position, co
     checkedIndex(layer_fields, i, where + " layer");
     readSizedFields(layer_fields, costs.layers[i]);
   }
-  if (fields.has("whole_model")) costs.whole_model = wholeModelFromJson(fields.object("whole_model"));
+  if (fields.has("whole_model")) costs.whole_model = wholeModelFromJson(fields.object("whole_model"), layers.size());
   return costs;
 }
 
@@ -366,7 +378,9 @@ Profile profileFromJson(const json& document, const std::string& source) {
     profile.layers.push_back(layerFromJson(layers[i], i, source));
   }
 
-  if (top.has("whole_model")) profile.whole_model = wholeModelFromJson(top.object("whole_model"));
+  if (top.has("whole_model")) {
+    profile.whole_model = wholeModelFromJson(top.object("whole_model"), profile.layers.size());
+  }
   readSizeTable(top, format, source, profile);
   if (top.has("calibration")) profile.calibration = calibrationFromJson(top.object("calibration"));
   return profile;

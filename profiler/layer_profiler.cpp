@@ -151,17 +151,47 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
   samples.spent_s += secondsSince(started);
 }
 
+// The whole model's forward and backward, timed layer by layer as a pipeline stage runs its
+// layers: each forward right after its predecessor's (on its output, detached, as a stage's
+// received input), each backward right after its successor's (adding into the weights' .grad).
+// What ran just before a layer moves its time (docs/profiler.md, "Inside the pipeline"), and the
+// layer rounds time it after another layer's backward instead.
 void timeWholeModel(const LayerChain& chain, const ChainBatch& batch, const torch::Tensor& upstream,
-                    RegionTimer& timer, UnitSampleLog& samples) {
+                    RegionTimer& timer, UnitSampleLog& whole, std::vector<UnitSampleLog>& in_chain) {
   const auto started = Clock::now();
-  timer.start();
-  const torch::Tensor output = chain.forward(batch);
-  samples.forward.push_back(timer.stopMs());
-  std::vector<torch::Tensor> parameters = chain.parameters();
-  timer.start();
-  torch::autograd::grad({output}, parameters, {upstream}, false, false, true);
-  samples.backward.push_back(timer.stopMs());
-  samples.spent_s += secondsSince(started);
+  const std::size_t count = chain.layers.size();
+  in_chain.resize(count);
+  std::vector<torch::Tensor> leaves(count), outputs(count);
+  torch::Tensor activation = batch.input;
+  double forward_ms = 0.0;
+  for (std::size_t i = 0; i < count; ++i) {
+    leaves[i] = activation.detach();
+    if (leaves[i].is_floating_point()) leaves[i].requires_grad_(true);
+    const torch::Tensor given = layerInput(chain.layers[i], leaves[i]);
+    timer.start();
+    outputs[i] = chain.layers[i].forward(given, batch.target);
+    const double ms = timer.stopMs();
+    in_chain[i].forward.push_back(ms);
+    forward_ms += ms;
+    activation = outputs[i];
+  }
+  whole.forward.push_back(forward_ms);
+  torch::Tensor gradient = upstream;
+  double backward_ms = 0.0;
+  for (std::size_t i = count; i-- > 0;) {
+    double ms = 0.0;
+    // No gradient reaches a layer whose successor ignores its input; it has no backward to run.
+    if (outputs[i].requires_grad() && gradient.defined()) {
+      timer.start();
+      torch::autograd::backward({outputs[i]}, {gradient});
+      ms = timer.stopMs();
+    }
+    in_chain[i].backward.push_back(ms);
+    backward_ms += ms;
+    gradient = leaves[i].requires_grad() ? leaves[i].grad() : torch::Tensor();
+  }
+  whole.backward.push_back(backward_ms);
+  whole.spent_s += secondsSince(started);
 }
 
 std::uint64_t parameterCount(const ChainLayer& layer) {
@@ -349,7 +379,8 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     checkStop(options, samples);
     report_progress(0, true, 0, "whole model", 0.0);
     UnitSampleLog scratch;
-    namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, batch, whole_upstream, timer, scratch); });
+    std::vector<UnitSampleLog> scratch_layers;
+    namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, batch, whole_upstream, timer, scratch, scratch_layers); });
   }
   double round_seconds = 0.0;
   first_round_started = Clock::now();
@@ -358,7 +389,9 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     bool any_active = false;
     if (isActive(whole_samples, options)) {
       checkStop(options, samples);
-      namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, batch, whole_upstream, timer, whole_samples); });
+      namingLayerOnError(chain, -1, [&] {
+        timeWholeModel(chain, batch, whole_upstream, timer, whole_samples, samples.in_chain);
+      });
       note_progress();
       any_active = true;
     }
@@ -400,6 +433,13 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   for (const auto& cost : profile.layers) layers_ms += cost.forward_ms.median + cost.backward_ms.median;
   const double whole_ms = whole.forward_ms + whole.backward_ms;
   whole.sum_of_layers_vs_whole = whole_ms > 0 ? (layers_ms - whole_ms) / whole_ms : 0.0;
+  // A checkpoint written before the pass was timed layer by layer has no such samples.
+  if (samples.in_chain.size() == static_cast<std::size_t>(layer_count) && !samples.in_chain.front().forward.empty()) {
+    for (const auto& layer : samples.in_chain) {
+      whole.in_chain_forward_ms.push_back(summarizeSamples(layer.forward).median);
+      whole.in_chain_backward_ms.push_back(summarizeSamples(layer.backward).median);
+    }
+  }
   profile.whole_model = whole;
 
   profile.run.microbatch_size = options.microbatch_size;

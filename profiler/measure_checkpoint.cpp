@@ -78,10 +78,16 @@ json measureCheckpointToJson(const MeasureCheckpoint& checkpoint) {
   for (const auto& size : checkpoint.sizes) {
     json layers = json::array();
     for (const auto& layer : size.layers) layers.push_back(unitToJson(layer));
-    sizes.push_back({{"microbatch_size", size.microbatch_size},
-                     {"complete", size.complete},
-                     {"whole_model", unitToJson(size.whole)},
-                     {"layers", std::move(layers)}});
+    json item = {{"microbatch_size", size.microbatch_size},
+                 {"complete", size.complete},
+                 {"whole_model", unitToJson(size.whole)},
+                 {"layers", std::move(layers)}};
+    if (!size.in_chain.empty()) {
+      json in_chain = json::array();
+      for (const auto& layer : size.in_chain) in_chain.push_back(unitToJson(layer));
+      item["layers_in_chain"] = std::move(in_chain);
+    }
+    sizes.push_back(std::move(item));
   }
   return {{"format", kMeasureCheckpointFormat}, {"request", checkpoint.request}, {"sizes", std::move(sizes)}};
 }
@@ -109,6 +115,13 @@ MeasureCheckpoint measureCheckpointFromJson(const json& document, const std::str
     size.complete = item.contains("complete") && item.at("complete").is_boolean() && item.at("complete").get<bool>();
     size.whole = unitFromJson(item.at("whole_model"), source);
     for (const json& layer : item.at("layers")) size.layers.push_back(unitFromJson(layer, source));
+    if (item.contains("layers_in_chain")) {
+      const json& in_chain = item.at("layers_in_chain");
+      if (!in_chain.is_array() || in_chain.size() != size.layers.size()) {
+        damaged(source, "\"layers_in_chain\" does not list one entry per layer");
+      }
+      for (const json& layer : in_chain) size.in_chain.push_back(unitFromJson(layer, source));
+    }
     // A finished size is used as it stands: every layer needs its samples, or it would read as 0 ms.
     if (size.complete) {
       if (size.layers.empty()) damaged(source, "a size marked complete has no layers");

@@ -25,6 +25,9 @@ struct SizeCheckpoint {
   bool complete = false;  ///< every unit stopped: the size need not be timed again
   std::vector<UnitSampleLog> layers;
   UnitSampleLog whole;
+  /// Each layer's forward and backward inside the whole-model pass (one per layer, or none in a
+  /// file written before they were timed).
+  std::vector<UnitSampleLog> in_chain;
 
   /// Timed samples over all units (for messages).
   std::size_t sampleCount() const;

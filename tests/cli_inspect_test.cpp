@@ -40,6 +40,28 @@ TEST_CASE("inspect prints a profile's layers and totals", "[cli][inspect]") {
   CHECK_THAT(result.out, Contains("forward 4.50 ms, backward 9.75 ms per microbatch"));
 }
 
+TEST_CASE("inspect shows each layer's in-chain times beside its own when the profile has them", "[cli][inspect]") {
+  const TempDir dir;
+  stagecut::Profile profile = makeProfile(3);
+  stagecut::writeProfileFile(dir.file("plain.json"), profile);
+  CHECK_THAT(runStagecut("inspect " + dir.file("plain.json")).out, !Contains("in-chain"));
+  profile.whole_model->in_chain_forward_ms = {0.125, 7.75, 2.75};
+  profile.whole_model->in_chain_backward_ms = {9.5, 3.375, 0.0};
+  stagecut::writeProfileFile(dir.file("p.json"), profile);
+  const CommandResult result = runStagecut("inspect " + dir.file("p.json"));
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("in-chain fwd") && Contains("in-chain bwd"));
+  // On each layer's own row, in layer order (not reversed as the backward ran them).
+  const auto rowOf = [&](const std::string& name) {
+    const auto at = result.out.find(" " + name + " ");
+    REQUIRE(at != std::string::npos);
+    return result.out.substr(at, result.out.find('\n', at) - at);
+  };
+  CHECK_THAT(rowOf("layer.0"), Contains("0.125") && Contains("9.50"));
+  CHECK_THAT(rowOf("layer.1"), Contains("7.75") && Contains("3.38"));
+  CHECK_THAT(rowOf("layer.2"), Contains("2.75") && Contains("0.000"));
+}
+
 TEST_CASE("inspect prints a partition's stages", "[cli][inspect]") {
   const TempDir dir;
   stagecut::writePartitionFile(dir.file("s.json"), makePartition({4, 5, 5, 3}));

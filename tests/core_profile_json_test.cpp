@@ -41,6 +41,30 @@ TEST_CASE("a profile survives write then read unchanged", "[core][profile]") {
   CHECK(back.layers[1].recomputeMedianMs() == back.layers[1].forward_ms.median);
 }
 
+TEST_CASE("each layer's in-chain times survive a round trip and must list every layer", "[core][profile]") {
+  Profile original = makeProfile(3);
+  original.whole_model->in_chain_forward_ms = {0.25, 1.5, 2.75};
+  original.whole_model->in_chain_backward_ms = {1.0, 3.5, 0.0};
+  const Profile back = profileFromJson(profileToJson(original), "p.json");
+  REQUIRE(back.whole_model.has_value());
+  CHECK(back.whole_model->in_chain_forward_ms == original.whole_model->in_chain_forward_ms);
+  CHECK(back.whole_model->in_chain_backward_ms == original.whole_model->in_chain_backward_ms);
+  // Absent in older profiles: read as not measured, and not written back.
+  const json without = profileToJson(makeProfile(3));
+  CHECK_FALSE(without["whole_model"].contains("in_chain_forward_ms"));
+  CHECK(profileFromJson(without, "p.json").whole_model->in_chain_forward_ms.empty());
+
+  json short_list = profileToJson(original);
+  short_list["whole_model"]["in_chain_backward_ms"] = json::array({1.0, 3.5});
+  CHECK_THAT(profileRejection(short_list), Contains("in_chain_backward_ms") && Contains("expected 3"));
+  json one_only = profileToJson(original);
+  one_only["whole_model"].erase("in_chain_forward_ms");
+  CHECK_THAT(profileRejection(one_only), Contains("in_chain_forward_ms"));
+  json negative = profileToJson(original);
+  negative["whole_model"]["in_chain_forward_ms"][1] = -1.0;
+  CHECK_THAT(profileRejection(negative), Contains("in_chain_forward_ms"));
+}
+
 TEST_CASE("metadata fields another tool wrote are kept through a round trip", "[core][profile]") {
   json document = profileToJson(makeProfile(2));
   document["device"]["cuda_driver"] = "550.54";

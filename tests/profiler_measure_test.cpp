@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "core/error.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/memory_counter.h"
@@ -97,10 +100,70 @@ TEST_CASE("a measured profile has every layer with consistent figures", "[profil
   CHECK(profile.layers[3].output_shape->empty());
   REQUIRE(profile.whole_model.has_value());
   CHECK(profile.whole_model->forward_ms > 0);
+  CHECK(profile.whole_model->in_chain_forward_ms.size() == profile.layers.size());
+  CHECK(profile.whole_model->in_chain_backward_ms.size() == profile.layers.size());
   CHECK(profile.run.timer == "steady_clock");
   CHECK(profile.run.microbatch_size == 2);
   // B and W are timed as zero-bubble runs them, and W's gradients are not left on the model.
   CHECK(profile.run.weightTimedAfterInput());
+  for (const auto& layer : chain.layers) {
+    for (const auto& parameter : layer.parameters) CHECK_FALSE(parameter.grad().defined());
+  }
+}
+
+TEST_CASE("the whole-model pass times each layer in chain order", "[profiler][measure]") {
+  // Each layer sleeps a known time in its forward and, through a hook on its output, at the start
+  // of its backward: the in-chain medians must land on the right layers (the backward runs the
+  // chain in reverse) and the whole pass must be their sum.
+  stagecut::pinThreads(1);
+  const std::vector<int> forward_sleep_ms = {2, 7, 12};
+  const std::vector<int> backward_sleep_ms = {12, 7, 2};
+  LayerChain chain;
+  chain.model_name = "sleepers";
+  for (std::size_t i = 0; i < forward_sleep_ms.size(); ++i) {
+    ChainLayer layer;
+    layer.name = "sleep." + std::to_string(i);
+    auto weight = std::make_shared<torch::Tensor>(torch::ones({4, 4}).requires_grad_(true));
+    layer.parameters = {*weight};
+    layer.owner = weight;
+    const int forward_ms = forward_sleep_ms[i];
+    const int backward_ms = backward_sleep_ms[i];
+    layer.forward = [weight, forward_ms, backward_ms](const torch::Tensor& x, const torch::Tensor&) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(forward_ms));
+      torch::Tensor y = torch::matmul(x, *weight);
+      if (y.requires_grad()) {  // not under the no-grad setup passes
+        y.register_hook([backward_ms](torch::Tensor grad) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(backward_ms));
+          return grad;
+        });
+      }
+      return y;
+    };
+    chain.layers.push_back(layer);
+  }
+  chain.make_batch = [](int rows, std::uint64_t) { return stagecut::ChainBatch{torch::ones({rows, 4}), {}}; };
+  stagecut::SteadyClockTimer timer;
+  const Profile profile = stagecut::measureLayerChain(chain, quickOptions(), timer);
+  REQUIRE(profile.whole_model.has_value());
+  const auto& whole = *profile.whole_model;
+  REQUIRE(whole.in_chain_forward_ms.size() == 3);
+  REQUIRE(whole.in_chain_backward_ms.size() == 3);
+  double forward_sum = 0, backward_sum = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    INFO("layer " << i);
+    CHECK(whole.in_chain_forward_ms[i] >= forward_sleep_ms[i]);
+    CHECK(whole.in_chain_backward_ms[i] >= backward_sleep_ms[i]);
+    forward_sum += whole.in_chain_forward_ms[i];
+    backward_sum += whole.in_chain_backward_ms[i];
+  }
+  // 5 ms apart by construction: a sleep's overshoot is far less, a swapped layer far more.
+  CHECK(whole.in_chain_forward_ms[0] < whole.in_chain_forward_ms[1]);
+  CHECK(whole.in_chain_forward_ms[1] < whole.in_chain_forward_ms[2]);
+  CHECK(whole.in_chain_backward_ms[0] > whole.in_chain_backward_ms[1]);
+  CHECK(whole.in_chain_backward_ms[1] > whole.in_chain_backward_ms[2]);
+  // The whole pass is the median of the per-round sums; with 3 rounds it is one of them.
+  CHECK(whole.forward_ms == Approx(forward_sum).epsilon(0.25));
+  CHECK(whole.backward_ms == Approx(backward_sum).epsilon(0.25));
   for (const auto& layer : chain.layers) {
     for (const auto& parameter : layer.parameters) CHECK_FALSE(parameter.grad().defined());
   }
