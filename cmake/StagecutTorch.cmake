@@ -1,15 +1,15 @@
+include(${CMAKE_CURRENT_LIST_DIR}/StagecutCxxRuntime.cmake)
+
 # LibTorch targets share one recipe: link torch, and reuse one precompiled <torch/torch.h>.
 # Parsing the header costs ~20 s per translation unit on this project's 2-core machines and
 # building its PCH ~50 s; built once (stagecut_torch_pch) rather than once per target, it saves
 # four of those builds, and no target's sources wait behind a PCH of their own.
 function(stagecut_torch_target target)
   target_link_libraries(${target} PUBLIC ${TORCH_LIBRARIES})
-  # The pip wheels' libtorch.so carries its own copy of std::filesystem and exports it; found
-  # first, it takes the executable's calls and crashes in them (remove_all jumps to 0 in 2.11).
-  # libstdc++ named before every library puts it first in the search order, so it answers them.
+  # The wheel's LibTorch exports its own copies of libstdc++ parts (cmake/StagecutCxxRuntime.cmake).
   get_target_property(type ${target} TYPE)
   if(type STREQUAL "EXECUTABLE")
-    target_link_options(${target} PRIVATE "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
+    stagecut_cxx_runtime_first(${target})
   endif()
   target_compile_options(${target} PRIVATE ${TORCH_CXX_FLAGS})
   if(NOT TARGET stagecut_torch_pch)
