@@ -77,6 +77,10 @@ int checkRequest(const ValidateCommandOptions& options) {
   requireWholeInRange("--data-parallel", request.data_parallel, 1, 4096, "replicas");
   checkRunnableOptimizer(request.optimizer);
   checkModelOfProfile(profile, request.profile_path);
+  if (!profile.run.dtype.empty() && profile.run.dtype != "float32" && profile.run.dtype != "float64") {
+    throw Error(request.profile_path + ": a " + profile.run.dtype + " profile; validate runs its stages in float32 " +
+                "only, so its figures would not be this profile's: profile again with --dtype float32 to run the split");
+  }
   if (options.trace_given) checkOutputPath(options.traceOutput());
   const int ranks = static_cast<int>(partition.stages.size()) * request.data_parallel;
   const RankDevices plan = planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());

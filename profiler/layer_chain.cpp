@@ -23,20 +23,45 @@ std::string LayerChain::displayName() const {
   return "zoo model " + model_name;
 }
 
-void placeChainOnDevice(LayerChain& chain, const torch::Device& device) {
+namespace {
+
+torch::Tensor placed(const torch::Tensor& tensor, const torch::Device& device, torch::ScalarType floating) {
+  return tensor.is_floating_point() ? tensor.to(device, floating) : tensor.to(device);
+}
+
+}  // namespace
+
+void placeChain(LayerChain& chain, const torch::Device& device, torch::ScalarType floating) {
   {
     torch::NoGradGuard no_grad;
     for (auto& layer : chain.layers) {
-      for (auto& parameter : layer.parameters) parameter.set_data(parameter.data().to(device));
+      for (auto& parameter : layer.parameters) parameter.set_data(placed(parameter.data(), device, floating));
     }
   }
   auto make_batch = chain.make_batch;
-  chain.make_batch = [make_batch, device](int rows, std::uint64_t seed) {
+  chain.make_batch = [make_batch, device, floating](int rows, std::uint64_t seed) {
     ChainBatch batch = make_batch(rows, seed);
-    batch.input = batch.input.to(device);
-    if (batch.target.defined()) batch.target = batch.target.to(device);
+    batch.input = placed(batch.input, device, floating);
+    if (batch.target.defined()) batch.target = placed(batch.target, device, floating);
     return batch;
   };
+}
+
+torch::ScalarType chainFloatingType(const LayerChain& chain) {
+  for (const auto& layer : chain.layers) {
+    for (const auto& parameter : layer.parameters) {
+      if (parameter.is_floating_point()) return parameter.scalar_type();
+    }
+  }
+  return torch::kFloat32;
+}
+
+torch::ScalarType scalarTypeOfPrecision(const std::string& name) {
+  if (name == "bfloat16") return torch::kBFloat16;
+  if (name == "float16") return torch::kFloat16;
+  if (name == "float64") return torch::kFloat64;
+  if (name == "float32") return torch::kFloat32;
+  throw Error("precision '" + name + "': not one of float32, bfloat16, float16 or float64");
 }
 
 std::string describeLayer(std::size_t index, const ChainLayer& layer) {

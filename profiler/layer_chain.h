@@ -52,9 +52,17 @@ struct LayerChain {
 };
 
 /// Moves the chain's parameters (in place, so the modules behind `forward` see them moved) and
-/// the batches make_batch builds to `device`. Buffers and tensors a layer's forward makes itself
-/// are the layer source's business: they must follow their parameters' device.
-void placeChainOnDevice(LayerChain& chain, const torch::Device& device);
+/// the batches make_batch builds to `device`, and casts their floating-point tensors to
+/// `floating` (integer inputs and targets, token ids and class labels, keep their type).
+/// Buffers and tensors a layer's forward makes itself are the layer source's business: they must
+/// follow their parameters' device and dtype.
+void placeChain(LayerChain& chain, const torch::Device& device, torch::ScalarType floating);
+
+/// The floating-point type of the chain's first floating parameter; float32 for a chain without.
+torch::ScalarType chainFloatingType(const LayerChain& chain);
+
+/// The ScalarType of a canonical precision name (core/precision.h): "bfloat16" -> kBFloat16.
+torch::ScalarType scalarTypeOfPrecision(const std::string& name);
 
 /// How messages name a layer: "layer 1 (features.1, ReLU)", its position, name and kind.
 std::string describeLayer(std::size_t index, const ChainLayer& layer);

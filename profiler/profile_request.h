@@ -63,6 +63,9 @@ struct ProfileRequest {
   /// (CUDA: kernel durations from CUPTI; see docs/profiler-gpu.md).
   std::string timer = "auto";
   int threads = 1;
+  /// The precision the layers run in: "float32", "bfloat16", "float16" or a spelling
+  /// core/precision.h knows; empty: the model's own (float32 for the zoo).
+  std::string dtype;
   MeasureOptions measure;
   /// Microbatch sizes to measure, ascending; empty: measure.microbatch_size alone. With more than
   /// one, the profile lists every size (format 2) and its layers hold the largest.

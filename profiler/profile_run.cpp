@@ -5,10 +5,12 @@
 
 #include "core/device_name.h"
 #include "core/error.h"
+#include "core/precision.h"
 #include "core/suggest.h"
 #include "profiler/cuda_probe.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/profile_request.h"
+#include "profiler/torch_error.h"
 #include "profiler/reference_kernel.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/torchscript_chain.h"
@@ -131,9 +133,9 @@ Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_p
 }
 
 Profile profileOnCuda(LayerChain chain, const MeasureOptions& measure, const std::string& device,
-                      const std::string& timer_name) {
+                      const std::string& timer_name, torch::ScalarType floating) {
   const int ordinal = cudaOrdinal(device);
-  placeChainOnDevice(chain, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal)));
+  placeChain(chain, torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal)), floating);
   auto events = std::make_unique<CudaEventTimer>(ordinal);
   const std::string device_name = events->deviceName();
   const int driver_version = events->driverVersion();
@@ -219,6 +221,31 @@ Profile measureSizes(const ProfileRequest& request, const MeasureOptions& base, 
   return profile;
 }
 
+// A precision the device cannot compute in fails in the first layer with a kernel name; say it
+// before the model is built, with what to use instead (LibTorch 1.13 has no float16 matrix
+// products on the CPU).
+void requirePrecisionRuns(const std::string& device, const std::string& precision, torch::ScalarType type) {
+  try {
+    const auto options = torch::TensorOptions().dtype(type).device(torch::Device(device));
+    const auto a = torch::ones({4, 4}, options).requires_grad_();
+    torch::mm(torch::softmax(a, -1), a).sum().backward();
+  } catch (const std::exception& error) {
+    throw Error("--dtype " + precision + " on " + device + ": this LibTorch (" + torchRuntimeInfo().torch_version +
+                ") cannot compute in " + precision + " there (" + torchErrorLine(error) + "); use " +
+                (precision == "float16" ? "bfloat16, or profile on cuda" : "float32"));
+  }
+}
+
+// The precision the layers run in: --dtype's, else the one the model was built in (float32 for
+// the zoo; a TorchScript module keeps its own).
+torch::ScalarType chainPrecision(const ProfileRequest& request, const LayerChain& chain) {
+  if (request.dtype.empty()) return chainFloatingType(chain);
+  const std::string precision = canonicalPrecision(request.dtype);
+  const torch::ScalarType type = scalarTypeOfPrecision(precision);
+  requirePrecisionRuns(request.device, precision, type);
+  return type;
+}
+
 }  // namespace
 
 Profile runProfile(const ProfileRequest& request) {
@@ -246,6 +273,7 @@ Profile runProfile(const ProfileRequest& request) {
     chain = buildZooModel(request.zoo);
   }
 
+  const torch::ScalarType precision = chainPrecision(request, chain);
   MeasureOptions measure = request.measure;
   ProfileRequest sized_request = request;
   if (!request.torchscript_path.empty()) {
@@ -263,7 +291,7 @@ Profile runProfile(const ProfileRequest& request) {
 #ifdef STAGECUT_HAVE_CUDA
   if (isCudaDevice(request.device)) {
     Profile profile = measureSizes(sized_request, measure, [&](const MeasureOptions& options) {
-      return profileOnCuda(chain, options, request.device, timer_name);
+      return profileOnCuda(chain, options, request.device, timer_name, precision);
     });
     profile.device.threads = runtime.intraop_threads;
     profile.device.torch = runtime.torch_version;
@@ -271,6 +299,7 @@ Profile runProfile(const ProfileRequest& request) {
     return profile;
   }
 #endif
+  placeChain(chain, torch::kCPU, precision);
   SteadyClockTimer timer;
   Profile profile = measureSizes(sized_request, measure, [&](const MeasureOptions& options) {
     return measureLayerChain(chain, options, timer);

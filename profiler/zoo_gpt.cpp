@@ -91,7 +91,8 @@ LayerChain buildGpt(const ZooOptions& options) {
   chain.layers.push_back(lossLayer("loss", "CrossEntropyLoss", [vocab = shape.vocab](
                                                                     const torch::Tensor& logits,
                                                                     const torch::Tensor& target) {
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}), target.reshape({-1}));
+    // In float32 whatever the layers' precision, as Megatron and torchtitan compute the loss.
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat32), target.reshape({-1}));
   }));
 
   chain.make_batch = [shape](int rows, std::uint64_t seed) {

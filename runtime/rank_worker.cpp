@@ -150,7 +150,7 @@ void probeReplicaLink(ReplicaGroup& group, const RankClock& clock, const torch::
 // The profile's model, built afresh from its seed, with its weights and batches on `device`.
 LayerChain chainOn(const Profile& profile, const std::string& source, const torch::Device& device) {
   LayerChain chain = buildChainFromProfile(profile, source);
-  placeChainOnDevice(chain, device);
+  placeChain(chain, device, chainFloatingType(chain));
   return chain;
 }
 

@@ -1,0 +1,23 @@
+#pragma once
+
+// The floating-point precisions stagecut profiles in, free of LibTorch: their names as the
+// profile records them (run.dtype), the spellings users type, and their element sizes.
+
+#include <string>
+#include <vector>
+
+namespace stagecut {
+
+/// The canonical names, in the order help texts list them: "float32", "bfloat16", "float16".
+const std::vector<std::string>& precisionNames();
+
+/// `text` as its canonical name: the names themselves, and the spellings frameworks use
+/// ("fp32", "bf16", "fp16", "half"). Throws Error (input) naming `flag` and the names otherwise:
+/// "--dtype fp8: not a precision stagecut profiles in; use float32, bfloat16 or float16".
+std::string canonicalPrecision(const std::string& text, const std::string& flag = "--dtype");
+
+/// Bytes of one element of a canonical precision (4 or 2); float64 (8) too, as old profiles and
+/// TorchScript modules may hold it. Throws Error for any other name.
+double precisionBytes(const std::string& name);
+
+}  // namespace stagecut
