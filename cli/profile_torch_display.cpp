@@ -91,6 +91,15 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
           << " during the profile: other processes ran beside it; profile again on a quiet machine\n";
     }
   }
+  const auto warmup = profile.device.extra.find("clock_warmup");
+  if (warmup != profile.device.extra.end() && warmup->is_object()) {
+    out << "  clock warm-up  " << formatMs(warmup->value("first_ms", 0.0)) << " ms of matrix products at first, "
+        << formatMs(warmup->value("steady_ms", 0.0)) << " ms after " << warmup->value("samples", 0) << " repeats ("
+        << formatMs(1000.0 * warmup->value("seconds", 0.0)) << " ms)"
+        << (warmup->value("steady", false) ? ", steady before the first layer was timed\n"
+                                             : "; WARNING: still not steady when the time ran out, so the first "
+                                               "layers may be timed at a lower clock\n");
+  }
   if (!profile.microbatch_sizes.empty()) printSizeTable(out, profile);
 }
 

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/precision.h"
 #include "core/suggest.h"
+#include "profiler/clock_warmup.h"
 #include "profiler/cuda_probe.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/profile_request.h"
@@ -132,6 +133,21 @@ Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_p
   return profile;
 }
 
+// Matrix products in the profile's precision, about 20 ms of them, until their time stops
+// falling: the layers are then timed at the clock a training step runs at.
+ClockWarmup warmGpuClocks(CudaEventTimer& timer, int ordinal, torch::ScalarType floating) {
+  torch::NoGradGuard no_grad;
+  const auto options = torch::TensorOptions().dtype(floating).device(torch::kCUDA, static_cast<c10::DeviceIndex>(ordinal));
+  const torch::Tensor a = torch::linspace(0.0, 1.0, 4096 * 4096, options).reshape({4096, 4096});
+  torch::Tensor product = torch::mm(a, a);
+  timer.start();
+  product = torch::mm(a, a);
+  const int products = static_cast<int>(std::clamp(20.0 / std::max(timer.stopMs(), 1e-3), 1.0, 1000.0));
+  return warmUntilSteady(timer, [&] {
+    for (int k = 0; k < products; ++k) product = torch::mm(a, a);
+  });
+}
+
 Profile profileOnCuda(LayerChain chain, const MeasureOptions& measure, const std::string& device,
                       const std::string& timer_name, torch::ScalarType floating) {
   const int ordinal = cudaOrdinal(device);
@@ -139,6 +155,7 @@ Profile profileOnCuda(LayerChain chain, const MeasureOptions& measure, const std
   auto events = std::make_unique<CudaEventTimer>(ordinal);
   const std::string device_name = events->deviceName();
   const int driver_version = events->driverVersion();
+  const ClockWarmup warmup = warmGpuClocks(*events, ordinal, floating);
   Profile profile = timer_name == "cupti" ? measureWithCupti(chain, measure, std::move(events))
                                           : measureLayerChain(chain, measure, *events);
   profile.device.kind = "cuda";
@@ -146,7 +163,12 @@ Profile profileOnCuda(LayerChain chain, const MeasureOptions& measure, const std
   profile.device.extra = {{"ordinal", ordinal},
                           {"driver_cuda_version", std::to_string(driver_version / 1000) + "." +
                                                       std::to_string(driver_version % 1000 / 10)},
-                          {"host_cpu", cpuModelName()}};
+                          {"host_cpu", cpuModelName()},
+                          {"clock_warmup", {{"first_ms", warmup.first_ms},
+                                            {"steady_ms", warmup.steady_ms},
+                                            {"samples", warmup.samples},
+                                            {"seconds", warmup.seconds},
+                                            {"steady", warmup.steady}}}};
   return profile;
 }
 
