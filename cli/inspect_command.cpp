@@ -1,6 +1,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/identical_layers_text.h"
 #include "cli/partition_table.h"
 #include "cli/text_table.h"
 #include "core/error.h"
@@ -62,7 +63,7 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   double forward_ms = 0, backward_ms = 0;
   std::uint64_t params = 0, param_bytes = 0, activation_bytes = 0;
   for (const auto& layer : profile.layers) {
-    std::vector<std::string> row = {std::to_string(layer.index), layer.name, layer.kind.empty() ? "-" : layer.kind,
+    std::vector<std::string> row = {std::to_string(layer.index), layerNameCell(layer), layer.kind.empty() ? "-" : layer.kind,
                                     formatMs(layer.forward_ms.median), formatMs(layer.backward_ms.median),
                                     optionalStats(layer.backward_input_ms), optionalStats(layer.backward_weight_ms)};
     if (in_chain) {
@@ -79,6 +80,7 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
     activation_bytes += layer.activation_bytes;
   }
   table.print(out, "  ");
+  for (const auto& line : identicalLayersLines(profile)) out << "  " << line << "\n";
   out << "\n  total   forward " << formatMs(forward_ms) << " ms, backward " << formatMs(backward_ms)
       << " ms per microbatch; " << formatCount(params) << " params (" << formatBytes(param_bytes)
       << "); activations " << formatBytes(activation_bytes) << " per microbatch\n";

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "cli/identical_layers_text.h"
 #include "cli/text_table.h"
 #include "core/units.h"
 #include "validation/run_environment.h"
@@ -52,7 +53,7 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
   }
   for (const auto& layer : profile.layers) {
     const double cv = std::max(layer.forward_ms.cv, layer.backward_ms.cv);
-    std::vector<std::string> row = {std::to_string(layer.index), layer.name, formatMs(layer.forward_ms.median),
+    std::vector<std::string> row = {std::to_string(layer.index), layerNameCell(layer), formatMs(layer.forward_ms.median),
                                     formatMs(layer.backward_input_ms ? layer.backward_input_ms->median : 0.0),
                                     formatMs(layer.backward_weight_ms ? layer.backward_weight_ms->median : 0.0),
                                     formatMs(layer.backward_ms.median)};
@@ -69,7 +70,9 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
     forward_ms += layer.forward_ms.median;
     backward_ms += layer.backward_ms.median;
   }
-  out << "\n  sum of layers  forward " << formatMs(forward_ms) << " ms, backward "
+  out << "\n";
+  for (const auto& line : identicalLayersLines(profile)) out << "  " << line << "\n";
+  out << "  sum of layers  forward " << formatMs(forward_ms) << " ms, backward "
       << formatMs(backward_ms) << " ms per microbatch\n";
   if (profile.whole_model) {
     const auto& whole = *profile.whole_model;

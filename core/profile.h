@@ -88,6 +88,11 @@ struct LayerCost {
   /// The largest single weight tensor, bytes: what an optimizer's per-tensor temporaries scale with.
   std::optional<std::uint64_t> largest_parameter_bytes;
 
+  /// A layer identical to others (same kind and shapes) whose times were not measured on it: the
+  /// indices of the identical layers that were timed, whose samples it takes (`profile` times a
+  /// sample of identical blocks; absent: the layer was timed itself).
+  std::optional<std::vector<int>> times_from;
+
   /// In a calibrated profile (`stagecut calibrate`): the times before calibration.
   std::optional<LayerTimes> uncalibrated;
 

@@ -131,6 +131,7 @@ json layerToJson(const LayerCost& layer) {
   out["activation_bytes"] = layer.activation_bytes;
   out["output_bytes"] = layer.output_bytes;
   if (layer.output_shape) out["output_shape"] = *layer.output_shape;
+  if (layer.times_from) out["times_from"] = *layer.times_from;
   return out;
 }
 
@@ -228,7 +229,37 @@ LayerCost layerFromJson(const json& item, std::size_t position, const std::strin
     fields.fail("gradient_bytes", "is " + std::to_string(*layer.gradient_bytes) + ", more than param_bytes " +
                                       std::to_string(layer.param_bytes) + "; a gradient is at most its weights' size");
   }
+  if (fields.has("times_from")) {
+    std::vector<int> sources;
+    for (const auto& index : fields.array("times_from")) {
+      if (!index.is_number_integer() || index.get<std::int64_t>() < 0 ||
+          index.get<std::int64_t>() > std::numeric_limits<int>::max()) {
+        fields.fail("times_from", "must list layer indices, got " + describeJsonValue(index));
+      }
+      sources.push_back(index.get<int>());
+    }
+    if (sources.empty()) fields.fail("times_from", "is empty; list the timed layers, or leave the field out");
+    layer.times_from = std::move(sources);
+  }
   return layer;
+}
+
+// A copied layer's sources are other layers of the profile that were timed themselves.
+void checkTimesFrom(const std::vector<LayerCost>& layers, const std::string& source) {
+  for (const LayerCost& layer : layers) {
+    if (!layer.times_from) continue;
+    for (int from : *layer.times_from) {
+      const std::string where = source + ": layer " + std::to_string(layer.index) + ": field \"times_from\" ";
+      if (from >= static_cast<int>(layers.size()) || from == layer.index) {
+        throw Error(where + "names layer " + std::to_string(from) + ", which is " +
+                    (from == layer.index ? "the layer itself" : "not in the profile") + "; list the timed layers");
+      }
+      if (layers[static_cast<std::size_t>(from)].times_from) {
+        throw Error(where + "names layer " + std::to_string(from) +
+                    ", whose own times are copied; list layers that were timed");
+      }
+    }
+  }
 }
 
 // One entry of the `microbatch_sizes` table (format 2); names and parameters come from `layers`.
@@ -377,6 +408,7 @@ Profile profileFromJson(const json& document, const std::string& source) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     profile.layers.push_back(layerFromJson(layers[i], i, source));
   }
+  checkTimesFrom(profile.layers, source);
 
   if (top.has("whole_model")) {
     profile.whole_model = wholeModelFromJson(top.object("whole_model"), profile.layers.size());
@@ -428,7 +460,8 @@ bool LayerCost::operator==(const LayerCost& other) const {
          forward_transient_bytes == other.forward_transient_bytes &&
          backward_transient_bytes == other.backward_transient_bytes && input_kept_bytes == other.input_kept_bytes &&
          weight_pending_bytes == other.weight_pending_bytes && gradient_bytes == other.gradient_bytes &&
-         largest_parameter_bytes == other.largest_parameter_bytes && uncalibrated == other.uncalibrated;
+         largest_parameter_bytes == other.largest_parameter_bytes && times_from == other.times_from &&
+         uncalibrated == other.uncalibrated;
 }
 
 }  // namespace stagecut

@@ -24,6 +24,9 @@ struct ChainLayer {
   /// requires grad, as a stage input or a profiled layer's input is, and it would change an
   /// input the caller still holds: such a layer must be given a copy.
   bool modifies_input = false;
+  /// Equal for layers that compute the same thing on the same shapes (a model's transformer
+  /// blocks), so that timing a few of them times them all; empty: the layer is like no other.
+  std::string signature;
 };
 
 /// A microbatch (or the full batch): the first layer's input and the loss layer's target.

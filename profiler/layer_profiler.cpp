@@ -2,6 +2,9 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+#include <map>
+
 #include "core/error.h"
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
@@ -42,6 +45,22 @@ void checkStop(const MeasureOptions& options, const SizeCheckpoint& progress) {
   if (signal_number != 0) {
     throw Error::interrupted("at microbatch size " + std::to_string(progress.microbatch_size), signal_number);
   }
+}
+
+UnitSampleLog pooledSamples(const std::vector<UnitSampleLog>& logs, const std::vector<int>& sample) {
+  UnitSampleLog pooled;
+  for (int from : sample) {
+    const UnitSampleLog& log = logs[static_cast<std::size_t>(from)];
+    const auto append = [](std::vector<double>& into, const std::vector<double>& more) {
+      into.insert(into.end(), more.begin(), more.end());
+    };
+    append(pooled.forward, log.forward);
+    append(pooled.backward, log.backward);
+    append(pooled.backward_input, log.backward_input);
+    append(pooled.backward_weight, log.backward_weight);
+    append(pooled.recompute, log.recompute);
+  }
+  return pooled;
 }
 
 TimeStatsMs statsOf(const std::vector<double>& samples) {
@@ -255,6 +274,28 @@ std::pair<torch::Tensor, torch::Tensor> stageInput(const torch::Tensor& input) {
 
 }  // namespace
 
+std::vector<std::vector<int>> identicalLayerSamples(const LayerChain& chain, bool time_every_layer) {
+  std::vector<std::vector<int>> times_from(chain.layers.size());
+  if (time_every_layer) return times_from;
+  std::map<std::string, std::vector<int>> groups;
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    if (!chain.layers[i].signature.empty()) groups[chain.layers[i].signature].push_back(static_cast<int>(i));
+  }
+  for (const auto& [signature, members] : groups) {
+    // With 3 or fewer, the sample would be all of them.
+    if (members.size() < 4) continue;
+    // First, middle and last in chain order: each is timed after the layers before it, warm as
+    // in a stage, and a drift along the chain (caches, clocks) shows as their spread.
+    const std::vector<int> sample = {members.front(), members[members.size() / 2], members.back()};
+    for (int member : members) {
+      if (std::find(sample.begin(), sample.end(), member) == sample.end()) {
+        times_from[static_cast<std::size_t>(member)] = sample;
+      }
+    }
+  }
+  return times_from;
+}
+
 LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor& input,
                                     const torch::Tensor& upstream_grad, const torch::Tensor& target) {
   LayerMemoryBytes bytes;
@@ -305,6 +346,8 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   const int layer_count = static_cast<int>(chain.layers.size());
   const ChainBatch batch = chain.make_batch(options.microbatch_size, options.seed);
   const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed);
+  const std::vector<std::vector<int>> times_from = identicalLayerSamples(chain, options.time_every_layer);
+  std::vector<LayerMemoryBytes> memories;
 
   Profile profile;
   profile.model.name = chain.model_name;
@@ -321,9 +364,13 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.param_bytes = parameterBytes(layer);
     cost.output_bytes = benches[i].output_bytes;
     cost.output_shape = benches[i].output_shape;
-    const LayerMemoryBytes memory = namingLayerOnError(chain, i, [&] {
-      return measureLayerMemory(layer, benches[i].input, benches[i].upstream_grad, batch.target);
-    });
+    // Memory is a matter of shapes: an identical layer's is its sample's first one's.
+    const int measured_on = times_from[i].empty() ? i : times_from[i].front();
+    const LayerMemoryBytes memory =
+        measured_on < i ? memories[static_cast<std::size_t>(measured_on)] : namingLayerOnError(chain, i, [&] {
+          return measureLayerMemory(layer, benches[i].input, benches[i].upstream_grad, batch.target);
+        });
+    memories.push_back(memory);
     cost.activation_bytes = memory.activation;
     cost.input_kept_bytes = memory.input_kept;
     cost.forward_transient_bytes = memory.forward_transient;
@@ -396,7 +443,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
       any_active = true;
     }
     for (int i = 0; i < layer_count; ++i) {
-      if (!isActive(layer_samples[i], options)) continue;
+      if (!times_from[i].empty() || !isActive(layer_samples[i], options)) continue;
       any_active = true;
       checkStop(options, samples);
       report_progress(round, false, i, chain.layers[i].name, round_seconds);
@@ -419,13 +466,36 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   int most_repeats = 0;
   for (int i = 0; i < layer_count; ++i) {
     LayerCost& cost = profile.layers[i];
-    cost.forward_ms = statsOf(layer_samples[i].forward);
-    cost.backward_ms = statsOf(layer_samples[i].backward);
-    cost.backward_input_ms = statsOf(layer_samples[i].backward_input);
-    cost.backward_weight_ms = statsOf(layer_samples[i].backward_weight);
-    if (!layer_samples[i].recompute.empty()) cost.recompute_ms = statsOf(layer_samples[i].recompute);
-    most_repeats = std::max(most_repeats, cost.forward_ms.repeats);
+    // A copy takes its sample's samples, pooled: their median, and their spread as its own.
+    const UnitSampleLog log = times_from[i].empty() ? layer_samples[i] : pooledSamples(layer_samples, times_from[i]);
+    cost.forward_ms = statsOf(log.forward);
+    cost.backward_ms = statsOf(log.backward);
+    cost.backward_input_ms = statsOf(log.backward_input);
+    cost.backward_weight_ms = statsOf(log.backward_weight);
+    if (!log.recompute.empty()) cost.recompute_ms = statsOf(log.recompute);
+    if (!times_from[i].empty()) cost.times_from = times_from[i];
+    else most_repeats = std::max(most_repeats, cost.forward_ms.repeats);
   }
+  // How far the timed members of each identical group are apart: what the copies may be off by.
+  nlohmann::json identical = nlohmann::json::array();
+  std::map<std::vector<int>, int> copies;
+  for (const auto& sample : times_from) {
+    if (!sample.empty()) ++copies[sample];
+  }
+  for (const auto& [sample, copied] : copies) {
+    double fastest = std::numeric_limits<double>::infinity(), slowest = 0.0;
+    for (int from : sample) {
+      const LayerCost& timed = profile.layers[static_cast<std::size_t>(from)];
+      const double ms = timed.forward_ms.median + timed.backward_ms.median;
+      fastest = std::min(fastest, ms);
+      slowest = std::max(slowest, ms);
+    }
+    identical.push_back({{"kind", profile.layers[static_cast<std::size_t>(sample.front())].kind},
+                         {"layers", copied + static_cast<int>(sample.size())},
+                         {"timed", sample},
+                         {"spread", fastest > 0 ? slowest / fastest - 1.0 : 0.0}});
+  }
+
   WholeModelCost whole;
   whole.forward_ms = summarizeSamples(whole_samples.forward).median;
   whole.backward_ms = summarizeSamples(whole_samples.backward).median;
@@ -457,6 +527,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   if (options.resume != nullptr && options.resume->sampleCount() > 0) {
     profile.run.extra["resumed_samples"] = options.resume->sampleCount();
   }
+  if (!identical.empty()) profile.run.extra["identical_layers"] = identical;
   if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
   profile.run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
   if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();

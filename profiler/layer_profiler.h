@@ -13,6 +13,12 @@ namespace stagecut {
 /// returned profile and the model and run metadata it knows; the caller adds the device.
 Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options, RegionTimer& timer);
 
+/// For each layer of `chain`, the layers whose timings it takes instead of being timed: of 4 or
+/// more layers with one non-empty signature, the first, the middle and the last (in chain order)
+/// are timed and the others take their samples; empty for a layer timed itself.
+/// All empty with `time_every_layer`.
+std::vector<std::vector<int>> identicalLayerSamples(const LayerChain& chain, bool time_every_layer);
+
 /// Bytes that a layer keeps alive for its backward when run on `input`: memory alive after its
 /// forward, counting its own copy of the input (freed unless saved), minus its output. Measured
 /// with MemoryCounter.

@@ -43,6 +43,9 @@ struct MeasureOptions {
   /// Also time each layer's forward under no_grad: the extra forward that activation
   /// checkpointing runs (recompute_ms).
   bool recompute = false;
+  /// Time every layer, even where identical layers (same ChainLayer::signature) could be timed
+  /// for a sample: the first, the middle and the last of 4 or more (identicalLayerSamples).
+  bool time_every_layer = false;
   std::function<void(const MeasureProgress&)> on_progress;
   /// Polled before each timing: a signal number (SIGINT, SIGTERM) stops the run with
   /// Error::interrupted; 0 goes on.

@@ -83,9 +83,12 @@ LayerChain buildGpt(const ZooOptions& options) {
                   {"seed", options.seed}};
 
   chain.layers.push_back(moduleLayer("embed", "Embedding", GptEmbed(shape.vocab, shape.seq, shape.hidden)));
+  const std::string block_signature = "gpt block " + std::to_string(shape.hidden) + "/" + std::to_string(shape.heads) +
+                                      "/" + std::to_string(shape.ffn) + "/" + std::to_string(shape.seq);
   for (int i = 0; i < shape.layers; ++i) {
     chain.layers.push_back(moduleLayer("block." + std::to_string(i), "TransformerBlock",
                                        GptBlock(shape.hidden, shape.heads, shape.ffn)));
+    chain.layers.back().signature = block_signature;
   }
   chain.layers.push_back(moduleLayer("head", "LMHead", GptHead(shape.hidden, shape.vocab)));
   chain.layers.push_back(lossLayer("loss", "CrossEntropyLoss", [vocab = shape.vocab](

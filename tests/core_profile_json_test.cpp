@@ -194,3 +194,27 @@ TEST_CASE("a number too large for a double is rejected as invalid JSON", "[core]
   CHECK_THROWS_WITH(stagecut::parseJsonDocument("{\"x\": 1e999}", "big.json"),
                     Contains("big.json: not valid JSON"));
 }
+
+TEST_CASE("a layer's times_from survives a round trip and must name timed layers of the profile",
+          "[core][profile]") {
+  Profile original = makeProfile(6);
+  original.layers[2].times_from = std::vector<int>{1, 3, 5};
+  original.layers[4].times_from = std::vector<int>{1, 3, 5};
+  const Profile back = profileFromJson(profileToJson(original), "p.json");
+  CHECK(back.layers == original.layers);
+  CHECK_FALSE(back.layers[1].times_from.has_value());
+  CHECK_FALSE(profileToJson(makeProfile(2))["layers"][0].contains("times_from"));
+
+  const auto rejection = [&](int layer, const json& value) {
+    json document = profileToJson(original);
+    document["layers"][static_cast<std::size_t>(layer)]["times_from"] = value;
+    return profileRejection(document);
+  };
+  CHECK(rejection(2, json::array({1, 3, 5})).empty());
+  CHECK_THAT(rejection(2, json::array({2})), Contains("layer 2") && Contains("the layer itself"));
+  CHECK_THAT(rejection(2, json::array({9})), Contains("names layer 9, which is not in the profile"));
+  CHECK_THAT(rejection(2, json::array({4})), Contains("whose own times are copied"));
+  CHECK_THAT(rejection(2, json::array()), Contains("times_from") && Contains("is empty"));
+  CHECK_THAT(rejection(2, json::array({-1})), Contains("must list layer indices"));
+  CHECK_THAT(rejection(2, json::array({"1"})), Contains("must list layer indices"));
+}
