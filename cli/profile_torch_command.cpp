@@ -98,6 +98,14 @@ nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>&
           {"max-repeats", measure.max_repeats}, {"cv-target", measure.cv_target},
           {"budget", measure.budget_s_per_layer}, {"recompute", measure.recompute},
           {"microbatch", sizes}};
+  // Settings newer than the side-file format, keyed only when given, so older side files still match.
+  if (!request.dtype.empty()) key["dtype"] = request.dtype;
+  if (measure.time_every_layer) key["time-every-layer"] = true;
+  if (zoo.family == "llama") {
+    key["kv-heads"] = zoo.kv_heads;
+    key["rope-theta"] = zoo.rope_theta;
+    key["norm-eps"] = zoo.norm_eps;
+  }
   // The same path may hold another model by now: samples of two models must not mix in a layer.
   // An unreadable file has no fingerprint; the loader then says what is wrong with it.
   if (!request.torchscript_path.empty() && ::access(request.torchscript_path.c_str(), R_OK) == 0) {
@@ -223,9 +231,10 @@ TestInterrupt testInterrupt() {
 void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
   const ZooOptions& zoo = request.zoo;
   const std::pair<const char*, int> sizes[] = {{"--layers", zoo.layers}, {"--hidden", zoo.hidden},
-                                               {"--heads", zoo.heads},   {"--ffn", zoo.ffn},
-                                               {"--seq", zoo.seq},       {"--vocab", zoo.vocab},
-                                               {"--image-size", zoo.image_size}, {"--classes", zoo.classes}};
+                                               {"--heads", zoo.heads},   {"--kv-heads", zoo.kv_heads},
+                                               {"--ffn", zoo.ffn},       {"--seq", zoo.seq},
+                                               {"--vocab", zoo.vocab},   {"--image-size", zoo.image_size},
+                                               {"--classes", zoo.classes}};
   const bool torchscript = !request.torchscript_path.empty();
   for (const auto& [flag, value] : sizes) {
     if (command.count(flag) == 0) continue;
@@ -233,6 +242,20 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
     if (value < 1) {
       throw Error(std::string(flag) + " " + std::to_string(value) + ": must be 1 or more; leave it out for the " +
                   "preset's");
+    }
+  }
+  // The llama family's own settings; its check (zoo_checks.cpp) holds them to their ranges.
+  const std::pair<const char*, double> llama_settings[] = {
+      {"--kv-heads", zoo.kv_heads}, {"--rope-theta", zoo.rope_theta}, {"--norm-eps", zoo.norm_eps}};
+  for (const auto& [flag, value] : llama_settings) {
+    if (command.count(flag) == 0) continue;
+    if (torchscript || zoo.family != "llama") {
+      throw Error(std::string(flag) + ": is a setting of --model llama, not of " +
+                  (torchscript ? std::string("a --torchscript module") : "--model " + zoo.family));
+    }
+    if (!(value > 0)) {
+      throw Error(std::string(flag) + " " + command.get_option(flag)->results().front() +
+                  ": must be above 0; leave it out for the preset's");
     }
   }
   if (torchscript && request.input_spec.empty()) {
@@ -261,14 +284,20 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   MeasureOptions& measure = request.measure;
   ZooOptions& zoo = request.zoo;
   zoo.family = "gpt";
-  command->add_option("--model", zoo.family, "Built-in model: mlp, gpt or vgg16")->capture_default_str();
-  command->add_option("--preset", zoo.preset, "gpt preset: gpt2-small, gpt2-medium, gpt2-large, gpt-tiny");
-  command->add_option("--layers", zoo.layers, "gpt blocks or mlp layers (overrides the preset)");
+  command->add_option("--model", zoo.family, "Built-in model: mlp, gpt, llama or vgg16")->capture_default_str();
+  command->add_option("--preset", zoo.preset,
+                      "gpt preset: gpt2-small (default), gpt2-medium, gpt2-large, gpt-tiny; llama preset: llama3-8b "
+                      "(default), llama2-7b, llama3-70b, llama3.1-405b, mistral-7b, qwen2.5-7b, tinyllama-1.1b, "
+                      "llama-tiny");
+  command->add_option("--layers", zoo.layers, "gpt or llama blocks, or mlp layers (overrides the preset)");
   command->add_option("--hidden", zoo.hidden, "Model width");
   command->add_option("--heads", zoo.heads, "Attention heads");
-  command->add_option("--ffn", zoo.ffn, "gpt MLP width (default 4 x hidden)");
-  command->add_option("--seq", zoo.seq, "gpt sequence length");
-  command->add_option("--vocab", zoo.vocab, "gpt vocabulary size");
+  command->add_option("--kv-heads", zoo.kv_heads, "llama key/value heads (grouped-query attention; divides --heads)");
+  command->add_option("--ffn", zoo.ffn, "gpt MLP width (default 4 x hidden) or llama SwiGLU width");
+  command->add_option("--seq", zoo.seq, "gpt or llama sequence length");
+  command->add_option("--vocab", zoo.vocab, "gpt or llama vocabulary size");
+  command->add_option("--rope-theta", zoo.rope_theta, "llama rotary embedding base (e.g. 10000 or 500000)");
+  command->add_option("--norm-eps", zoo.norm_eps, "llama RMSNorm epsilon (e.g. 1e-5)");
   command->add_option("--image-size", zoo.image_size, "vgg16 image height and width (default 224)");
   command->add_option("--classes", zoo.classes, "vgg16 classes (default 1000)");
   command->add_option("--torchscript", request.torchscript_path,
@@ -281,6 +310,10 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--threads", request.threads, "LibTorch and BLAS threads (one core stands for one device)")
       ->capture_default_str();
   command->add_option("--device", request.device, "cpu, cuda or cuda:K")->capture_default_str();
+  command->add_option("--dtype", request.dtype,
+                      "float32, bfloat16 or float16 (also fp32, bf16, fp16): the weights', activations' and floating "
+                      "inputs' precision; the loss is computed in float32 as frameworks do (default: the model's own, "
+                      "float32 for the zoo)");
   command->add_option("--timer", request.timer, "steady_clock (CPU), cuda-events or cupti (CUDA)")
       ->capture_default_str();
   command->add_option("--warmup", measure.warmup_rounds, "Untimed forward and backward passes of the whole model first")->capture_default_str();
@@ -291,6 +324,9 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--budget", measure.budget_s_per_layer, "Seconds of timing per layer before it stops")
       ->capture_default_str();
   command->add_option("--seed", options->seed, "Seed of the weights and the sample batch")->capture_default_str();
+  command->add_flag("--time-every-layer", measure.time_every_layer,
+                    "Time every layer; by default a run of 4 or more identical layers (a model's blocks) "
+                    "is timed on its first, middle and last, and the others take their figures");
   command->add_flag("--recompute", measure.recompute,
                     "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
   command->add_option("-o,--output", options->output_path,

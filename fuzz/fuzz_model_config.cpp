@@ -14,11 +14,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
-  static const char* const kSources[] = {"zoo:gpt", "zoo:mlp", "zoo:vgg16", "torchscript:m.pt", "zoo:", "import:x"};
+  static const char* const kSources[] = {"zoo:gpt",          "zoo:mlp", "zoo:vgg16", "zoo:llama",
+                                         "torchscript:m.pt", "zoo:",    "import:x"};
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   stagecut::fuzz::expectCleanOutcome([&] {
     stagecut::Profile profile;
-    profile.model.source = kSources[data[0] % 6];
+    profile.model.source = kSources[data[0] % 7];
     profile.model.config = stagecut::parseJsonDocument(text, "fuzz.json");
     if (data[0] & 0x80) profile.model.fingerprint = stagecut::zooFingerprint(profile.model.source, profile.model.config);
     if (data[0] & 0x40) profile.model.fingerprint = "sha256:0";

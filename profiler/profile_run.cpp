@@ -292,7 +292,10 @@ Profile runProfile(const ProfileRequest& request) {
     const InputSpec input = parseInputSpec(request.input_spec);
     chain = loadTorchScriptChain(request.torchscript_path, input, request.measure.seed);
   } else {
-    chain = buildZooModel(request.zoo);
+    ZooOptions zoo = request.zoo;
+    // Built here in float32, then moved: on a GPU the gradients take the GPU's memory, not ours.
+    if (isCudaDevice(request.device)) zoo.host_bytes_per_parameter = 4.0;
+    chain = buildZooModel(zoo);
   }
 
   const torch::ScalarType precision = chainPrecision(request, chain);

@@ -3,6 +3,8 @@
 // Pieces shared by the zoo families (internal to the profiler).
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -49,5 +51,21 @@ inline at::Generator seededGenerator(std::uint64_t seed) {
 LayerChain buildGpt(const ZooOptions& options);
 LayerChain buildMlp(const ZooOptions& options);
 LayerChain buildVgg16(const ZooOptions& options);
+
+/// How the llama blocks attend: kFastest takes LibTorch's scaled_dot_product_attention where it
+/// has one (2.x; the flash or memory-efficient kernels on a GPU) and the explicit softmax where
+/// not (1.13); kEager always takes the explicit softmax (tests hold the two to each other). The
+/// chain's config records which ran ("attention": "sdpa" or "eager").
+enum class LlamaAttentionPath { kFastest, kEager };
+LayerChain buildLlama(const ZooOptions& options, LlamaAttentionPath attention = LlamaAttentionPath::kFastest);
+
+/// Whether this LibTorch has scaled_dot_product_attention (2.0 and later).
+bool llamaHasSdpa();
+
+/// A llama chain's parameters (the tensors themselves, not copies) under the names Hugging
+/// Face's LlamaForCausalLM (Qwen2ForCausalLM with qkv_bias) gives them, e.g.
+/// "model.layers.0.self_attn.q_proj.weight": how its weights are loaded into that model. Throws
+/// Error when the chain is not a zoo llama chain.
+std::vector<std::pair<std::string, torch::Tensor>> llamaStateDict(const LayerChain& chain);
 
 }  // namespace stagecut

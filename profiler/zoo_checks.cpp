@@ -2,6 +2,10 @@
 // a whole request (which validate runs on a profile's model.config before any rank starts).
 #include "profiler/zoo_checks.h"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 #include "core/error.h"
 #include "core/suggest.h"
 #include "profiler/machine_memory.h"
@@ -25,6 +29,38 @@ constexpr GptPreset kPresets[] = {
     // that the embedding holds many parameters and little compute and the head the opposite.
     {"gpt-demo", {6, 256, 4, 1024, 128, 16384}},
 };
+
+struct LlamaPreset {
+  const char* name;
+  LlamaShape shape;
+};
+
+// {layers, hidden, heads, kv_heads, ffn, seq, vocab, rope_theta, norm_eps, qkv_bias}, from each
+// model's published config.json (seq: its context length, max_position_embeddings).
+constexpr LlamaPreset kLlamaPresets[] = {
+    {"llama2-7b", {32, 4096, 32, 32, 11008, 4096, 32000, 1e4, 1e-5, false}},
+    {"llama3-8b", {32, 4096, 32, 8, 14336, 8192, 128256, 5e5, 1e-5, false}},
+    {"llama3-70b", {80, 8192, 64, 8, 28672, 8192, 128256, 5e5, 1e-5, false}},
+    // Llama 3.1's "llama3" rope scaling (factor 8) changes the rotary frequencies, not the cost:
+    // not modelled.
+    {"llama3.1-405b", {126, 16384, 128, 8, 53248, 131072, 128256, 5e5, 1e-5, false}},
+    // Mistral-7B v0.1 (theta 1e4; v0.2 and later use 1e6). Its sliding window is 4096 tokens:
+    // the default seq stays within it, where the window equals the full causal attention here.
+    {"mistral-7b", {32, 4096, 32, 8, 14336, 4096, 32000, 1e4, 1e-5, false}},
+    // Qwen2.5-7B: the LLaMA layout with biases on q, k and v.
+    {"qwen2.5-7b", {28, 3584, 28, 4, 18944, 32768, 152064, 1e6, 1e-6, true}},
+    {"tinyllama-1.1b", {22, 2048, 32, 4, 5632, 2048, 32000, 1e4, 1e-5, false}},
+    // For tests: every part of the layout (grouped-query attention too) in milliseconds.
+    {"llama-tiny", {2, 64, 4, 2, 176, 32, 512, 1e4, 1e-5, false}},
+};
+
+// A floating-point model setting: finite, above 0 and at most `max`.
+void requireAboveZero(const char* flag, double value, double max) {
+  if (std::isfinite(value) && value > 0 && value <= max) return;
+  std::ostringstream text;
+  text << flag << " " << value << ": must be a number above 0 and at most " << max;
+  throw Error(text.str());
+}
 
 }  // namespace
 
@@ -68,7 +104,87 @@ void checkGpt(const ZooOptions& options) {
   const GptShape shape = resolveGptShape(options);
   const double hidden = shape.hidden;
   const double block = 4.0 * hidden * hidden + 2.0 * hidden * shape.ffn;
-  requireWeightsFit((2.0 * shape.vocab + shape.seq) * hidden + shape.layers * block, "gpt");
+  requireWeightsFit((2.0 * shape.vocab + shape.seq) * hidden + shape.layers * block, options);
+}
+
+LlamaShape resolveLlamaShape(const ZooOptions& options) {
+  const std::string preset = options.preset.empty() ? "llama3-8b" : options.preset;
+  const LlamaPreset* found = nullptr;
+  for (const auto& candidate : kLlamaPresets) {
+    if (preset == candidate.name) found = &candidate;
+  }
+  if (!found) {
+    throw Error("--preset " + preset + ": not a llama preset" + unknownNameHint(preset, llamaPresets()));
+  }
+  const LlamaShape& base = found->shape;
+  LlamaShape shape = base;
+  if (options.layers) shape.layers = options.layers;
+  if (options.hidden) shape.hidden = options.hidden;
+  if (options.heads) shape.heads = options.heads;
+  if (options.kv_heads) {
+    shape.kv_heads = options.kv_heads;
+  } else if (options.heads && options.heads % (base.heads / base.kv_heads) == 0) {
+    shape.kv_heads = options.heads / (base.heads / base.kv_heads);
+  }
+  if (options.ffn) {
+    shape.ffn = options.ffn;
+  } else if (options.hidden) {
+    // Clamped so that an absurd width reaches its own check (--hidden) as a number, not an overflow.
+    const double scaled = std::round(static_cast<double>(base.ffn) * options.hidden / base.hidden);
+    shape.ffn = static_cast<int>(std::clamp(scaled, 1.0, 2147483647.0));
+  }
+  if (options.seq) shape.seq = options.seq;
+  if (options.vocab) shape.vocab = options.vocab;
+  if (options.rope_theta != 0) shape.rope_theta = options.rope_theta;
+  if (options.norm_eps != 0) shape.norm_eps = options.norm_eps;
+  if (options.qkv_bias) shape.qkv_bias = *options.qkv_bias;
+  requireSize("--layers", shape.layers, 4096);
+  requireSize("--hidden", shape.hidden, 65536);
+  requireSize("--heads", shape.heads, 4096);
+  requireSize("--kv-heads", shape.kv_heads, 4096);
+  requireSize("--ffn", shape.ffn, 262144);
+  requireSize("--seq", shape.seq, 131072);
+  requireSize("--vocab", shape.vocab, 1 << 22);
+  // Beyond these a value is a typo: published models use theta 1e4 to 1e7 and epsilon 1e-6 to 1e-5.
+  requireAboveZero("--rope-theta", shape.rope_theta, 1e12);
+  requireAboveZero("--norm-eps", shape.norm_eps, 1.0);
+  if (shape.hidden % shape.heads != 0) {
+    throw Error("--hidden " + std::to_string(shape.hidden) + " is not divisible by --heads " +
+                std::to_string(shape.heads) + "; pick a head count that divides the width");
+  }
+  if ((shape.hidden / shape.heads) % 2 != 0) {
+    throw Error("--hidden " + std::to_string(shape.hidden) + " over --heads " + std::to_string(shape.heads) +
+                " gives heads " + std::to_string(shape.hidden / shape.heads) +
+                " wide; rotary embeddings rotate pairs of features: pick a head count that leaves an even head width");
+  }
+  if (shape.heads % shape.kv_heads != 0) {
+    throw Error("--heads " + std::to_string(shape.heads) + " is not divisible by " +
+                (options.kv_heads ? "" : "the preset's ") + "--kv-heads " + std::to_string(shape.kv_heads) +
+                "; pick a KV head count that divides the heads");
+  }
+  return shape;
+}
+
+double llamaParameterCount(const LlamaShape& shape) {
+  const double hidden = shape.hidden;
+  const double kv_width = static_cast<double>(shape.kv_heads) * (shape.hidden / shape.heads);
+  const double block = 2.0 * hidden                               // the two RMSNorm weights
+                       + 2.0 * hidden * hidden                    // q and o
+                       + 2.0 * hidden * kv_width                  // k and v
+                       + (shape.qkv_bias ? hidden + 2.0 * kv_width : 0.0)
+                       + 3.0 * hidden * shape.ffn;                // gate, up and down
+  return static_cast<double>(shape.vocab) * hidden + shape.layers * block + hidden +
+         hidden * static_cast<double>(shape.vocab);
+}
+
+std::vector<std::string> llamaPresets() {
+  std::vector<std::string> names;
+  for (const auto& preset : kLlamaPresets) names.push_back(preset.name);
+  return names;
+}
+
+void checkLlama(const ZooOptions& options) {
+  requireWeightsFit(llamaParameterCount(resolveLlamaShape(options)), options);
 }
 
 void checkMlp(const ZooOptions& options) {
@@ -76,7 +192,7 @@ void checkMlp(const ZooOptions& options) {
   const int width = options.hidden ? options.hidden : 256;
   requireSize("--layers", depth, 4096);
   requireSize("--hidden", width, 65536);
-  requireWeightsFit(static_cast<double>(depth) * width * width, "mlp");
+  requireWeightsFit(static_cast<double>(depth) * width * width, options);
 }
 
 void checkVgg16(const ZooOptions& options) {
@@ -90,10 +206,10 @@ void checkVgg16(const ZooOptions& options) {
   }
   // The convolutions hold 14.7M parameters; the first fully connected layer grows with the image.
   const double spatial = image / 32;
-  requireWeightsFit(14.7e6 + 512.0 * spatial * spatial * 4096 + 4096.0 * 4096 + 4096.0 * classes, "vgg16");
+  requireWeightsFit(14.7e6 + 512.0 * spatial * spatial * 4096 + 4096.0 * 4096 + 4096.0 * classes, options);
 }
 
-std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "vgg16"}; }
+std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "llama", "vgg16"}; }
 
 void requireSize(const char* flag, int value, int max) {
   if (value < 1) throw Error(std::string(flag) + " " + std::to_string(value) + ": must be 1 or more");
@@ -103,12 +219,16 @@ void requireSize(const char* flag, int value, int max) {
   }
 }
 
-void requireWeightsFit(double parameters, const std::string& model) {
-  requireFitsInMemory(parameters * 4.0 * 2.0, model, "its weights and their gradients alone", "choose smaller sizes");
+void requireWeightsFit(double parameters, const ZooOptions& options) {
+  const bool gradients_here = options.host_bytes_per_parameter > 4.0;
+  requireFitsInMemory(parameters * options.host_bytes_per_parameter, options.family,
+                      gradients_here ? "its weights and their gradients alone" : "its float32 weights alone",
+                      "choose smaller sizes");
 }
 
 void checkZooOptions(const ZooOptions& options) {
   if (options.family == "gpt") return checkGpt(options);
+  if (options.family == "llama") return checkLlama(options);
   if (options.family == "mlp") return checkMlp(options);
   if (options.family == "vgg16") return checkVgg16(options);
   throw Error("--model " + options.family + ": not a built-in model" + unknownNameHint(options.family, zooFamilies()));

@@ -19,16 +19,36 @@ struct GptShape {
 /// size out of the zoo's bounds, or heads that do not divide the width.
 GptShape resolveGptShape(const ZooOptions& options);
 
+/// A llama model's shape: its preset's, with the options' overrides.
+struct LlamaShape {
+  int layers, hidden, heads, kv_heads, ffn, seq, vocab;
+  double rope_theta, norm_eps;
+  bool qkv_bias;  ///< q, k and v projections with biases (Qwen2); o and the MLP never have one
+};
+
+/// The preset's shape with the options' overrides (a width given alone scales the preset's FFN
+/// with it; heads given alone keep the preset's heads per KV head). Throws Error (input) naming
+/// the flag for an unknown preset, a size out of the zoo's bounds, heads that do not divide the
+/// width, KV heads that do not divide the heads, an odd head width (rotary embeddings rotate
+/// pairs) or a rope theta or norm epsilon that is not a positive finite number in range.
+LlamaShape resolveLlamaShape(const ZooOptions& options);
+
+/// Parameters of a llama model with this shape: token embedding, blocks (two RMSNorm weights,
+/// q/k/v/o projections, SwiGLU MLP), final RMSNorm and the untied LM head. Allocates nothing.
+double llamaParameterCount(const LlamaShape& shape);
+
 /// A size of a zoo model: 1 or more, and at most `max`. Beyond the bounds a size is a typo on
 /// this tool's runs, and the shapes' int arithmetic would overflow.
 void requireSize(const char* flag, int value, int max);
 
-/// Refuses a model whose weights and gradients (4 bytes each) would not fit in this machine's
-/// memory, before an allocation tries and fails with a LibTorch error.
-void requireWeightsFit(double parameters, const std::string& model);
+/// Refuses a model whose parameters (options.host_bytes_per_parameter each: float32 weights and
+/// gradients, or the weights alone for a GPU run) would not fit in this machine's memory, before
+/// an allocation tries and fails with a LibTorch error.
+void requireWeightsFit(double parameters, const ZooOptions& options);
 
 /// Each family's checks (checkZooOptions dispatches to them).
 void checkGpt(const ZooOptions& options);
+void checkLlama(const ZooOptions& options);
 void checkMlp(const ZooOptions& options);
 void checkVgg16(const ZooOptions& options);
 

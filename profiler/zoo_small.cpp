@@ -100,9 +100,10 @@ LayerChain buildVgg16(const ZooOptions& options) {
 
 LayerChain buildZooModel(const ZooOptions& options) {
   checkZooOptions(options);
-  LayerChain chain = options.family == "gpt"   ? buildGpt(options)
-                     : options.family == "mlp" ? buildMlp(options)
-                                               : buildVgg16(options);
+  LayerChain chain = options.family == "gpt"     ? buildGpt(options)
+                     : options.family == "llama" ? buildLlama(options)
+                     : options.family == "mlp"   ? buildMlp(options)
+                                                 : buildVgg16(options);
   chain.fingerprint = zooFingerprint(chain.source, chain.config);
   return chain;
 }

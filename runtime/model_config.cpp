@@ -18,6 +18,18 @@ int configInt(const nlohmann::json& config, const char* key, const std::string& 
   return it->get<int>();
 }
 
+// A real-valued setting of model.config (llama's rope_theta, norm_eps); absent: 0, the preset's.
+// The zoo's check then holds it to its flag's range.
+double configNumber(const nlohmann::json& config, const char* key, const std::string& source_name) {
+  const auto it = config.find(key);
+  if (it == config.end()) return 0;
+  if (!it->is_number() || !(it->get<double>() > 0)) {
+    throw Error(source_name + ": model.config field \"" + key + "\" must be a number above 0, got " + it->dump() +
+                "; profile the model again");
+  }
+  return it->get<double>();
+}
+
 const char* const kTorchScriptAdvice = "; profile the module again with stagecut profile --torchscript";
 
 }  // namespace
@@ -34,11 +46,21 @@ ZooOptions zooOptionsFromConfig(const Profile& profile, const std::string& sourc
   options.layers = configInt(config, "layers", source_name);
   options.hidden = configInt(config, "hidden", source_name);
   options.heads = configInt(config, "heads", source_name);
+  options.kv_heads = configInt(config, "kv_heads", source_name);
   options.ffn = configInt(config, "ffn", source_name);
   options.seq = configInt(config, "seq", source_name);
   options.vocab = configInt(config, "vocab", source_name);
   options.image_size = configInt(config, "image_size", source_name);
   options.classes = configInt(config, "classes", source_name);
+  options.rope_theta = configNumber(config, "rope_theta", source_name);
+  options.norm_eps = configNumber(config, "norm_eps", source_name);
+  if (config.contains("qkv_bias")) {
+    if (!config["qkv_bias"].is_boolean()) {
+      throw Error(source_name + ": model.config field \"qkv_bias\" must be true or false, got " +
+                  config["qkv_bias"].dump() + "; profile the model again");
+    }
+    options.qkv_bias = config["qkv_bias"].get<bool>();
+  }
   if (config.contains("seed")) {
     if (!config["seed"].is_number_unsigned() && !(config["seed"].is_number_integer() && config["seed"].get<std::int64_t>() >= 0)) {
       throw Error(source_name + ": model.config field \"seed\" must be a whole number 0 or more, got " +

@@ -380,7 +380,11 @@ else
   rc=0
   run_logged "$(limit 120)" "$out/cxx-runtime-link.log" "$root/tests/cxx_runtime_link_test.sh" "$build" || rc=$?
   indent <"$out/cxx-runtime-link.log"
-  if ((rc == 0)); then finish PASS; else finish FAIL "$(failure "$rc" 120 "$out/cxx-runtime-link.log")"; fi
+  if ((rc == 0)); then
+    finish PASS "$(tail -n 1 "$out/cxx-runtime-link.log" | sed 's/^cxx_runtime_link: //')"
+  else
+    finish FAIL "$(failure "$rc" 120 "$out/cxx-runtime-link.log")"
+  fi
 fi
 
 begin "cuda tests"
@@ -451,6 +455,50 @@ elif have "$timer_table" && time_left; then
   run_logged 30 "$out/gpu-timer-table.txt" "$timer_table" "$events_profile" "$cupti_profile" || rc=$?
   indent <"$out/gpu-timer-table.txt"
   if ((rc == 0)); then finish PASS "$out/gpu-timer-table.txt"; else finish FAIL "$(failure "$rc" 30 "$out/gpu-timer-table.txt")"; fi
+fi
+
+# --- a model people train: a LLaMA in bfloat16, profiled whole
+
+begin "profile llama bf16"
+if ((dry_run)); then
+  llama_flags=(--model llama --preset llama-tiny --dtype bfloat16 --microbatch 2 --min-repeats 3 --max-repeats 5)
+  llama_device=cpu
+else
+  llama_flags=(--model llama --preset llama3-8b --dtype bfloat16 --microbatch 1 --seq 4096 --min-repeats 3 --max-repeats 5)
+  llama_device=$device
+fi
+if have "$stagecut" && time_left; then
+  seconds=$(limit 150)
+  rc=0
+  echo "   stagecut profile ${llama_flags[*]} --device $llama_device"
+  run_logged "$seconds" "$out/profile-llama.log" "$stagecut" profile "${llama_flags[@]}" --device "$llama_device" \
+    -o "$out/llama.profile.json" || rc=$?
+  grep -E '^profile of|^  (sum of layers|whole model|reference kernel|clock warm-up)|^WARNING|  block\.0 |  head |  loss ' \
+    "$out/profile-llama.log" | indent || true
+  if ((rc == 0)); then
+    finish PASS "$out/llama.profile.json"
+  else
+    tail -n 3 "$out/profile-llama.log" | indent
+    finish FAIL "$(failure "$rc" "$seconds" "$out/profile-llama.log")"
+  fi
+fi
+
+begin "llama memory vs torch"
+if [[ ! -s "$out/llama.profile.json" ]]; then
+  finish SKIP "needs the llama profile"
+elif [[ -z "$json_python" ]]; then
+  finish SKIP "no python"
+else
+  # The block's kept bytes against HF's LlamaDecoderLayer counted by torch.cuda.memory_allocated.
+  rc=0
+  run_logged 120 "$out/llama-memory.txt" "$json_python" "$root/bench/llama_block_memory.py" "$out/llama.profile.json" \
+    --tolerance 0.05 || rc=$?
+  indent <"$out/llama-memory.txt"
+  case $rc in
+    0) finish PASS "$(grep -o 'stagecut .*memory_allocated ([^;]*' "$out/llama-memory.txt" | head -n 1))" ;;
+    77) finish SKIP "$(sed -n 's/^llama_block_memory: skipped: //p' "$out/llama-memory.txt" | head -n 1)" ;;
+    *) finish FAIL "$(failure "$rc" 120 "$out/llama-memory.txt")" ;;
+  esac
 fi
 
 # --- the layers timed one by one against the whole model timed in the same rounds

@@ -51,10 +51,10 @@ if grep -q -E '^   FAIL ' <<<"$summary"; then
 fi
 grep -q -F "from PYTHON=$work/python3" <<<"$summary" || problems+=("LibTorch was not found through PYTHON")
 for step in libtorch carry nvidia-smi configure build debugger "cxx runtime link" "cuda tests" "profile cuda-events" "profile cupti" \
-  "cupti vs events" "sum of layers vs whole" partition validate "wall time"; do
+  "cupti vs events" "profile llama bf16" "llama memory vs torch" "sum of layers vs whole" partition validate "wall time"; do
   grep -q -E "^   (PASS|WARN|SKIP)  $step  " <<<"$summary" || problems+=("no PASS, WARN or SKIP line for '$step'")
 done
-for step in configure "cxx runtime link" "cuda tests" "profile cuda-events" "sum of layers vs whole" partition; do
+for step in configure "cxx runtime link" "cuda tests" "profile cuda-events" "profile llama bf16" "sum of layers vs whole" partition; do
   grep -q -E "^   PASS  $step  " <<<"$summary" || problems+=("'$step' did not pass")
 done
 

@@ -63,7 +63,7 @@ TEST_CASE("stagecut profile rejects bad requests with one line and exit 2", "[pr
   checkInputError(runStagecut("profile --torchscript model.pt --input 8x3:float16"),
                     "--input \"8x3:float16\": unknown dtype \"float16\", did you mean 'float32'?");
   checkInputError(runStagecut("profile --model resnet"),
-                    "--model resnet: not a built-in model; use one of: mlp, gpt, vgg16");
+                    "--model resnet: not a built-in model; use one of: mlp, gpt, llama, vgg16");
   checkInputError(runStagecut("profile --model gpt --preset gpt-tiny --heads 5"),
                     "--hidden 128 is not divisible by --heads 5; pick a head count that divides the width");
   checkInputError(runStagecut("profile --device tpu"),

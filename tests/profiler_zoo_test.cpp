@@ -120,7 +120,7 @@ TEST_CASE("impossible zoo settings are rejected with the fix", "[profiler][zoo][
   options.preset = "gpt2-smal";
   CHECK_THROWS_WITH(buildZooModel(options), "--preset gpt2-smal: not a gpt preset, did you mean 'gpt2-small'?");
   options.family = "resnet";
-  CHECK_THROWS_WITH(buildZooModel(options), "--model resnet: not a built-in model; use one of: mlp, gpt, vgg16");
+  CHECK_THROWS_WITH(buildZooModel(options), "--model resnet: not a built-in model; use one of: mlp, gpt, llama, vgg16");
   ZooOptions vgg;
   vgg.family = "vgg16";
   vgg.image_size = 100;

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""The activation bytes of a llama profile's block.0 against Hugging Face's LlamaDecoderLayer of
+the same shape, run by PyTorch itself on the GPU (scripts/gpu-check.sh runs it on the machine's own
+python): what the block keeps for its backward, counted by torch.cuda.memory_allocated as
+stagecut's profiler counts it (docs/profiler.md): the block gets a copy of a leaf input, and what
+is alive after its forward, less its output, is what it keeps. The rotary cos and sin are inputs
+of HF's layer but made inside stagecut's block, so stagecut's count is larger by up to the two of
+them. Prints one line per figure; exit 0 when the two agree within --tolerance, 1 when not, 2 for
+bad input, 77 when there is no GPU or no transformers.
+
+usage: llama_block_memory.py PROFILE.json [--tolerance 0.02]
+"""
+import argparse
+import json
+import sys
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("profile")
+    parser.add_argument("--tolerance", type=float, default=0.02)
+    args = parser.parse_args()
+    try:
+        profile = json.load(open(args.profile))
+        config = profile["model"]["config"]
+        block = next(layer for layer in profile["layers"] if layer["name"] == "block.0")
+        microbatch = profile["run"]["microbatch_size"]
+        dtype_name = profile["run"].get("dtype", "float32")
+    except (OSError, ValueError, KeyError, StopIteration) as error:
+        print(f"llama_block_memory: {args.profile}: not a llama profile with a block.0 ({error})", file=sys.stderr)
+        return 2
+    try:
+        import torch
+        from transformers import LlamaConfig
+        from transformers.models.llama import modeling_llama
+    except ImportError as error:
+        print(f"llama_block_memory: skipped: {error}", file=sys.stderr)
+        return 77
+    if not torch.cuda.is_available():
+        print("llama_block_memory: skipped: no GPU (torch.cuda.memory_allocated counts only CUDA memory)", file=sys.stderr)
+        return 77
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype_name]
+    hf_config = LlamaConfig(hidden_size=config["hidden"], intermediate_size=config["ffn"],
+                            num_attention_heads=config["heads"], num_key_value_heads=config["kv_heads"],
+                            rope_theta=config["rope_theta"], rms_norm_eps=config["norm_eps"],
+                            max_position_embeddings=config["seq"], vocab_size=config["vocab"],
+                            attention_bias=bool(config.get("qkv_bias", False)), num_hidden_layers=1)
+    hf_config._attn_implementation = "sdpa" if config.get("attention") == "sdpa" else "eager"
+    device = torch.device("cuda")
+    layer = modeling_llama.LlamaDecoderLayer(hf_config, layer_idx=0).to(device=device, dtype=dtype)
+    seq = config["seq"]
+    leaf = torch.randn(microbatch, seq, config["hidden"], device=device, dtype=dtype, requires_grad=True)
+    position_ids = torch.arange(seq, device=device).unsqueeze(0)
+    rotary = modeling_llama.LlamaRotaryEmbedding(config=hf_config).to(device)
+    with torch.no_grad():
+        cos, sin = rotary(leaf, position_ids)
+    mask = None
+    if hf_config._attn_implementation == "eager":
+        mask = torch.full((seq, seq), float("-inf"), device=device, dtype=dtype).triu(1)[None, None]
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    copy = leaf.clone()
+    output = layer(copy, attention_mask=mask, position_ids=position_ids, position_embeddings=(cos, sin))
+    output = output[0] if isinstance(output, tuple) else output
+    del copy
+    torch.cuda.synchronize()
+    kept = torch.cuda.memory_allocated() - before - output.numel() * output.element_size()
+    stagecut_kept = block["activation_bytes"]
+    rope_bytes = 2 * cos.numel() * cos.element_size()
+    difference = stagecut_kept / kept - 1 if kept > 0 else float("inf")
+    print(f"block.0 of {profile['model'].get('name', '?')} ({dtype_name}, microbatch {microbatch}, seq {seq}, "
+          f"{hf_config._attn_implementation} attention): stagecut {stagecut_kept / 1e6:.1f} MB kept, "
+          f"HF LlamaDecoderLayer {kept / 1e6:.1f} MB by torch.cuda.memory_allocated ({difference:+.2%}; "
+          f"the rotary cos and sin are {rope_bytes / 1e6:.1f} MB)")
+    return 0 if abs(difference) <= args.tolerance else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
