@@ -66,12 +66,34 @@ def main():
     torch.cuda.synchronize()
     kept = torch.cuda.memory_allocated() - before - output.numel() * output.element_size()
     stagecut_kept = block["activation_bytes"]
+    # What the two forms keep differently, by construction: stagecut's block makes the rotary cos
+    # and sin itself (HF's layer is handed them), and repeats k and v to every query head before
+    # the attention, as torchtitan's repeat_kv does; recent transformers pass SDPA enable_gqa
+    # instead (PyTorch 2.5+), which keeps k and v at the KV heads.
     rope_bytes = 2 * cos.numel() * cos.element_size()
-    difference = stagecut_kept / kept - 1 if kept > 0 else float("inf")
+    native_gqa = False
+    try:
+        from transformers.integrations.sdpa_attention import use_gqa_in_sdpa
+        probe = torch.empty(1, config["kv_heads"], 1, config["hidden"] // config["heads"], device=device)
+        try:
+            uses_gqa = use_gqa_in_sdpa(None, probe, probe)  # transformers 5: (mask, key, value)
+        except TypeError:
+            uses_gqa = use_gqa_in_sdpa(None, probe)  # 4.4x: (mask, key)
+        native_gqa = hf_config._attn_implementation == "sdpa" and bool(uses_gqa)
+    except ImportError:
+        pass
+    head_dim = config["hidden"] // config["heads"]
+    element = torch.empty(0, dtype=dtype).element_size()
+    repeat_bytes = 2 * microbatch * seq * (config["heads"] - config["kv_heads"]) * head_dim * element if native_gqa else 0
+    expected = kept + rope_bytes + repeat_bytes
+    difference = stagecut_kept / expected - 1 if expected > 0 else float("inf")
     print(f"block.0 of {profile['model'].get('name', '?')} ({dtype_name}, microbatch {microbatch}, seq {seq}, "
           f"{hf_config._attn_implementation} attention): stagecut {stagecut_kept / 1e6:.1f} MB kept, "
-          f"HF LlamaDecoderLayer {kept / 1e6:.1f} MB by torch.cuda.memory_allocated ({difference:+.2%}; "
-          f"the rotary cos and sin are {rope_bytes / 1e6:.1f} MB)")
+          f"HF LlamaDecoderLayer {kept / 1e6:.1f} MB by torch.cuda.memory_allocated, "
+          f"+ {rope_bytes / 1e6:.1f} MB of rotary cos and sin"
+          + (f" + {repeat_bytes / 1e6:.1f} MB of k and v repeated to every head (HF keeps them at the KV heads: "
+             "SDPA's enable_gqa)" if native_gqa else "")
+          + f" = {expected / 1e6:.1f} MB: {difference:+.2%}")
     return 0 if abs(difference) <= args.tolerance else 1
 
 
