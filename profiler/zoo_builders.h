@@ -46,6 +46,27 @@ inline at::Generator seededGenerator(std::uint64_t seed) {
   return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 
+/// A language model's loss: cross-entropy of next-token logits [rows, seq, vocab] against token
+/// ids, on the logits upcast to float32 (a no-op when they are), as Megatron, torchtitan and HF
+/// compute it whatever the layers' precision.
+inline ChainLayer tokenCrossEntropyLayer(int vocab) {
+  return lossLayer("loss", "CrossEntropyLoss", [vocab](const torch::Tensor& logits, const torch::Tensor& target) {
+    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat32), target.reshape({-1}));
+  });
+}
+
+/// A language model's batches: `rows` sequences of `seq` token ids below `vocab`, and as many
+/// target ids, from the batch's seed.
+inline std::function<ChainBatch(int, std::uint64_t)> tokenBatches(int vocab, int seq) {
+  return [vocab, seq](int rows, std::uint64_t seed) {
+    auto generator = seededGenerator(seed);
+    ChainBatch batch;
+    batch.input = torch::randint(0, vocab, {rows, seq}, generator, torch::kLong);
+    batch.target = torch::randint(0, vocab, {rows, seq}, generator, torch::kLong);
+    return batch;
+  };
+}
+
 /// Each family's builder, which expects options its check (zoo_checks.h) passed
 /// (buildZooModel runs checkZooOptions first).
 LayerChain buildGpt(const ZooOptions& options);

@@ -62,18 +62,21 @@ void requireAboveZero(const char* flag, double value, double max) {
   throw Error(text.str());
 }
 
+// A family's preset by name, or one line naming the family's presets.
+template <typename Preset, std::size_t N>
+const Preset& findPreset(const Preset (&table)[N], const std::string& preset, const char* family,
+                         const std::vector<std::string>& names) {
+  for (const auto& candidate : table) {
+    if (preset == candidate.name) return candidate;
+  }
+  throw Error("--preset " + preset + ": not a " + family + " preset" + unknownNameHint(preset, names));
+}
+
 }  // namespace
 
 GptShape resolveGptShape(const ZooOptions& options) {
   const std::string preset = options.preset.empty() ? "gpt2-small" : options.preset;
-  const GptPreset* found = nullptr;
-  for (const auto& candidate : kPresets) {
-    if (preset == candidate.name) found = &candidate;
-  }
-  if (!found) {
-    throw Error("--preset " + preset + ": not a gpt preset" + unknownNameHint(preset, gptPresets()));
-  }
-  GptShape shape = found->shape;
+  GptShape shape = findPreset(kPresets, preset, "gpt", gptPresets()).shape;
   if (options.layers) shape.layers = options.layers;
   if (options.hidden) shape.hidden = options.hidden;
   if (options.heads) shape.heads = options.heads;
@@ -109,14 +112,7 @@ void checkGpt(const ZooOptions& options) {
 
 LlamaShape resolveLlamaShape(const ZooOptions& options) {
   const std::string preset = options.preset.empty() ? "llama3-8b" : options.preset;
-  const LlamaPreset* found = nullptr;
-  for (const auto& candidate : kLlamaPresets) {
-    if (preset == candidate.name) found = &candidate;
-  }
-  if (!found) {
-    throw Error("--preset " + preset + ": not a llama preset" + unknownNameHint(preset, llamaPresets()));
-  }
-  const LlamaShape& base = found->shape;
+  const LlamaShape& base = findPreset(kLlamaPresets, preset, "llama", llamaPresets()).shape;
   LlamaShape shape = base;
   if (options.layers) shape.layers = options.layers;
   if (options.hidden) shape.hidden = options.hidden;

@@ -91,20 +91,8 @@ LayerChain buildGpt(const ZooOptions& options) {
     chain.layers.back().signature = block_signature;
   }
   chain.layers.push_back(moduleLayer("head", "LMHead", GptHead(shape.hidden, shape.vocab)));
-  chain.layers.push_back(lossLayer("loss", "CrossEntropyLoss", [vocab = shape.vocab](
-                                                                    const torch::Tensor& logits,
-                                                                    const torch::Tensor& target) {
-    // In float32 whatever the layers' precision, as Megatron and torchtitan compute the loss.
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat32), target.reshape({-1}));
-  }));
-
-  chain.make_batch = [shape](int rows, std::uint64_t seed) {
-    auto generator = seededGenerator(seed);
-    ChainBatch batch;
-    batch.input = torch::randint(0, shape.vocab, {rows, shape.seq}, generator, torch::kLong);
-    batch.target = torch::randint(0, shape.vocab, {rows, shape.seq}, generator, torch::kLong);
-    return batch;
-  };
+  chain.layers.push_back(tokenCrossEntropyLayer(shape.vocab));
+  chain.make_batch = tokenBatches(shape.vocab, shape.seq);
   return chain;
 }
 

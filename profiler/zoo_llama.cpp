@@ -187,19 +187,8 @@ LayerChain buildLlama(const ZooOptions& options, LlamaAttentionPath attention) {
     chain.layers.back().signature = block_signature;
   }
   chain.layers.push_back(moduleLayer("head", "LMHead", LlamaHead(shape.hidden, shape.vocab, shape.norm_eps)));
-  chain.layers.push_back(lossLayer("loss", "CrossEntropyLoss", [vocab = shape.vocab](const torch::Tensor& logits,
-                                                                                      const torch::Tensor& target) {
-    // On logits upcast to float32 (a no-op when they are), as HF's LlamaForCausalLM and Megatron do.
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat), target.reshape({-1}));
-  }));
-
-  chain.make_batch = [shape](int rows, std::uint64_t seed) {
-    auto generator = seededGenerator(seed);
-    ChainBatch batch;
-    batch.input = torch::randint(0, shape.vocab, {rows, shape.seq}, generator, torch::kLong);
-    batch.target = torch::randint(0, shape.vocab, {rows, shape.seq}, generator, torch::kLong);
-    return batch;
-  };
+  chain.layers.push_back(tokenCrossEntropyLayer(shape.vocab));
+  chain.make_batch = tokenBatches(shape.vocab, shape.seq);
   return chain;
 }
 
