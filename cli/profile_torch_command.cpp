@@ -325,8 +325,8 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
       ->capture_default_str();
   command->add_option("--seed", options->seed, "Seed of the weights and the sample batch")->capture_default_str();
   command->add_flag("--time-every-layer", measure.time_every_layer,
-                    "Time every layer; by default a run of 4 or more identical layers (a model's blocks) "
-                    "is timed on its first, middle and last, and the others take their figures");
+                    "Time every layer; by default, of 4 or more identical layers (a model's blocks), the first, middle and last "
+                    "are timed and the others take their figures");
   command->add_flag("--recompute", measure.recompute,
                     "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
   command->add_option("-o,--output", options->output_path,
