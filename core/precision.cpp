@@ -31,12 +31,4 @@ std::string canonicalPrecision(const std::string& text, const std::string& flag)
   throw Error(flag + " " + (text.empty() ? "''" : text) +
               ": not a precision stagecut profiles in; use float32, bfloat16 or float16");
 }
-
-double precisionBytes(const std::string& name) {
-  if (name == "float32") return 4.0;
-  if (name == "bfloat16" || name == "float16") return 2.0;
-  if (name == "float64") return 8.0;
-  throw Error("precision '" + name + "': not one of float32, bfloat16, float16 or float64");
-}
-
 }  // namespace stagecut

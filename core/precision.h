@@ -16,8 +16,4 @@ const std::vector<std::string>& precisionNames();
 /// "--dtype fp8: not a precision stagecut profiles in; use float32, bfloat16 or float16".
 std::string canonicalPrecision(const std::string& text, const std::string& flag = "--dtype");
 
-/// Bytes of one element of a canonical precision (4 or 2); float64 (8) too, as old profiles and
-/// TorchScript modules may hold it. Throws Error for any other name.
-double precisionBytes(const std::string& name);
-
 }  // namespace stagecut

@@ -56,12 +56,26 @@ torch::ScalarType chainFloatingType(const LayerChain& chain) {
   return torch::kFloat32;
 }
 
+namespace {
+
+// The precisions a chain may compute in, by the names profiles record.
+constexpr std::pair<const char*, torch::ScalarType> kPrecisionTypes[] = {
+    {"float32", torch::kFloat32}, {"bfloat16", torch::kBFloat16}, {"float16", torch::kFloat16}, {"float64", torch::kFloat64}};
+
+}  // namespace
+
 torch::ScalarType scalarTypeOfPrecision(const std::string& name) {
-  if (name == "bfloat16") return torch::kBFloat16;
-  if (name == "float16") return torch::kFloat16;
-  if (name == "float64") return torch::kFloat64;
-  if (name == "float32") return torch::kFloat32;
+  for (const auto& [known, type] : kPrecisionTypes) {
+    if (name == known) return type;
+  }
   throw Error("precision '" + name + "': not one of float32, bfloat16, float16 or float64");
+}
+
+std::string precisionNameOf(torch::ScalarType type) {
+  for (const auto& [name, known] : kPrecisionTypes) {
+    if (type == known) return name;
+  }
+  return "float32";
 }
 
 std::string describeLayer(std::size_t index, const ChainLayer& layer) {

@@ -67,6 +67,9 @@ torch::ScalarType chainFloatingType(const LayerChain& chain);
 /// The ScalarType of a canonical precision name (core/precision.h): "bfloat16" -> kBFloat16.
 torch::ScalarType scalarTypeOfPrecision(const std::string& name);
 
+/// The name a profile records for `type` (run.dtype); "float32" for a type it has no name for.
+std::string precisionNameOf(torch::ScalarType type);
+
 /// How messages name a layer: "layer 1 (features.1, ReLU)", its position, name and kind.
 std::string describeLayer(std::size_t index, const ChainLayer& layer);
 

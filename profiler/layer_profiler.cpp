@@ -225,21 +225,6 @@ std::uint64_t parameterBytes(const ChainLayer& layer) {
   return bytes;
 }
 
-// The dtype the layers compute in, named as PyTorch users write it.
-std::string parameterDtype(const LayerChain& chain) {
-  for (const auto& layer : chain.layers) {
-    for (const auto& parameter : layer.parameters) {
-      switch (parameter.scalar_type()) {
-        case torch::kFloat64: return "float64";
-        case torch::kFloat16: return "float16";
-        case torch::kBFloat16: return "bfloat16";
-        default: return "float32";
-      }
-    }
-  }
-  return "float32";
-}
-
 }  // namespace
 
 std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
@@ -476,26 +461,6 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     if (!times_from[i].empty()) cost.times_from = times_from[i];
     else most_repeats = std::max(most_repeats, cost.forward_ms.repeats);
   }
-  // How far the timed members of each identical group are apart: what the copies may be off by.
-  nlohmann::json identical = nlohmann::json::array();
-  std::map<std::vector<int>, int> copies;
-  for (const auto& sample : times_from) {
-    if (!sample.empty()) ++copies[sample];
-  }
-  for (const auto& [sample, copied] : copies) {
-    double fastest = std::numeric_limits<double>::infinity(), slowest = 0.0;
-    for (int from : sample) {
-      const LayerCost& timed = profile.layers[static_cast<std::size_t>(from)];
-      const double ms = timed.forward_ms.median + timed.backward_ms.median;
-      fastest = std::min(fastest, ms);
-      slowest = std::max(slowest, ms);
-    }
-    identical.push_back({{"kind", profile.layers[static_cast<std::size_t>(sample.front())].kind},
-                         {"layers", copied + static_cast<int>(sample.size())},
-                         {"timed", sample},
-                         {"spread", fastest > 0 ? slowest / fastest - 1.0 : 0.0}});
-  }
-
   WholeModelCost whole;
   whole.forward_ms = summarizeSamples(whole_samples.forward).median;
   whole.backward_ms = summarizeSamples(whole_samples.backward).median;
@@ -513,7 +478,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   profile.whole_model = whole;
 
   profile.run.microbatch_size = options.microbatch_size;
-  profile.run.dtype = parameterDtype(chain);
+  profile.run.dtype = precisionNameOf(chainFloatingType(chain));
   profile.run.warmup = options.warmup_rounds;
   profile.run.repeats = most_repeats;
   profile.run.timer = timer.name();
@@ -527,7 +492,6 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   if (options.resume != nullptr && options.resume->sampleCount() > 0) {
     profile.run.extra["resumed_samples"] = options.resume->sampleCount();
   }
-  if (!identical.empty()) profile.run.extra["identical_layers"] = identical;
   if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
   profile.run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
   if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();

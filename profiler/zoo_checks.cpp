@@ -62,6 +62,17 @@ void requireAboveZero(const char* flag, double value, double max) {
   throw Error(text.str());
 }
 
+// The sizes every decoder family shares, within the zoo's bounds.
+template <typename Shape>
+void requireDecoderSizes(const Shape& shape) {
+  requireSize("--layers", shape.layers, 4096);
+  requireSize("--hidden", shape.hidden, 65536);
+  requireSize("--heads", shape.heads, 4096);
+  requireSize("--ffn", shape.ffn, 262144);
+  requireSize("--seq", shape.seq, 131072);
+  requireSize("--vocab", shape.vocab, 1 << 22);
+}
+
 // A family's preset by name, or one line naming the family's presets.
 template <typename Preset, std::size_t N>
 const Preset& findPreset(const Preset (&table)[N], const std::string& preset, const char* family,
@@ -84,12 +95,7 @@ GptShape resolveGptShape(const ZooOptions& options) {
   else if (options.hidden) shape.ffn = 4 * options.hidden;
   if (options.seq) shape.seq = options.seq;
   if (options.vocab) shape.vocab = options.vocab;
-  requireSize("--layers", shape.layers, 4096);
-  requireSize("--hidden", shape.hidden, 65536);
-  requireSize("--heads", shape.heads, 4096);
-  requireSize("--ffn", shape.ffn, 262144);
-  requireSize("--seq", shape.seq, 131072);
-  requireSize("--vocab", shape.vocab, 1 << 22);
+  requireDecoderSizes(shape);
   if (shape.hidden % shape.heads != 0) {
     throw Error("--hidden " + std::to_string(shape.hidden) + " is not divisible by --heads " +
                 std::to_string(shape.heads) + "; pick a head count that divides the width");
@@ -134,13 +140,8 @@ LlamaShape resolveLlamaShape(const ZooOptions& options) {
   if (options.rope_theta != 0) shape.rope_theta = options.rope_theta;
   if (options.norm_eps != 0) shape.norm_eps = options.norm_eps;
   if (options.qkv_bias) shape.qkv_bias = *options.qkv_bias;
-  requireSize("--layers", shape.layers, 4096);
-  requireSize("--hidden", shape.hidden, 65536);
-  requireSize("--heads", shape.heads, 4096);
+  requireDecoderSizes(shape);
   requireSize("--kv-heads", shape.kv_heads, 4096);
-  requireSize("--ffn", shape.ffn, 262144);
-  requireSize("--seq", shape.seq, 131072);
-  requireSize("--vocab", shape.vocab, 1 << 22);
   // Beyond these a value is a typo: published models use theta 1e4 to 1e7 and epsilon 1e-6 to 1e-5.
   requireAboveZero("--rope-theta", shape.rope_theta, 1e12);
   requireAboveZero("--norm-eps", shape.norm_eps, 1.0);
@@ -217,9 +218,10 @@ void requireSize(const char* flag, int value, int max) {
 
 void requireWeightsFit(double parameters, const ZooOptions& options) {
   const bool gradients_here = options.host_bytes_per_parameter > 4.0;
-  requireFitsInMemory(parameters * options.host_bytes_per_parameter, options.family,
+  requireFitsInMemory(parameters * options.host_bytes_per_parameter,
+                      "--model " + options.family + (options.preset.empty() ? "" : " --preset " + options.preset),
                       gradients_here ? "its weights and their gradients alone" : "its float32 weights alone",
-                      "choose smaller sizes");
+                      "choose smaller sizes (fewer --layers, a smaller --hidden)");
 }
 
 void checkZooOptions(const ZooOptions& options) {

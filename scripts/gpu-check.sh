@@ -414,14 +414,19 @@ fi
 
 events_profile=""
 cupti_profile=""
-profile() { # TIMER DEVICE OUTPUT [NOTE]
-  local seconds rc=0 log="$out/profile-$1.log"
+profile() { # NAME TIMER DEVICE OUTPUT NOTE [MODEL FLAGS...]: the model flags default to profile_flags
+  local name=$1 timer=$2 on=$3 output=$4 note=$5 seconds rc=0
+  shift 5
+  local flags=("${profile_flags[@]}")
+  (($# > 0)) && flags=("$@")
+  local log="$out/profile-$name.log"
   seconds=$(limit 150)
-  echo "   stagecut profile ${profile_flags[*]} --device $2 --timer $1"
-  run_logged "$seconds" "$log" "$stagecut" profile "${profile_flags[@]}" --device "$2" --timer "$1" -o "$3" || rc=$?
-  grep -E '^profile of|^  (sum of layers|whole model|reference kernel|clock warm-up|[0-9]+ [A-Za-z]+ layers: timed)|^WARNING' "$log" | indent || true
+  echo "   stagecut profile ${flags[*]} --device $on --timer $timer"
+  run_logged "$seconds" "$log" "$stagecut" profile "${flags[@]}" --device "$on" --timer "$timer" -o "$output" || rc=$?
+  grep -E '^profile of|^  (sum of layers|whole model|reference kernel|clock warm-up|[0-9]+ [A-Za-z]+ layers: timed)|^WARNING|^  +[0-9]+  (block\.0|head|loss) ' \
+    "$log" | indent || true
   if ((rc == 0)); then
-    finish PASS "$3${4:+ ($4)}"
+    finish PASS "$output${note:+ ($note)}"
   else
     tail -n 3 "$log" | indent
     finish FAIL "$(failure "$rc" "$seconds" "$log")"
@@ -432,9 +437,9 @@ profile() { # TIMER DEVICE OUTPUT [NOTE]
 begin "profile cuda-events"
 if have "$stagecut" && time_left; then
   if ((dry_run)); then
-    profile auto cpu "$out/cpu.profile.json" "dry run: --device cpu, steady_clock" && events_profile=$out/cpu.profile.json
+    profile cpu auto cpu "$out/cpu.profile.json" "dry run: --device cpu, steady_clock" && events_profile=$out/cpu.profile.json
   else
-    profile cuda-events "$device" "$out/cuda-events.profile.json" && events_profile=$out/cuda-events.profile.json
+    profile cuda-events cuda-events "$device" "$out/cuda-events.profile.json" "" && events_profile=$out/cuda-events.profile.json
   fi
 fi
 
@@ -442,7 +447,7 @@ begin "profile cupti"
 if ((dry_run)); then
   finish SKIP "no GPU (dry run)"
 elif have "$stagecut" && time_left; then
-  profile cupti "$device" "$out/cupti.profile.json" && cupti_profile=$out/cupti.profile.json
+  profile cupti cupti "$device" "$out/cupti.profile.json" "" && cupti_profile=$out/cupti.profile.json
 fi
 
 begin "cupti vs events"
@@ -468,19 +473,7 @@ else
   llama_device=$device
 fi
 if have "$stagecut" && time_left; then
-  seconds=$(limit 150)
-  rc=0
-  echo "   stagecut profile ${llama_flags[*]} --device $llama_device"
-  run_logged "$seconds" "$out/profile-llama.log" "$stagecut" profile "${llama_flags[@]}" --device "$llama_device" \
-    -o "$out/llama.profile.json" || rc=$?
-  grep -E '^profile of|^  (sum of layers|whole model|reference kernel|clock warm-up)|^WARNING|  block\.0 |  head |  loss ' \
-    "$out/profile-llama.log" | indent || true
-  if ((rc == 0)); then
-    finish PASS "$out/llama.profile.json"
-  else
-    tail -n 3 "$out/profile-llama.log" | indent
-    finish FAIL "$(failure "$rc" "$seconds" "$out/profile-llama.log")"
-  fi
+  profile llama auto "$llama_device" "$out/llama.profile.json" "" "${llama_flags[@]}" || true
 fi
 
 begin "llama memory vs torch"

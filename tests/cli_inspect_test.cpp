@@ -205,3 +205,27 @@ TEST_CASE("a pipe whose reader has gone ends the command quietly", "[cli][stdout
   INFO("exit code " << code << "stderr: " << err);
   CHECK((killed_quietly || one_line));
 }
+
+TEST_CASE("inspect marks layers whose times were copied and says how far the timed ones were apart",
+          "[cli][inspect]") {
+  const TempDir dir;
+  stagecut::Profile profile = makeProfile(6);
+  for (auto& layer : profile.layers) layer.kind = "TransformerBlock";
+  profile.layers[3].times_from = std::vector<int>{1, 2, 5};
+  profile.layers[4].times_from = std::vector<int>{1, 2, 5};
+  stagecut::writeProfileFile(dir.file("p.json"), profile);
+  const CommandResult result = runStagecut("inspect " + dir.file("p.json"));
+  CHECK(result.exit_code == 0);
+  CHECK_THAT(result.out, Contains("layer.3 =") && Contains("layer.4 ="));
+  CHECK_THAT(result.out, !Contains("layer.2 ="));
+  // The timed layers' forward + backward: the slowest over the fastest, minus 1.
+  const auto ms = [&](int i) {
+    return profile.layers[static_cast<std::size_t>(i)].forward_ms.median +
+           profile.layers[static_cast<std::size_t>(i)].backward_ms.median;
+  };
+  const double spread = std::max({ms(1), ms(2), ms(5)}) / std::min({ms(1), ms(2), ms(5)}) - 1;
+  char expected[160];
+  std::snprintf(expected, sizeof expected,
+                "5 TransformerBlock layers: timed 1, 2, 5 (%.1f%% apart), the other 2 take their samples", 100 * spread);
+  CHECK_THAT(result.out, Contains(expected));
+}

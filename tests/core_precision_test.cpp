@@ -4,7 +4,6 @@
 #include "core/precision.h"
 
 using stagecut::canonicalPrecision;
-using stagecut::precisionBytes;
 
 TEST_CASE("a precision is read in the spellings frameworks use and recorded by one name", "[core][precision]") {
   CHECK(canonicalPrecision("float32") == "float32");
@@ -22,12 +21,4 @@ TEST_CASE("an unknown precision is one line naming the flag and the names", "[co
   CHECK_THROWS_WITH(canonicalPrecision("", "--x"),
                     "--x '': not a precision stagecut profiles in; use float32, bfloat16 or float16");
   CHECK_THROWS_WITH(canonicalPrecision("BF16"), Catch::Matchers::StartsWith("--dtype BF16: "));
-}
-
-TEST_CASE("each precision's element size", "[core][precision]") {
-  CHECK(precisionBytes("float32") == 4.0);
-  CHECK(precisionBytes("bfloat16") == 2.0);
-  CHECK(precisionBytes("float16") == 2.0);
-  CHECK(precisionBytes("float64") == 8.0);
-  CHECK_THROWS_AS(precisionBytes("bf16"), stagecut::Error);
 }

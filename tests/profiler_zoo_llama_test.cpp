@@ -27,6 +27,7 @@ using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using Catch::Matchers::EndsWith;
 
 namespace {
 
@@ -419,7 +420,8 @@ TEST_CASE("impossible llama settings are refused naming the flag and the fix", "
         "mistral-7b, qwen2.5-7b, tinyllama-1.1b, llama-tiny");
   // Weights and gradients of 405 billion parameters fit no machine this runs on.
   CHECK_THAT(refusal([](ZooOptions& o) { o = ZooOptions{}; o.family = "llama"; o.preset = "llama3.1-405b"; }),
-             StartsWith("llama: its weights and their gradients alone would take "));
+             StartsWith("--model llama --preset llama3.1-405b: its weights and their gradients alone would take ") &&
+                 EndsWith("; choose smaller sizes (fewer --layers, a smaller --hidden)"));
 }
 
 TEST_CASE("stagecut profile --model llama profiles the tiny preset, and validate rebuilds it from the profile",
