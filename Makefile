@@ -23,10 +23,12 @@ endif
 BUILD_TYPE ?= Release
 # CI builds treat warnings as errors; local builds only show them.
 WERROR := $(if $(CI),ON,OFF)
-# CI compiles each target's sources as a few unity files (CMake's UNITY_BUILD, 8 sources to a
-# file): LibTorch's headers are read once per file, not per source, which takes a clean build to
-# roughly a third of its compile time. Local builds keep one object per source, for quick rebuilds.
-UNITY ?= $(if $(CI),ON,OFF)
+# A new build folder compiles each target's sources as a few unity files (CMake's UNITY_BUILD,
+# 8 sources to a file): LibTorch's headers are read once per file, not per source, which takes a
+# clean build to roughly a third of its compile time, the newcomer's `make demo` and CI's
+# included. UNITY=OFF at the first configure keeps one object per source, for quick rebuilds
+# after one edit. Either way the choice is CMake's cache's from then on.
+UNITY ?= ON
 JOBS ?= $(shell nproc)
 
 .PHONY: all deps torch-pip export-venv configure build demo test bench clean
@@ -56,19 +58,23 @@ else
 $(error EXPORT_TORCH=$(EXPORT_TORCH): use EXPORT_TORCH=debian (Debian's torch 1.13) or EXPORT_TORCH=pip (the wheel's 2.x))
 endif
 export-venv: deps $(TORCH_DEPS) $(EXPORT_DEPS)
+	@scripts/install-deps.sh --export
 	@scripts/install-export-venv.sh $(EXPORT_VENV) $(EXPORT_VENV_TORCH)
 
+CONFIGURE := cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) \
+  -DSTAGECUT_WERROR=$(WERROR) -DCMAKE_UNITY_BUILD=$(UNITY) $(TORCH_CMAKE_FLAGS)
+
 $(BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DSTAGECUT_WERROR=$(WERROR) \
-	  -DCMAKE_UNITY_BUILD=$(UNITY) $(TORCH_CMAKE_FLAGS)
+	$(CONFIGURE)
 
 configure: deps $(BUILD_DIR)/build.ninja
 
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
-	$(BUILD_DIR)/cli/stagecut demo
+# The demo needs only the stagecut executables: neither the tests nor the benchmarks are built.
+demo: $(TORCH_DEPS)
+	@scripts/make-demo.sh $(BUILD_DIR) $(JOBS) -- $(CONFIGURE)
 
 test: build export-venv
 	STAGECUT_EXPORT_PYTHON=$(CURDIR)/$(EXPORT_VENV)/bin/python ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)

@@ -7,13 +7,16 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libtorch-dev libgloo-dev libopenblas0-pthread
   libcli11-dev catch2 nlohmann-json3-dev libeigen3-dev
-  # tools/stagecut_export.py and its tests: Debian's PyTorch and torchvision (1.13 and 0.14)
-  python3-torch python3-torchvision python3-venv
 )
-# `make fuzz` alone needs clang and its libFuzzer runtime: `install-deps.sh --fuzz` adds them.
-if [[ "${1:-}" == "--fuzz" ]]; then
-  packages+=(clang libclang-rt-14-dev)
-fi
+case "${1:-}" in
+  "") ;;
+  # tools/stagecut_export.py and its tests (`make test`, not `make demo`): Debian's PyTorch and
+  # torchvision (1.13 and 0.14), about 40 s of apt on a fresh machine.
+  --export) packages=(python3-torch python3-torchvision python3-venv) ;;
+  # `make fuzz` alone needs clang and its libFuzzer runtime.
+  --fuzz) packages+=(clang libclang-rt-14-dev) ;;
+  *) echo "install-deps: unknown option '$1'; use no option (the build's packages), --export or --fuzz" >&2; exit 2 ;;
+esac
 
 missing=()
 for package in "${packages[@]}"; do
