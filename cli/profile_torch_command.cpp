@@ -329,6 +329,9 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
                     "are timed and the others take their figures");
   command->add_flag("--recompute", measure.recompute,
                     "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
+  command->add_flag("--strict", measure.pace.strict,
+                    "Exit 1 when the machine's pace (the reference kernel between rounds, on the CPU) moves more than "
+                    "15% during the profile; by default the rounds timed in that phase are timed again");
   command->add_option("-o,--output", options->output_path,
                       "Write the profile JSON here (stagecut.profile/1; /2 with several microbatch sizes)");
   command->add_flag("--resume", options->resume,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "cli/identical_layers_text.h"
 #include "cli/text_table.h"
@@ -32,6 +33,43 @@ void printSizeTable(std::ostream& out, const Profile& profile) {
                   entry.whole_model ? formatPercent(entry.whole_model->sum_of_layers_vs_whole) : "-"});
   }
   table.print(out, "  ");
+}
+
+std::string roundList(const nlohmann::json& rounds) {
+  std::string text;
+  for (const auto& round : rounds) text += (text.empty() ? "" : ", ") + std::to_string(round.get<int>() + 1);
+  return text;
+}
+
+// The reference kernel between rounds (run.extra["pace"], profiler/round_pace.h).
+void printPace(std::ostream& out, const nlohmann::json& extra) {
+  const auto pace = extra.find("pace");
+  if (pace == extra.end() || !pace->is_object() || !pace->contains("probes")) return;
+  double lowest = 0, highest = 0;
+  for (const auto& probe : (*pace)["probes"]) {
+    const double ms = probe.value("ms", 0.0);
+    lowest = lowest == 0 ? ms : std::min(lowest, ms);
+    highest = std::max(highest, ms);
+  }
+  const double tolerance = pace->value("tolerance", 0.0);
+  out << "  pace           reference kernel " << formatMs(lowest) << " to " << formatMs(highest) << " ms over "
+      << (*pace)["probes"].size() << " probes between rounds (median " << formatMs(pace->value("median_ms", 0.0)) << " ms)";
+  const nlohmann::json retimed = pace->value("retimed_rounds", nlohmann::json::array());
+  const nlohmann::json kept = pace->value("odd_rounds_kept", nlohmann::json::array());
+  if ((*pace)["probes"].size() < 3) {
+    out << ": too few to tell a phase of the machine apart (a run of seconds)";
+  } else if (retimed.empty() && kept.empty()) {
+    out << ": steady within " << formatPercent(tolerance);
+  }
+  if (!retimed.empty()) {
+    out << "; round" << (retimed.size() > 1 ? "s " : " ") << roundList(retimed) << " ran in a phase more than "
+        << formatPercent(tolerance) << " off it and " << (retimed.size() > 1 ? "were" : "was") << " timed again";
+  }
+  out << "\n";
+  if (!kept.empty()) {
+    out << "  WARNING: round" << (kept.size() > 1 ? "s " : " ") << roundList(kept)
+        << " still ran in an odd phase after re-timing and count as they are: profile again on a quiet machine\n";
+  }
 }
 
 }  // namespace
@@ -94,6 +132,7 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
           << " during the profile: other processes ran beside it; profile again on a quiet machine\n";
     }
   }
+  printPace(out, profile.run.extra);
   const auto warmup = profile.device.extra.find("clock_warmup");
   if (warmup != profile.device.extra.end() && warmup->is_object()) {
     out << "  clock warm-up  " << formatMs(warmup->value("first_ms", 0.0)) << " ms of matrix products at first, "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/error.h"
 #include "core/sample_stats.h"
@@ -416,32 +417,69 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   }
   double round_seconds = 0.0;
   first_round_started = Clock::now();
-  for (int round = 0; !samples.complete; ++round) {
-    const auto round_started = Clock::now();
-    bool any_active = false;
-    if (isActive(whole_samples, options)) {
-      checkStop(options, samples);
-      namingLayerOnError(chain, -1, [&] {
-        timeWholeModel(chain, batch, whole_upstream, timer, whole_samples, samples.in_chain);
-      });
-      note_progress();
-      any_active = true;
+  RoundPace pace(options.pace);
+  SampleRounds rounds;
+  rounds.layers.assign(static_cast<std::size_t>(layer_count), {});
+  rounds.in_chain.assign(samples.in_chain.size(), {});
+  const auto tag_whole = [&](int round) {
+    tagNewSamples(whole_samples, rounds.whole, round);
+    rounds.in_chain.resize(samples.in_chain.size());
+    for (std::size_t i = 0; i < samples.in_chain.size(); ++i) tagNewSamples(samples.in_chain[i], rounds.in_chain[i], round);
+  };
+  // Resumed samples are round -1: their pace is unknown, and they stay.
+  tag_whole(-1);
+  for (int i = 0; i < layer_count; ++i) tagNewSamples(layer_samples[i], rounds.layers[i], -1);
+  int round = 0;
+  for (int pass = 0;; ++pass) {
+    const int first_of_pass = round;
+    for (; !samples.complete; ++round) {
+      pace.beforeRound(round);
+      const auto round_started = Clock::now();
+      bool any_active = false;
+      if (isActive(whole_samples, options)) {
+        checkStop(options, samples);
+        namingLayerOnError(chain, -1, [&] {
+          timeWholeModel(chain, batch, whole_upstream, timer, whole_samples, samples.in_chain);
+        });
+        tag_whole(round);
+        note_progress();
+        any_active = true;
+      }
+      for (int i = 0; i < layer_count; ++i) {
+        if (!times_from[i].empty() || !isActive(layer_samples[i], options)) continue;
+        any_active = true;
+        checkStop(options, samples);
+        report_progress(round, false, i, chain.layers[i].name, round_seconds);
+        namingLayerOnError(chain, i, [&] {
+          timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i]);
+        });
+        tagNewSamples(layer_samples[i], rounds.layers[i], round);
+        note_progress();
+      }
+      if (round == 0) round_seconds = secondsSince(round_started);
+      if (!any_active) {
+        samples.complete = true;
+        note_progress();
+      }
     }
-    for (int i = 0; i < layer_count; ++i) {
-      if (!times_from[i].empty() || !isActive(layer_samples[i], options)) continue;
-      any_active = true;
-      checkStop(options, samples);
-      report_progress(round, false, i, chain.layers[i].name, round_seconds);
-      namingLayerOnError(chain, i, [&] {
-        timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i]);
-      });
-      note_progress();
+    if (round == first_of_pass) break;
+    pace.afterRounds(round);
+    const std::set<int> odd = pace.oddRounds();
+    if (odd.empty()) break;
+    if (options.pace.strict) {
+      throw Error("--strict: " + pace.oddPhaseText(odd) + "; profile again on a quiet machine, or without --strict "
+                  "to time those rounds again", ErrorKind::kRuntime);
     }
-    if (round == 0) round_seconds = secondsSince(round_started);
-    if (!any_active) {
-      samples.complete = true;
-      note_progress();
+    if (pass == options.pace.retime_passes) {
+      pace.noteKept(odd);
+      break;
     }
+    // The odd rounds' samples go, and the units they leave short are timed again.
+    dropRoundSamples(whole_samples, rounds.whole, odd);
+    for (std::size_t i = 0; i < samples.in_chain.size(); ++i) dropRoundSamples(samples.in_chain[i], rounds.in_chain[i], odd);
+    for (int i = 0; i < layer_count; ++i) dropRoundSamples(layer_samples[i], rounds.layers[i], odd);
+    pace.noteDropped(odd);
+    samples.complete = false;
   }
 
   // W added into the weights' gradients; the model is handed back as it came.
@@ -492,6 +530,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   if (options.resume != nullptr && options.resume->sampleCount() > 0) {
     profile.run.extra["resumed_samples"] = options.resume->sampleCount();
   }
+  if (const nlohmann::json trace = pace.json(); !trace.is_null()) profile.run.extra["pace"] = trace;
   if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
   profile.run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
   if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();

@@ -10,6 +10,7 @@
 
 #include "core/profile.h"
 #include "profiler/measure_checkpoint.h"
+#include "profiler/round_pace.h"
 #include "profiler/zoo.h"
 
 namespace stagecut {
@@ -46,6 +47,8 @@ struct MeasureOptions {
   /// Time every layer, even where identical layers (same ChainLayer::signature) could be timed
   /// for a sample: the first, the middle and the last of 4 or more (identicalLayerSamples).
   bool time_every_layer = false;
+  /// The machine's pace between rounds, and what an odd phase does (profiler/round_pace.h).
+  PaceOptions pace;
   std::function<void(const MeasureProgress&)> on_progress;
   /// Polled before each timing: a signal number (SIGINT, SIGTERM) stops the run with
   /// Error::interrupted; 0 goes on.
