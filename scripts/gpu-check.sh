@@ -32,7 +32,7 @@ Environment:
   CARRY     the carried dependencies (default .deps/gpu-carry; scripts/fetch-gpu-carry.sh)
   OUT_DIR   where profiles, JSON and logs go (default BUILD_DIR/gpu-check)
   JOBS      build parallelism (default nproc)
-  BUDGET_S  seconds the whole run may take (default 450); a step gets what is left of it
+  BUDGET_S  seconds the whole run may take (default 360); a step gets what is left of it
   STEP_TOLERANCE  the validate step's largest relative miss of the predicted step that still
             passes (default 0.15); a larger one, or a run validate marks untrusted, is WARN
 EOF
@@ -77,7 +77,7 @@ else
   out=${OUT_DIR:-$build/gpu-check}
   ((${#profile_flags[@]} > 0)) || profile_flags=(--model gpt --preset gpt2-small --microbatch 4 --seq 256)
 fi
-budget=${BUDGET_S:-450}
+budget=${BUDGET_S:-360}
 [[ "$budget" =~ ^[0-9]+$ ]] || die "BUDGET_S=$budget: give whole seconds"
 step_tolerance=${STEP_TOLERANCE:-0.15}
 [[ "$step_tolerance" =~ ^(0|1)?\.[0-9]+$|^1$ ]] || die "STEP_TOLERANCE=$step_tolerance: give a fraction between 0 and 1, e.g. 0.15"
@@ -582,16 +582,51 @@ PY
   fi
 fi
 
+# --- calibration where there are cores: 3 and 4 CPU ranks (bench/calibration_table.sh)
+
+begin "calibration table"
+cores=$(nproc)
+# What is left of the run's budget, less 15 s for what follows.
+seconds=$(($(limit 100000) - 15))
+if ((!dry_run && cores < 8)); then
+  finish SKIP "$cores cores: the 3- and 4-stage table needs 8 or more"
+elif ! command -v python3 >/dev/null; then
+  finish SKIP "no python3 (the table reads validate's JSON with it)"
+elif ((seconds < 60)); then
+  finish SKIP "$seconds s left of the ${budget} s budget; the table needs a minute or more"
+elif have "$stagecut"; then
+  if ((dry_run)); then
+    table=(STAGES=2 SCHEDULES=1f1b STEPS=2 MICROBATCHES=4 "MODEL=${profile_flags[*]}")
+  else
+    table=("STAGES=3 4" "SCHEDULES=1f1b zb-h1" STEPS=3)
+  fi
+  echo "   ${table[*]} bench/calibration_table.sh (${cores} cores, ${seconds} s at most)"
+  rc=0
+  run_logged "$seconds" "$out/calibration-table.txt" env "${table[@]}" "$root/bench/calibration_table.sh" "$build" || rc=$?
+  indent <"$out/calibration-table.txt"
+  trusted=$(grep -c ', trusted$' "$out/calibration-table.txt" || true)
+  runs=$(grep -cE ', (trusted|untrusted: .*)$' "$out/calibration-table.txt" || true)
+  if ((rc != 0)); then
+    finish FAIL "$(failure "$rc" "$seconds" "$out/calibration-table.txt")"
+  elif ((runs == 0)); then
+    finish FAIL "no run printed a verdict ($out/calibration-table.txt)"
+  elif ((trusted < runs)); then
+    finish WARN "$trusted of $runs runs trusted: calibrate refuses the others ($out/calibration-table.txt)"
+  else
+    finish PASS "$runs of $runs runs trusted ($out/calibration-table.txt)"
+  fi
+fi
+
 # --- the whole run
 
 step_name="wall time"
 step_start=$t0
 wall=$((SECONDS - t0))
 echo "== wall time: $wall s"
-if ((dry_run || wall <= 480)); then
+if ((dry_run || wall <= 360)); then
   finish PASS "of a ${budget} s budget"
 else
-  finish FAIL "over the 8 minutes the GPU machine is lent for"
+  finish FAIL "over the 6 minutes the check keeps to on a lent GPU machine"
 fi
 
 echo "== summary ($out)"
