@@ -61,7 +61,9 @@ void addCompareCommand(CLI::App& app) {
   addSplitFlag(command, *flags);
   command->callback([flags] {
     const std::string& path = flags->profile_path;
-    const Profile profile = readProfileFile(path, flags->microbatch_size);
+    std::string tensor_parallel_note;
+    const Profile profile =
+        readPricedProfile(path, flags->microbatch_size, flags->tp_bandwidth, flags->tp_latency, &tensor_parallel_note);
     std::vector<int> yours;
     const PartitionOptions options = resolvePartitionFlags(*flags, profile, &yours);
     std::vector<Partition> splits = partitionForComparison(profile, options, path);
@@ -85,6 +87,7 @@ void addCompareCommand(CLI::App& app) {
     }
     std::cout << path << ": " << profile.layerCount() << " layers, " << assumptionsNote(*flags, options) << "\n";
     std::cout << communicationNote(*flags) << "\n";
+    if (!tensor_parallel_note.empty()) std::cout << tensor_parallel_note << "\n";
     std::cout << "uniform: equal layer counts, the first stages take the remainder (DeepSpeed's "
                  "partition_method=\"uniform\"); params: DeepSpeed's partition_method=\"parameters\" (both "
                  "over the layers before the loss, which joins the last stage); "

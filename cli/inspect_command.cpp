@@ -3,6 +3,7 @@
 #include "cli/commands.h"
 #include "cli/identical_layers_text.h"
 #include "cli/partition_table.h"
+#include "cli/whole_model_text.h"
 #include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
@@ -87,7 +88,7 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   if (profile.whole_model) {
     out << "  whole   forward " << formatMs(profile.whole_model->forward_ms) << " ms, backward "
         << formatMs(profile.whole_model->backward_ms) << " ms; the layers' sum differs by "
-        << formatPercent(profile.whole_model->sum_of_layers_vs_whole) << "\n";
+        << formatPercent(profile.whole_model->sum_of_layers_vs_whole) << wholeModelScope(profile) << "\n";
   }
 }
 

@@ -94,7 +94,9 @@ PartitionOptions optionsForFormat(PartitionOptions options, const PartitionComma
 void runPartition(const PartitionCommandFlags& flags) {
   checkFrameworkFormatName(flags.format);
   const std::string& path = flags.shared.profile_path;
-  const Profile profile = readProfileFile(path, flags.shared.microbatch_size);
+  std::string tensor_parallel_note;
+  const Profile profile = readPricedProfile(path, flags.shared.microbatch_size, flags.shared.tp_bandwidth,
+                                            flags.shared.tp_latency, &tensor_parallel_note);
   std::vector<int> yours;
   const PartitionOptions options = optionsForFormat(resolvePartitionFlags(flags.shared, profile, &yours), flags);
   const bool megatron = flags.format == "megatron" || flags.megatron_first_last;
@@ -150,6 +152,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   std::cout << path << ": " << profile.layerCount() << " layers, "
             << assumptionsNote(flags.shared, options) << "\n";
   std::cout << communicationNote(flags.shared) << "\n";
+  if (!tensor_parallel_note.empty()) std::cout << tensor_parallel_note << "\n";
   if (!yours.empty()) {
     std::cout << "your split, as given (--split " << flags.shared.split_text << ")\n";
   } else if (megatron) {

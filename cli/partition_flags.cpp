@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/split_text.h"
 
@@ -29,6 +30,7 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   command->add_option("--bandwidth", flags.bandwidth,
                       "Link bandwidth between stages, e.g. 25GB/s (default: no communication cost)");
   command->add_option("--latency", flags.latency, "Latency per message, e.g. 10us");
+  addTensorParallelLinkFlags(command, flags.tp_bandwidth, flags.tp_latency);
   command->add_option("--stage-speed", flags.stage_speed,
                       "Relative device speed per stage, e.g. 1,1,0.5,1 (default: all 1)");
   command->add_option("--optimizer", flags.optimizer,
@@ -148,6 +150,34 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
   if (!flags.memory_cap.empty()) options.memory_cap_bytes = parseMemoryCaps(flags.memory_cap, stages);
   if (flags.any_split) options.rules = SplitRuleSet::kAny;
   return options;
+}
+
+void addTensorParallelLinkFlags(CLI::App* command, std::string& bandwidth, std::string& latency) {
+  command->add_option("--tp-bandwidth", bandwidth,
+                      "A tensor-parallel profile's collectives: the link between its ranks, e.g. 300GB/s (default: not priced)");
+  command->add_option("--tp-latency", latency, "Latency per step of a tensor-parallel ring collective, e.g. 5us");
+}
+
+TensorParallelLink tensorParallelLink(const std::string& bandwidth, const std::string& latency) {
+  TensorParallelLink link;
+  if (!bandwidth.empty()) link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(bandwidth, "--tp-bandwidth");
+  if (!latency.empty()) {
+    if (bandwidth.empty()) throw Error("--tp-latency " + latency + ": prices the collectives with --tp-bandwidth; give both");
+    link.latency_ms = parseDurationMs(latency, "--tp-latency");
+  }
+  return link;
+}
+
+Profile readPricedProfile(const std::string& path, int microbatch_size, const std::string& tp_bandwidth,
+                          const std::string& tp_latency, std::string* note) {
+  const TensorParallelLink link = tensorParallelLink(tp_bandwidth, tp_latency);
+  Profile profile = readProfileFile(path, microbatch_size);
+  if (link.bandwidth_bytes_per_s > 0 && profileTensorParallel(profile) < 2) {
+    throw Error("--tp-bandwidth: " + path + " was not profiled with --tensor-parallel; its layers have no collectives to price");
+  }
+  if (note) *note = tensorParallelNote(profile, link);
+  priceTensorParallelComm(profile, link);
+  return profile;
 }
 
 std::string communicationNote(const PartitionFlags& flags) {

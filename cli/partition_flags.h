@@ -9,6 +9,7 @@
 #include "core/output_path.h"
 #include "core/profile.h"
 #include "partitioner/partition_options.h"
+#include "prediction/tensor_parallel_comm.h"
 
 namespace stagecut {
 
@@ -34,6 +35,8 @@ struct PartitionFlags {
   int data_parallel = 1;           ///< --data-parallel D
   std::string dp_bandwidth = "100GB/s";  ///< --dp-bandwidth
   std::string dp_latency = "10us";       ///< --dp-latency
+  std::string tp_bandwidth;              ///< --tp-bandwidth: the tensor-parallel ranks' link; empty: not priced
+  std::string tp_latency;                ///< --tp-latency
   bool any_split = false;          ///< --any-split: the free optimum, no framework's rules
   std::string split_text;          ///< --split: the user's own split, in any printed form
   CLI::Option* split_option = nullptr;
@@ -64,6 +67,18 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
 /// The line that says how communication is modelled: "no communication cost modelled (...)" or
 /// "communication: 25 GB/s, 10 us latency per message".
 std::string communicationNote(const PartitionFlags& flags);
+
+/// Registers --tp-bandwidth and --tp-latency (a tensor-parallel profile's collectives) on `command`.
+void addTensorParallelLinkFlags(CLI::App* command, std::string& bandwidth, std::string& latency);
+
+/// --tp-bandwidth and --tp-latency as a link; unset: bandwidth 0 (nothing priced). Throws Error
+/// (input) naming the flag.
+TensorParallelLink tensorParallelLink(const std::string& bandwidth, const std::string& latency);
+
+/// The profile at `path` with a tensor-parallel profile's collectives priced on the flags' link
+/// (prediction/tensor_parallel_comm.h), and the line that says what they cost, empty when none.
+Profile readPricedProfile(const std::string& path, int microbatch_size, const std::string& tp_bandwidth,
+                          const std::string& tp_latency, std::string* note);
 
 /// One line: the schedule, microbatches, optimizer and caps the figures assume.
 std::string assumptionsNote(const PartitionFlags& flags, const PartitionOptions& options);

@@ -101,6 +101,8 @@ nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>&
   // Settings newer than the side-file format, keyed only when given, so older side files still match.
   if (!request.dtype.empty()) key["dtype"] = request.dtype;
   if (measure.time_every_layer) key["time-every-layer"] = true;
+  if (zoo.tensor_parallel != 1) key["tensor-parallel"] = zoo.tensor_parallel;
+  if (zoo.sequence_parallel) key["sequence-parallel"] = true;
   if (zoo.family == "llama") {
     key["kv-heads"] = zoo.kv_heads;
     key["rope-theta"] = zoo.rope_theta;
@@ -234,7 +236,7 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
                                                {"--heads", zoo.heads},   {"--kv-heads", zoo.kv_heads},
                                                {"--ffn", zoo.ffn},       {"--seq", zoo.seq},
                                                {"--vocab", zoo.vocab},   {"--image-size", zoo.image_size},
-                                               {"--classes", zoo.classes}};
+                                               {"--classes", zoo.classes}, {"--tensor-parallel", zoo.tensor_parallel}};
   const bool torchscript = !request.torchscript_path.empty();
   for (const auto& [flag, value] : sizes) {
     if (command.count(flag) == 0) continue;
@@ -298,6 +300,12 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--vocab", zoo.vocab, "gpt or llama vocabulary size");
   command->add_option("--rope-theta", zoo.rope_theta, "llama rotary embedding base (e.g. 10000 or 500000)");
   command->add_option("--norm-eps", zoo.norm_eps, "llama RMSNorm epsilon (e.g. 1e-5)");
+  command->add_option("--tensor-parallel", zoo.tensor_parallel,
+                      "gpt or llama: profile the shard one of this many tensor-parallel ranks holds (heads, KV heads, "
+                      "FFN and vocabulary divided as Megatron divides them), its collectives recorded per layer")
+      ->capture_default_str();
+  command->add_flag("--sequence-parallel", zoo.sequence_parallel,
+                    "With --tensor-parallel: Megatron's sequence parallelism (all-gather and reduce-scatter)");
   command->add_option("--image-size", zoo.image_size, "vgg16 image height and width (default 224)");
   command->add_option("--classes", zoo.classes, "vgg16 classes (default 1000)");
   command->add_option("--torchscript", request.torchscript_path,

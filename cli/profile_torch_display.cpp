@@ -6,6 +6,7 @@
 
 #include "cli/identical_layers_text.h"
 #include "cli/text_table.h"
+#include "cli/whole_model_text.h"
 #include "core/units.h"
 #include "validation/run_environment.h"
 
@@ -117,7 +118,8 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
     out << "  whole model    forward " << formatMs(whole.forward_ms) << " ms, backward "
         << formatMs(whole.backward_ms) << " ms; the layers' sum is "
         << formatPercent(std::abs(whole.sum_of_layers_vs_whole))
-        << (whole.sum_of_layers_vs_whole >= 0 ? " above" : " below") << " the whole model\n";
+        << (whole.sum_of_layers_vs_whole >= 0 ? " above" : " below") << " the whole model" << wholeModelScope(profile)
+        << "\n";
   }
   const auto reference = profile.device.extra.find("reference_kernel_ms");
   const auto change = profile.device.extra.find("reference_kernel_change");

@@ -88,6 +88,20 @@ struct LayerCost {
   /// The largest single weight tensor, bytes: what an optimizer's per-tensor temporaries scale with.
   std::optional<std::uint64_t> largest_parameter_bytes;
 
+  /// A tensor-parallel shard's collectives per microbatch (`profile --tensor-parallel t`; absent
+  /// for a layer that is no shard): how many run in the forward and in the backward, each moving
+  /// `bytes` on a ring of t ranks. Priced only where a link is given (--tp-bandwidth,
+  /// prediction/tensor_parallel_comm.h).
+  struct TensorParallelCollectives {
+    int forward = 0;
+    int backward = 0;
+    std::uint64_t bytes = 0;
+    bool operator==(const TensorParallelCollectives& other) const {
+      return forward == other.forward && backward == other.backward && bytes == other.bytes;
+    }
+  };
+  std::optional<TensorParallelCollectives> tp_collectives;
+
   /// A layer identical to others (same kind and shapes) whose times were not measured on it: the
   /// indices of the identical layers that were timed, whose samples it takes (`profile` times a
   /// sample of identical blocks; absent: the layer was timed itself).
@@ -157,6 +171,10 @@ struct WholeModelCost {
   /// its layers (docs/profiler.md). Empty when not measured (older and imported profiles).
   std::vector<double> in_chain_forward_ms;
   std::vector<double> in_chain_backward_ms;
+  /// Where the whole model does not fit the device, the longest run of consecutive layers that
+  /// does, timed together instead: {first, last} layer index, and the fields above are of that
+  /// window (in_chain_* then empty). Empty: the whole chain.
+  std::vector<int> window;
 };
 
 /// One correction factor of a calibrated profile: every layer of `kind` has its `op` time

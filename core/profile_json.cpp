@@ -1,5 +1,6 @@
 #include "core/profile_json.h"
 
+#include <cmath>
 #include <limits>
 
 #include "core/error.h"
@@ -132,6 +133,11 @@ json layerToJson(const LayerCost& layer) {
   out["output_bytes"] = layer.output_bytes;
   if (layer.output_shape) out["output_shape"] = *layer.output_shape;
   if (layer.times_from) out["times_from"] = *layer.times_from;
+  if (layer.tp_collectives) {
+    out["tp_collectives"] = {{"forward", layer.tp_collectives->forward},
+                             {"backward", layer.tp_collectives->backward},
+                             {"bytes", layer.tp_collectives->bytes}};
+  }
   return out;
 }
 
@@ -152,6 +158,7 @@ json wholeModelToJson(const WholeModelCost& whole) {
     out["in_chain_forward_ms"] = whole.in_chain_forward_ms;
     out["in_chain_backward_ms"] = whole.in_chain_backward_ms;
   }
+  if (!whole.window.empty()) out["window"] = whole.window;
   return out;
 }
 
@@ -167,6 +174,16 @@ WholeModelCost wholeModelFromJson(const JsonFields& whole, std::size_t layer_cou
     }
     cost.in_chain_forward_ms = whole.nonNegativeList("in_chain_forward_ms");
     cost.in_chain_backward_ms = whole.nonNegativeList("in_chain_backward_ms");
+  }
+  if (whole.has("window")) {
+    whole.requireEntries("window", 2, "its first and last layer");
+    const std::vector<double> window = whole.nonNegativeList("window");
+    if (window[0] != std::floor(window[0]) || window[1] != std::floor(window[1]) || window[0] > window[1] ||
+        window[1] >= static_cast<double>(layer_count) || !cost.in_chain_forward_ms.empty()) {
+      throw Error(whole.where() + ": \"window\" must be [first, last], two layer indices in order within the " +
+                  std::to_string(layer_count) + " layers, and comes without in_chain_* lists");
+    }
+    cost.window = {static_cast<int>(window[0]), static_cast<int>(window[1])};
   }
   return cost;
 }
@@ -240,6 +257,14 @@ LayerCost layerFromJson(const json& item, std::size_t position, const std::strin
     }
     if (sources.empty()) fields.fail("times_from", "is empty; list the timed layers, or leave the field out");
     layer.times_from = std::move(sources);
+  }
+  if (fields.has("tp_collectives")) {
+    const JsonFields collectives = fields.object("tp_collectives");
+    LayerCost::TensorParallelCollectives read;
+    read.forward = collectives.integer("forward", 0, 64);
+    read.backward = collectives.integer("backward", 0, 64);
+    read.bytes = collectives.count("bytes");
+    layer.tp_collectives = read;
   }
   return layer;
 }
@@ -461,7 +486,7 @@ bool LayerCost::operator==(const LayerCost& other) const {
          backward_transient_bytes == other.backward_transient_bytes && input_kept_bytes == other.input_kept_bytes &&
          weight_pending_bytes == other.weight_pending_bytes && gradient_bytes == other.gradient_bytes &&
          largest_parameter_bytes == other.largest_parameter_bytes && times_from == other.times_from &&
-         uncalibrated == other.uncalibrated;
+         tp_collectives == other.tp_collectives && uncalibrated == other.uncalibrated;
 }
 
 }  // namespace stagecut

@@ -12,6 +12,7 @@
 #include "partitioner/megatron_layout.h"
 #include "partitioner/split_rules.h"
 #include "partitioner/split_score.h"
+#include "prediction/tensor_parallel_comm.h"
 
 namespace stagecut {
 
@@ -104,6 +105,18 @@ std::string balanceFormat(const std::string& format, const Profile& profile, con
   return text;
 }
 
+namespace {
+
+// A tensor-parallel profile's shards run at its degree: Megatron is told so beside the split.
+std::string megatronParallelText(const Profile& profile) {
+  const int ranks = profileTensorParallel(profile);
+  if (ranks < 2) return "";
+  const bool sequence = profile.model.config.value("sequence_parallel", false);
+  return " --tensor-model-parallel-size " + std::to_string(ranks) + (sequence ? " --sequence-parallel" : "");
+}
+
+}  // namespace
+
 std::string megatronLayoutText(const Profile& profile, const std::vector<int>& counts) {
   const MegatronGroups groups = megatronGroups(profile);
   const std::string layout = megatronLayout(groups, counts);
@@ -116,11 +129,12 @@ std::string megatronLayoutText(const Profile& profile, const std::vector<int>& c
     parsed.push_back(layers);
   }
   checkCounts("megatron", parsed, counts);
-  return "--pipeline-model-parallel-layout \"" + layout + "\"";
+  return "--pipeline-model-parallel-layout \"" + layout + "\"" + megatronParallelText(profile);
 }
 
 std::string megatronFlagsText(const Profile& profile, const std::vector<int>& counts) {
-  return megatronFlags(megatronGroups(profile), counts);
+  const std::string flags = megatronFlags(megatronGroups(profile), counts);
+  return flags.empty() ? flags : flags + megatronParallelText(profile);
 }
 
 std::string deepspeedFormat(const Profile& profile, const std::vector<int>& counts) {

@@ -10,6 +10,7 @@
 #include "core/units.h"
 #include "partitioner/megatron_layout.h"
 #include "partitioner/split_rules.h"
+#include "prediction/tensor_parallel_comm.h"
 
 namespace stagecut {
 
@@ -212,10 +213,33 @@ std::vector<int> fromModuleLists(const std::string& text, const Profile& profile
   return counts;
 }
 
+// Megatron's tensor-parallel flags, as printed beside its split: they say nothing of the split,
+// but a degree must be the profile's, whose layers are the shards of that degree.
+std::string withoutTensorParallelFlags(const std::string& raw, const Profile& profile, const std::string& flag) {
+  std::string text = raw;
+  const std::string size_flag = "--tensor-model-parallel-size";
+  if (const auto at = text.find(size_flag); at != std::string::npos) {
+    std::size_t end = at + size_flag.size();
+    while (end < text.size() && text[end] == ' ') ++end;
+    const std::size_t digits = text.find_first_not_of("0123456789", end);
+    const std::string value = text.substr(end, (digits == std::string::npos ? text.size() : digits) - end);
+    if (value.empty() || value.size() > 4) fail(flag, raw, size_flag + " needs a whole number");
+    const int ranks = profileTensorParallel(profile);
+    if (std::stoi(value) != ranks) {
+      fail(flag, raw, size_flag + " " + value + " but the profile's layers are shards of tensor parallel " +
+                          std::to_string(ranks) + "; profile with --tensor-parallel " + value);
+    }
+    text.erase(at, end + value.size() - at);
+  }
+  const std::string sequence_flag = "--sequence-parallel";
+  if (const auto at = text.find(sequence_flag); at != std::string::npos) text.erase(at, sequence_flag.size());
+  return text;
+}
+
 }  // namespace
 
 std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, int stages, const std::string& flag) {
-  const std::string text = trimmed(raw);
+  const std::string text = trimmed(withoutTensorParallelFlags(raw, profile, flag));
   const int layers = static_cast<int>(profile.layerCount());
   const int modules = layers - trailingLossLayers(profile);
   if (text.empty()) fail(flag, "''", std::string("is empty; ") + kForms);

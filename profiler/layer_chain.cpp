@@ -32,6 +32,8 @@ torch::Tensor placed(const torch::Tensor& tensor, const torch::Device& device, t
 }  // namespace
 
 void placeChain(LayerChain& chain, const torch::Device& device, torch::ScalarType floating) {
+  chain.device = device;
+  chain.floating = floating;
   {
     torch::NoGradGuard no_grad;
     for (auto& layer : chain.layers) {
@@ -53,7 +55,27 @@ torch::ScalarType chainFloatingType(const LayerChain& chain) {
       if (parameter.is_floating_point()) return parameter.scalar_type();
     }
   }
-  return torch::kFloat32;
+  return chain.floating;
+}
+
+void buildLayer(LayerChain& chain, std::size_t index) {
+  ChainLayer& layer = chain.layers.at(index);
+  if (layer.built() || !layer.build) return;
+  layer.build(layer);
+  torch::NoGradGuard no_grad;
+  for (auto& parameter : layer.parameters) parameter.set_data(placed(parameter.data(), chain.device, chain.floating));
+}
+
+void buildAllLayers(LayerChain& chain) {
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) buildLayer(chain, i);
+}
+
+void releaseLayer(LayerChain& chain, std::size_t index) {
+  ChainLayer& layer = chain.layers.at(index);
+  if (!layer.build) return;
+  layer.forward = nullptr;
+  layer.parameters.clear();
+  layer.owner.reset();
 }
 
 namespace {

@@ -12,6 +12,16 @@
 
 namespace stagecut {
 
+/// The collectives a tensor-parallel shard runs beside its compute (Megatron's: an all-reduce, or
+/// under sequence parallelism an all-gather and reduce-scatter pair, which moves the same bytes on
+/// a ring), each of `elements_per_row` elements per row of the microbatch.
+struct TensorParallelComm {
+  int forward_collectives = 0;
+  int backward_collectives = 0;
+  std::int64_t elements_per_row = 0;
+  bool float32 = false;  ///< the loss's statistics: float32 whatever the layers' precision
+};
+
 /// One layer of a chain: what the profiler times and a pipeline stage runs. `forward` takes the
 /// previous layer's output and the batch's target (used only by a loss layer).
 struct ChainLayer {
@@ -27,6 +37,15 @@ struct ChainLayer {
   /// Equal for layers that compute the same thing on the same shapes (a model's transformer
   /// blocks), so that timing a few of them times them all; empty: the layer is like no other.
   std::string signature;
+  /// The layer's description made real: builds the module behind it (its weights drawn from the
+  /// layer's own seed, so that it is built alike alone or in the whole model) and fills
+  /// `forward`, `parameters` and `owner`. A zoo layer is described first and built when needed
+  /// (buildLayer), then released (releaseLayer); empty for a layer that exists only built.
+  std::function<void(ChainLayer&)> build;
+  /// A tensor-parallel shard's collectives (none for a layer that is no shard).
+  TensorParallelComm tensor_parallel_comm;
+
+  bool built() const { return static_cast<bool>(forward); }
 };
 
 /// A microbatch (or the full batch): the first layer's input and the loss layer's target.
@@ -42,6 +61,9 @@ struct LayerChain {
   std::string fingerprint;  ///< what the profile records as model.fingerprint (model_fingerprint.h)
   nlohmann::json config = nlohmann::json::object();
   std::vector<ChainLayer> layers;
+  /// Where placeChain put the chain: a layer built later goes there too.
+  torch::Device device = torch::kCPU;
+  torch::ScalarType floating = torch::kFloat32;
   /// Builds a batch of `rows` samples; the same (rows, seed) gives the same batch everywhere.
   std::function<ChainBatch(int rows, std::uint64_t seed)> make_batch;
 
@@ -61,8 +83,19 @@ struct LayerChain {
 /// follow their parameters' device and dtype.
 void placeChain(LayerChain& chain, const torch::Device& device, torch::ScalarType floating);
 
-/// The floating-point type of the chain's first floating parameter; float32 for a chain without.
+/// The floating-point type of the chain's first floating parameter; for a chain with none built,
+/// the one placeChain gave it (float32 unless placed).
 torch::ScalarType chainFloatingType(const LayerChain& chain);
+
+/// Builds layer `index` where the chain is placed, if it is not built yet.
+void buildLayer(LayerChain& chain, std::size_t index);
+
+/// Builds every layer not built yet: the whole model in memory, as validate's ranks hold it.
+void buildAllLayers(LayerChain& chain);
+
+/// Frees a described layer's module and weights (it can be built again, alike); a layer that
+/// exists only built (no `build`) stays.
+void releaseLayer(LayerChain& chain, std::size_t index);
 
 /// The ScalarType of a canonical precision name (core/precision.h): "bfloat16" -> kBFloat16.
 torch::ScalarType scalarTypeOfPrecision(const std::string& name);

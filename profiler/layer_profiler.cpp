@@ -10,6 +10,7 @@
 #include "core/sample_stats.h"
 #include "profiler/memory_counter.h"
 #include "profiler/weight_gradient_split.h"
+#include "profiler/whole_model_window.h"
 
 namespace stagecut {
 
@@ -87,13 +88,17 @@ torch::Tensor layerInput(const ChainLayer& layer, const torch::Tensor& leaf) {
   return layer.modifies_input ? leaf.clone() : leaf;
 }
 
-std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch& batch,
-                                      std::uint64_t seed) {
+// Runs the chain once, building each layer that is not built and releasing it after unless
+// `keep_built` says so: one layer at a time, every layer's input as in the whole model.
+std::vector<LayerBench> prepareInputs(LayerChain& chain, const ChainBatch& batch, std::uint64_t seed,
+                                      const std::vector<bool>& keep_built) {
   std::vector<LayerBench> benches;
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
   torch::NoGradGuard no_grad;
   torch::Tensor activation = batch.input;
   for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    const bool was_built = chain.layers[i].built();
+    namingLayerOnError(chain, static_cast<int>(i), [&] { buildLayer(chain, i); });
     const ChainLayer& layer = chain.layers[i];
     LayerBench bench;
     bench.input = activation.detach();
@@ -111,6 +116,7 @@ std::vector<LayerBench> prepareInputs(const LayerChain& chain, const ChainBatch&
                                     .to(output.device());
     benches.push_back(bench);
     activation = output;
+    if (!was_built && !keep_built[i]) releaseLayer(chain, i);
   }
   return benches;
 }
@@ -176,15 +182,20 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
 // received input), each backward right after its successor's (adding into the weights' .grad).
 // What ran just before a layer moves its time (docs/profiler.md, "Inside the pipeline"), and the
 // layer rounds time it after another layer's backward instead.
-void timeWholeModel(const LayerChain& chain, const ChainBatch& batch, const torch::Tensor& upstream,
-                    RegionTimer& timer, UnitSampleLog& whole, std::vector<UnitSampleLog>& in_chain) {
+// Over `window` ({first, last}) when the whole model does not fit: from the first layer's input,
+// back from the last layer's upstream gradient.
+void timeWholeModel(const LayerChain& chain, const std::vector<LayerBench>& benches, const ChainBatch& batch,
+                    std::pair<int, int> window, RegionTimer& timer, UnitSampleLog& whole,
+                    std::vector<UnitSampleLog>& in_chain) {
   const auto started = Clock::now();
-  const std::size_t count = chain.layers.size();
-  in_chain.resize(count);
+  const std::size_t first = static_cast<std::size_t>(window.first);
+  const std::size_t count = static_cast<std::size_t>(window.second) + 1;
+  in_chain.resize(chain.layers.size());
   std::vector<torch::Tensor> leaves(count), outputs(count);
-  torch::Tensor activation = batch.input;
+  torch::Tensor activation = benches[first].input;
+  const torch::Tensor& upstream = benches[count - 1].upstream_grad;
   double forward_ms = 0.0;
-  for (std::size_t i = 0; i < count; ++i) {
+  for (std::size_t i = first; i < count; ++i) {
     leaves[i] = activation.detach();
     if (leaves[i].is_floating_point()) leaves[i].requires_grad_(true);
     const torch::Tensor given = layerInput(chain.layers[i], leaves[i]);
@@ -198,7 +209,7 @@ void timeWholeModel(const LayerChain& chain, const ChainBatch& batch, const torc
   whole.forward.push_back(forward_ms);
   torch::Tensor gradient = upstream;
   double backward_ms = 0.0;
-  for (std::size_t i = count; i-- > 0;) {
+  for (std::size_t i = count; i-- > first;) {
     double ms = 0.0;
     // No gradient reaches a layer whose successor ignores its input; it has no backward to run.
     if (outputs[i].requires_grad() && gradient.defined()) {
@@ -327,12 +338,18 @@ LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor
   return bytes;
 }
 
-Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
+Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
   const auto started = Clock::now();
   const int layer_count = static_cast<int>(chain.layers.size());
   const ChainBatch batch = chain.make_batch(options.microbatch_size, options.seed);
-  const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed);
   const std::vector<std::vector<int>> times_from = identicalLayerSamples(chain, options.time_every_layer);
+  // Described layers are built when needed: the timed ones stay built, a copy of an identical
+  // layer only passes its output on, and the window of the whole-model check is built for it.
+  std::vector<bool> built_here(static_cast<std::size_t>(layer_count));
+  for (int i = 0; i < layer_count; ++i) built_here[i] = !chain.layers[i].built();
+  std::vector<bool> timed(static_cast<std::size_t>(layer_count));
+  for (int i = 0; i < layer_count; ++i) timed[i] = times_from[i].empty();
+  const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed, timed);
   std::vector<LayerMemoryBytes> memories;
 
   Profile profile;
@@ -346,12 +363,13 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.index = i;
     cost.name = layer.name;
     cost.kind = layer.kind;
-    cost.params = parameterCount(layer);
-    cost.param_bytes = parameterBytes(layer);
-    cost.output_bytes = benches[i].output_bytes;
-    cost.output_shape = benches[i].output_shape;
     // Memory is a matter of shapes: an identical layer's is its sample's first one's.
     const int measured_on = times_from[i].empty() ? i : times_from[i].front();
+    cost.params = measured_on < i ? profile.layers[static_cast<std::size_t>(measured_on)].params : parameterCount(layer);
+    cost.param_bytes =
+        measured_on < i ? profile.layers[static_cast<std::size_t>(measured_on)].param_bytes : parameterBytes(layer);
+    cost.output_bytes = benches[i].output_bytes;
+    cost.output_shape = benches[i].output_shape;
     const LayerMemoryBytes memory =
         measured_on < i ? memories[static_cast<std::size_t>(measured_on)] : namingLayerOnError(chain, i, [&] {
           return measureLayerMemory(layer, benches[i].input, benches[i].upstream_grad, batch.target);
@@ -364,6 +382,13 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     cost.weight_pending_bytes = memory.weight_pending;
     cost.gradient_bytes = memory.gradients;
     cost.largest_parameter_bytes = memory.largest_parameter;
+    const TensorParallelComm& comm = layer.tensor_parallel_comm;
+    if (comm.forward_collectives + comm.backward_collectives > 0) {
+      const std::uint64_t element = comm.float32 ? 4 : static_cast<std::uint64_t>(c10::elementSize(chainFloatingType(chain)));
+      cost.tp_collectives = LayerCost::TensorParallelCollectives{
+          comm.forward_collectives, comm.backward_collectives,
+          static_cast<std::uint64_t>(comm.elements_per_row) * static_cast<std::uint64_t>(options.microbatch_size) * element};
+    }
     profile.layers.push_back(cost);
   }
 
@@ -383,7 +408,10 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   const auto note_progress = [&] {
     if (options.on_checkpoint) options.on_checkpoint(samples);
   };
-  const torch::Tensor whole_upstream = benches.back().upstream_grad;
+  const std::pair<int, int> window = wholeModelWindow(profile.layers, options.window_bytes ? options.window_bytes() : 0);
+  for (int i = window.first; i <= window.second; ++i) {
+    namingLayerOnError(chain, i, [&] { buildLayer(chain, static_cast<std::size_t>(i)); });
+  }
   // The estimate scales from the timed rounds only: the warm-up and the setup before are not rounds.
   Clock::time_point first_round_started = Clock::now();
   const auto report_progress = [&](int round, bool warmup, int layer, const std::string& name, double round_seconds) {
@@ -413,7 +441,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
     report_progress(0, true, 0, "whole model", 0.0);
     UnitSampleLog scratch;
     std::vector<UnitSampleLog> scratch_layers;
-    namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, batch, whole_upstream, timer, scratch, scratch_layers); });
+    namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, benches, batch, window, timer, scratch, scratch_layers); });
   }
   double round_seconds = 0.0;
   first_round_started = Clock::now();
@@ -439,7 +467,7 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
       if (isActive(whole_samples, options)) {
         checkStop(options, samples);
         namingLayerOnError(chain, -1, [&] {
-          timeWholeModel(chain, batch, whole_upstream, timer, whole_samples, samples.in_chain);
+          timeWholeModel(chain, benches, batch, window, timer, whole_samples, samples.in_chain);
         });
         tag_whole(round);
         note_progress();
@@ -486,6 +514,9 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   for (const auto& layer : chain.layers) {
     for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
   }
+  for (int i = 0; i < layer_count; ++i) {
+    if (built_here[i]) releaseLayer(chain, static_cast<std::size_t>(i));
+  }
   int most_repeats = 0;
   for (int i = 0; i < layer_count; ++i) {
     LayerCost& cost = profile.layers[i];
@@ -503,11 +534,16 @@ Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options
   whole.forward_ms = summarizeSamples(whole_samples.forward).median;
   whole.backward_ms = summarizeSamples(whole_samples.backward).median;
   double layers_ms = 0;
-  for (const auto& cost : profile.layers) layers_ms += cost.forward_ms.median + cost.backward_ms.median;
+  for (int i = window.first; i <= window.second; ++i) {
+    layers_ms += profile.layers[i].forward_ms.median + profile.layers[i].backward_ms.median;
+  }
   const double whole_ms = whole.forward_ms + whole.backward_ms;
   whole.sum_of_layers_vs_whole = whole_ms > 0 ? (layers_ms - whole_ms) / whole_ms : 0.0;
+  const bool whole_chain = window.first == 0 && window.second == layer_count - 1;
+  if (!whole_chain) whole.window = {window.first, window.second};
   // A checkpoint written before the pass was timed layer by layer has no such samples.
-  if (samples.in_chain.size() == static_cast<std::size_t>(layer_count) && !samples.in_chain.front().forward.empty()) {
+  if (whole_chain && samples.in_chain.size() == static_cast<std::size_t>(layer_count) &&
+      !samples.in_chain.front().forward.empty()) {
     for (const auto& layer : samples.in_chain) {
       whole.in_chain_forward_ms.push_back(summarizeSamples(layer.forward).median);
       whole.in_chain_backward_ms.push_back(summarizeSamples(layer.backward).median);

@@ -11,7 +11,11 @@ namespace stagecut {
 /// (B) and weight-grad (W) backward apart, parameters, output and activation bytes; and the whole
 /// model, interleaved round by round with the layers. Fills `layers` and `whole_model` of the
 /// returned profile and the model and run metadata it knows; the caller adds the device.
-Profile measureLayerChain(const LayerChain& chain, const MeasureOptions& options, RegionTimer& timer);
+/// Layers not built (a described chain, describeZooModel) are built when needed and released
+/// after, so that the whole model is never in memory at once unless it fits: the whole-model
+/// check then times the longest window of consecutive layers that fits options.window_bytes
+/// (whole_model.window). Layers built on entry stay built.
+Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer);
 
 /// For each layer of `chain`, the layers whose timings it takes instead of being timed: of 4 or
 /// more layers with one non-empty signature, the first, the middle and the last (in chain order)

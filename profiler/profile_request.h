@@ -49,6 +49,9 @@ struct MeasureOptions {
   bool time_every_layer = false;
   /// The machine's pace between rounds, and what an odd phase does (profiler/round_pace.h).
   PaceOptions pace;
+  /// Bytes the whole-model check may take, asked once the layers' memory is measured; empty or
+  /// 0: no bound (the whole chain).
+  std::function<std::uint64_t()> window_bytes;
   std::function<void(const MeasureProgress&)> on_progress;
   /// Polled before each timing: a signal number (SIGINT, SIGTERM) stops the run with
   /// Error::interrupted; 0 goes on.

@@ -10,6 +10,7 @@
 #include "profiler/clock_warmup.h"
 #include "profiler/cuda_probe.h"
 #include "profiler/layer_profiler.h"
+#include "profiler/machine_memory.h"
 #include "profiler/profile_request.h"
 #include "profiler/torch_error.h"
 #include "profiler/reference_kernel.h"
@@ -109,12 +110,23 @@ std::string checkTimer(const ProfileRequest& request) {
 // profile's layers get the kernel sums, run.extra["cupti"] the per-layer comparison.
 Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_ptr<CudaEventTimer> fence) {
   CuptiTimer timer(loadCuptiActivityApi(), std::move(fence));
-  for (int i = 0; i < static_cast<int>(chain.layers.size()); ++i) {
-    auto forward = chain.layers[i].forward;
-    chain.layers[i].forward = [forward, i, &timer](const torch::Tensor& input, const torch::Tensor& target) {
+  const auto noting = [&timer](ChainLayer& layer, int i) {
+    auto forward = layer.forward;
+    layer.forward = [forward, i, &timer](const torch::Tensor& input, const torch::Tensor& target) {
       timer.noteLayerForward(i);
       return forward(input, target);
     };
+  };
+  for (int i = 0; i < static_cast<int>(chain.layers.size()); ++i) {
+    ChainLayer& layer = chain.layers[i];
+    if (layer.built()) noting(layer, i);
+    // A layer built later (one at a time) is noted when it is built.
+    if (layer.build) {
+      layer.build = [build = layer.build, noting, i](ChainLayer& into) {
+        build(into);
+        noting(into, i);
+      };
+    }
   }
   timer.setWarmup(measure.warmup_rounds > 0);
   auto on_progress = measure.on_progress;
@@ -295,7 +307,10 @@ Profile runProfile(const ProfileRequest& request) {
     ZooOptions zoo = request.zoo;
     // Built here in float32, then moved: on a GPU the gradients take the GPU's memory, not ours.
     if (isCudaDevice(request.device)) zoo.host_bytes_per_parameter = 4.0;
-    chain = buildZooModel(zoo);
+    // Each layer is built when it is timed (measureLayerChain): the memory that counts is the
+    // largest layer's, never the whole model's.
+    zoo.one_layer_at_a_time = true;
+    chain = describeZooModel(zoo);
   }
 
   const torch::ScalarType precision = chainPrecision(request, chain);
@@ -327,6 +342,11 @@ Profile runProfile(const ProfileRequest& request) {
   placeChain(chain, torch::kCPU, precision);
   // On the CPU the reference kernel runs where the layers run, so it tells their phases apart.
   if (!measure.pace.probe_ms) measure.pace.probe_ms = [] { return timeReferenceKernelMs(); };
+  // The whole-model check takes what the machine has free once the timed layers are built, less
+  // a margin for the allocator's caches and the rest of the process.
+  if (!measure.window_bytes) {
+    measure.window_bytes = [] { return static_cast<std::uint64_t>(0.7 * static_cast<double>(availableMemoryBytes())); };
+  }
   SteadyClockTimer timer;
   Profile profile = measureSizes(sized_request, measure, [&](const MeasureOptions& options) {
     return measureLayerChain(chain, options, timer);

@@ -27,10 +27,20 @@ struct ZooOptions {
   int image_size = 0;  ///< vgg16 input height and width (default 64)
   int classes = 0;     ///< vgg16 classes (default 1000)
   std::uint64_t seed = 0;  ///< weights and batches derive from it
+  /// gpt and llama: each layer is the shard one of `tensor_parallel` ranks holds, as Megatron
+  /// shards it (heads, KV heads, FFN and the padded vocabulary divided by it), with its
+  /// collectives described beside it (ChainLayer::tensor_parallel_comm). 1: no sharding.
+  int tensor_parallel = 1;
+  /// With tensor_parallel > 1: Megatron's sequence parallelism (all-gather and reduce-scatter
+  /// instead of each all-reduce; the same bytes on a ring).
+  bool sequence_parallel = false;
   /// Bytes a parameter takes in this machine's memory, for the check that the model fits: its
   /// float32 weight and gradient (8), or its float32 weight alone (4) where the model is built
   /// here and trained on a GPU, which holds the gradients.
   double host_bytes_per_parameter = 8.0;
+  /// The model is built one layer at a time (describeZooModel, as the profiler builds it), so the
+  /// memory check is about its largest layer; buildZooModel builds it whole and checks the whole.
+  bool one_layer_at_a_time = false;
 };
 
 /// The zoo's family and preset names, for help texts and suggestions.
@@ -43,6 +53,12 @@ std::vector<std::string> llamaPresets();
 /// the heads), an image size vgg16 can halve five times, and weights that fit in this machine's
 /// memory. Throws Error (input) naming the flag ("--hidden 1000000: ...").
 void checkZooOptions(const ZooOptions& options);
+
+/// Describes a zoo model layer by layer, nothing built: each layer is built when needed
+/// (buildLayer, layer_chain.h) with weights from options.seed and its index, the same in every
+/// process and whichever layers are built. The checks are buildZooModel's, but the memory one is
+/// about the largest layer, not the whole model.
+LayerChain describeZooModel(const ZooOptions& options);
 
 /// Builds a zoo model with weights from options.seed: the same options give bit-identical weights
 /// in every process. Throws Error (input) for an unknown family or preset (with a suggestion) and

@@ -2,6 +2,8 @@
 
 // Pieces shared by the zoo families (internal to the profiler).
 
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,18 +17,33 @@
 
 namespace stagecut {
 
-/// A chain layer over a module holder with `forward(Tensor)`.
-template <typename ModuleHolder>
-ChainLayer moduleLayer(std::string name, std::string kind, ModuleHolder module) {
+/// The seed of the weights of a zoo model's layer `index`: each layer draws from its own, so that
+/// it is built alike alone (one layer at a time, or a stage's layers) and in the whole model.
+std::uint64_t layerSeed(std::uint64_t seed, std::size_t index);
+
+/// LibTorch's modules draw their initial weights from the global generator: whoever seeds it and
+/// builds holds this lock (ranks that are threads of one process build their layers at once).
+std::mutex& globalGeneratorLock();
+
+/// Appends to `chain` a layer described by `make`, which returns a module holder with
+/// `forward(Tensor)`: built when needed (buildLayer), its weights from layerSeed(seed, its index).
+template <typename Make>
+void addLayer(LayerChain& chain, std::uint64_t seed, std::string name, std::string kind, Make make) {
   ChainLayer layer;
   layer.name = std::move(name);
   layer.kind = std::move(kind);
-  layer.parameters = module->parameters();
-  layer.forward = [module](const torch::Tensor& input, const torch::Tensor&) mutable {
-    return module->forward(input);
+  const std::uint64_t own_seed = layerSeed(seed, chain.layers.size());
+  layer.build = [make, own_seed](ChainLayer& into) {
+    auto module = [&] {
+      const std::lock_guard<std::mutex> lock(globalGeneratorLock());
+      torch::manual_seed(own_seed);
+      return make();
+    }();
+    into.parameters = module->parameters();
+    into.forward = [module](const torch::Tensor& input, const torch::Tensor&) mutable { return module->forward(input); };
+    into.owner = module.ptr();
   };
-  layer.owner = module.ptr();
-  return layer;
+  chain.layers.push_back(std::move(layer));
 }
 
 /// A parameter-free layer that compares its input with the batch's target.
@@ -48,11 +65,37 @@ inline at::Generator seededGenerator(std::uint64_t seed) {
 
 /// A language model's loss: cross-entropy of next-token logits [rows, seq, vocab] against token
 /// ids, on the logits upcast to float32 (a no-op when they are), as Megatron, torchtitan and HF
-/// compute it whatever the layers' precision.
-inline ChainLayer tokenCrossEntropyLayer(int vocab) {
-  return lossLayer("loss", "CrossEntropyLoss", [vocab](const torch::Tensor& logits, const torch::Tensor& target) {
-    return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat32), target.reshape({-1}));
-  });
+/// compute it whatever the layers' precision. `sharded`: the logits are one tensor-parallel
+/// rank's slice of the vocabulary, and the targets are taken into it (the cost of Megatron's
+/// vocab-parallel cross-entropy, whose three all-reduces of per-token statistics it describes).
+inline ChainLayer tokenCrossEntropyLayer(int vocab, bool sharded = false, int seq = 0) {
+  ChainLayer layer =
+      lossLayer("loss", "CrossEntropyLoss", [vocab, sharded](const torch::Tensor& logits, const torch::Tensor& target) {
+        const torch::Tensor ids = sharded ? target.remainder(vocab) : target;
+        return torch::nn::functional::cross_entropy(logits.reshape({-1, vocab}).to(torch::kFloat32), ids.reshape({-1}));
+      });
+  if (sharded) layer.tensor_parallel_comm = {3, 0, seq, true};
+  return layer;
+}
+
+/// The collectives of a decoder's shards, rows of `seq` tokens of `hidden` features (Megatron):
+/// a block all-reduces its attention's and its MLP's output forward and their inputs' gradients
+/// backward; the vocab-parallel embedding its output forward; the column-parallel head its
+/// input's gradient backward.
+inline void describeDecoderComm(LayerChain& chain, int seq, int hidden) {
+  const std::int64_t row = static_cast<std::int64_t>(seq) * hidden;
+  for (ChainLayer& layer : chain.layers) {
+    if (layer.kind == "Embedding") layer.tensor_parallel_comm = {1, 0, row, false};
+    if (layer.kind == "TransformerBlock") layer.tensor_parallel_comm = {2, 2, row, false};
+    if (layer.kind == "LMHead") layer.tensor_parallel_comm = {0, 1, row, false};
+  }
+}
+
+/// A decoder's config entries for tensor parallelism (none at 1, so older profiles keep theirs).
+inline void recordTensorParallel(nlohmann::json& config, const ZooOptions& options) {
+  if (options.tensor_parallel <= 1) return;
+  config["tensor_parallel"] = options.tensor_parallel;
+  config["sequence_parallel"] = options.sequence_parallel;
 }
 
 /// A language model's batches: `rows` sequences of `seq` token ids below `vocab`, and as many
@@ -67,18 +110,18 @@ inline std::function<ChainBatch(int, std::uint64_t)> tokenBatches(int vocab, int
   };
 }
 
-/// Each family's builder, which expects options its check (zoo_checks.h) passed
-/// (buildZooModel runs checkZooOptions first).
-LayerChain buildGpt(const ZooOptions& options);
-LayerChain buildMlp(const ZooOptions& options);
-LayerChain buildVgg16(const ZooOptions& options);
+/// Each family's description of its chain, layers not built yet, from options its check
+/// (zoo_checks.h) passed (describeZooModel runs checkZooOptions first).
+LayerChain describeGpt(const ZooOptions& options);
+LayerChain describeMlp(const ZooOptions& options);
+LayerChain describeVgg16(const ZooOptions& options);
 
 /// How the llama blocks attend: kFastest takes LibTorch's scaled_dot_product_attention where it
 /// has one (2.x; the flash or memory-efficient kernels on a GPU) and the explicit softmax where
 /// not (1.13); kEager always takes the explicit softmax (tests hold the two to each other). The
 /// chain's config records which ran ("attention": "sdpa" or "eager").
 enum class LlamaAttentionPath { kFastest, kEager };
-LayerChain buildLlama(const ZooOptions& options, LlamaAttentionPath attention = LlamaAttentionPath::kFastest);
+LayerChain describeLlama(const ZooOptions& options, LlamaAttentionPath attention = LlamaAttentionPath::kFastest);
 
 /// Whether this LibTorch has scaled_dot_product_attention (2.0 and later).
 bool llamaHasSdpa();

@@ -73,6 +73,25 @@ void requireDecoderSizes(const Shape& shape) {
   requireSize("--vocab", shape.vocab, 1 << 22);
 }
 
+// --tensor-parallel and --sequence-parallel against a decoder's shape: Megatron splits the heads,
+// the KV heads (query groups) and the FFN evenly, so t must divide each.
+template <typename Shape>
+void requireTensorParallel(Shape& shape, const ZooOptions& options, int kv_heads) {
+  requireSize("--tensor-parallel", options.tensor_parallel, 1024);
+  shape.tensor_parallel = options.tensor_parallel;
+  const int t = options.tensor_parallel;
+  if (options.sequence_parallel && t < 2) {
+    throw Error("--sequence-parallel: shards the sequence across tensor-parallel ranks; give --tensor-parallel 2 or more");
+  }
+  const std::pair<const char*, int> divided[] = {{"--heads", shape.heads}, {"--kv-heads", kv_heads}, {"--ffn", shape.ffn}};
+  for (const auto& [flag, value] : divided) {
+    if (value % t != 0) {
+      throw Error("--tensor-parallel " + std::to_string(t) + ": does not divide " + flag + " " + std::to_string(value) +
+                  " (Megatron splits it evenly across the ranks); pick a degree that divides it");
+    }
+  }
+}
+
 // A family's preset by name, or one line naming the family's presets.
 template <typename Preset, std::size_t N>
 const Preset& findPreset(const Preset (&table)[N], const std::string& preset, const char* family,
@@ -100,7 +119,14 @@ GptShape resolveGptShape(const ZooOptions& options) {
     throw Error("--hidden " + std::to_string(shape.hidden) + " is not divisible by --heads " +
                 std::to_string(shape.heads) + "; pick a head count that divides the width");
   }
+  requireTensorParallel(shape, options, shape.heads);
   return shape;
+}
+
+int shardVocab(int vocab, int tensor_parallel) {
+  if (tensor_parallel <= 1) return vocab;
+  const long long multiple = 128LL * tensor_parallel;
+  return static_cast<int>((vocab + multiple - 1) / multiple * multiple / tensor_parallel);
 }
 
 std::vector<std::string> gptPresets() {
@@ -113,7 +139,9 @@ void checkGpt(const ZooOptions& options) {
   const GptShape shape = resolveGptShape(options);
   const double hidden = shape.hidden;
   const double block = 4.0 * hidden * hidden + 2.0 * hidden * shape.ffn;
-  requireWeightsFit((2.0 * shape.vocab + shape.seq) * hidden + shape.layers * block, options);
+  const double embed = (static_cast<double>(shape.vocab) + shape.seq) * hidden;
+  const double head = static_cast<double>(shape.vocab) * hidden;
+  requireWeightsFit(embed + shape.layers * block + head, std::max({embed, block, head}), options);
 }
 
 LlamaShape resolveLlamaShape(const ZooOptions& options) {
@@ -159,18 +187,28 @@ LlamaShape resolveLlamaShape(const ZooOptions& options) {
                 (options.kv_heads ? "" : "the preset's ") + "--kv-heads " + std::to_string(shape.kv_heads) +
                 "; pick a KV head count that divides the heads");
   }
+  requireTensorParallel(shape, options, shape.kv_heads);
   return shape;
 }
 
-double llamaParameterCount(const LlamaShape& shape) {
+namespace {
+
+// A llama block's parameters.
+double llamaBlockParameters(const LlamaShape& shape) {
   const double hidden = shape.hidden;
   const double kv_width = static_cast<double>(shape.kv_heads) * (shape.hidden / shape.heads);
-  const double block = 2.0 * hidden                               // the two RMSNorm weights
-                       + 2.0 * hidden * hidden                    // q and o
-                       + 2.0 * hidden * kv_width                  // k and v
-                       + (shape.qkv_bias ? hidden + 2.0 * kv_width : 0.0)
-                       + 3.0 * hidden * shape.ffn;                // gate, up and down
-  return static_cast<double>(shape.vocab) * hidden + shape.layers * block + hidden +
+  return 2.0 * hidden                               // the two RMSNorm weights
+         + 2.0 * hidden * hidden                    // q and o
+         + 2.0 * hidden * kv_width                  // k and v
+         + (shape.qkv_bias ? hidden + 2.0 * kv_width : 0.0)
+         + 3.0 * hidden * shape.ffn;                // gate, up and down
+}
+
+}  // namespace
+
+double llamaParameterCount(const LlamaShape& shape) {
+  const double hidden = shape.hidden;
+  return static_cast<double>(shape.vocab) * hidden + shape.layers * llamaBlockParameters(shape) + hidden +
          hidden * static_cast<double>(shape.vocab);
 }
 
@@ -181,18 +219,32 @@ std::vector<std::string> llamaPresets() {
 }
 
 void checkLlama(const ZooOptions& options) {
-  requireWeightsFit(llamaParameterCount(resolveLlamaShape(options)), options);
+  const LlamaShape shape = resolveLlamaShape(options);
+  const double head = static_cast<double>(shape.vocab) * shape.hidden + shape.hidden;
+  requireWeightsFit(llamaParameterCount(shape), std::max(llamaBlockParameters(shape), head), options);
 }
 
+namespace {
+
+void requireNoTensorParallel(const ZooOptions& options) {
+  if (options.tensor_parallel != 1 || options.sequence_parallel) {
+    throw Error("--tensor-parallel: --model " + options.family + " has no tensor-parallel shards; gpt and llama have");
+  }
+}
+
+}  // namespace
+
 void checkMlp(const ZooOptions& options) {
+  requireNoTensorParallel(options);
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
   requireSize("--layers", depth, 4096);
   requireSize("--hidden", width, 65536);
-  requireWeightsFit(static_cast<double>(depth) * width * width, options);
+  requireWeightsFit(static_cast<double>(depth) * width * width, static_cast<double>(width) * width, options);
 }
 
 void checkVgg16(const ZooOptions& options) {
+  requireNoTensorParallel(options);
   const int image = options.image_size ? options.image_size : 224;
   const int classes = options.classes ? options.classes : 1000;
   requireSize("--image-size", image, 8192);
@@ -203,7 +255,9 @@ void checkVgg16(const ZooOptions& options) {
   }
   // The convolutions hold 14.7M parameters; the first fully connected layer grows with the image.
   const double spatial = image / 32;
-  requireWeightsFit(14.7e6 + 512.0 * spatial * spatial * 4096 + 4096.0 * 4096 + 4096.0 * classes, options);
+  const double first_fully_connected = 512.0 * spatial * spatial * 4096;
+  requireWeightsFit(14.7e6 + first_fully_connected + 4096.0 * 4096 + 4096.0 * classes,
+                    std::max({first_fully_connected, 4096.0 * 4096, 4096.0 * classes}), options);
 }
 
 std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "llama", "vgg16"}; }
@@ -216,11 +270,16 @@ void requireSize(const char* flag, int value, int max) {
   }
 }
 
-void requireWeightsFit(double parameters, const ZooOptions& options) {
+void requireWeightsFit(double parameters, double largest_layer_parameters, const ZooOptions& options) {
   const bool gradients_here = options.host_bytes_per_parameter > 4.0;
-  requireFitsInMemory(parameters * options.host_bytes_per_parameter,
-                      "--model " + options.family + (options.preset.empty() ? "" : " --preset " + options.preset),
-                      gradients_here ? "its weights and their gradients alone" : "its float32 weights alone",
+  const std::string what = gradients_here ? "weights and their gradients" : "float32 weights";
+  const std::string model = "--model " + options.family + (options.preset.empty() ? "" : " --preset " + options.preset);
+  if (options.one_layer_at_a_time) {
+    requireFitsInMemory(largest_layer_parameters * options.host_bytes_per_parameter, model,
+                        "the " + what + " of its largest layer alone", "choose a smaller --hidden or --vocab");
+    return;
+  }
+  requireFitsInMemory(parameters * options.host_bytes_per_parameter, model, "its " + what + " alone",
                       "choose smaller sizes (fewer --layers, a smaller --hidden)");
 }
 

@@ -13,6 +13,7 @@ namespace stagecut {
 /// A gpt model's shape: its preset's, with the options' overrides.
 struct GptShape {
   int layers, hidden, heads, ffn, seq, vocab;
+  int tensor_parallel = 1;  ///< the layers are the shards of one of this many ranks
 };
 
 /// The preset's shape with the options' sizes. Throws Error (input) for an unknown preset, a
@@ -24,7 +25,13 @@ struct LlamaShape {
   int layers, hidden, heads, kv_heads, ffn, seq, vocab;
   double rope_theta, norm_eps;
   bool qkv_bias;  ///< q, k and v projections with biases (Qwen2); o and the MLP never have one
+  int tensor_parallel = 1;  ///< the layers are the shards of one of this many ranks
 };
+
+/// The vocabulary one of `tensor_parallel` ranks holds: Megatron pads the vocabulary to a multiple
+/// of 128 x tensor_parallel (--make-vocab-size-divisible-by 128) and splits it evenly; the whole
+/// vocabulary when tensor_parallel is 1.
+int shardVocab(int vocab, int tensor_parallel);
 
 /// The preset's shape with the options' overrides (a width given alone scales the preset's FFN
 /// with it; heads given alone keep the preset's heads per KV head). Throws Error (input) naming
@@ -43,8 +50,9 @@ void requireSize(const char* flag, int value, int max);
 
 /// Refuses a model whose parameters (options.host_bytes_per_parameter each: float32 weights and
 /// gradients, or the weights alone for a GPU run) would not fit in this machine's memory, before
-/// an allocation tries and fails with a LibTorch error.
-void requireWeightsFit(double parameters, const ZooOptions& options);
+/// an allocation tries and fails with a LibTorch error: the whole model's, or its largest layer's
+/// when it is built one layer at a time (options.one_layer_at_a_time).
+void requireWeightsFit(double parameters, double largest_layer_parameters, const ZooOptions& options);
 
 /// Each family's checks (checkZooOptions dispatches to them).
 void checkGpt(const ZooOptions& options);

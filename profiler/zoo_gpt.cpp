@@ -12,38 +12,46 @@ namespace stagecut {
 
 namespace {
 
+// `vocab` is the shard's (shardVocab); with tensor parallelism the token ids are taken into
+// its range, as Megatron's vocab-parallel embedding masks the others (the position table is
+// whole on every rank).
 struct GptEmbedImpl : torch::nn::Module {
-  GptEmbedImpl(int vocab, int seq, int hidden)
+  GptEmbedImpl(int vocab, int seq, int hidden, bool sharded)
       : token(register_module("token", torch::nn::Embedding(vocab, hidden))),
-        position(register_module("position", torch::nn::Embedding(seq, hidden))) {}
+        position(register_module("position", torch::nn::Embedding(seq, hidden))),
+        vocab_shard(sharded ? vocab : 0) {}
   torch::Tensor forward(const torch::Tensor& tokens) {
     const auto positions = torch::arange(tokens.size(1), torch::TensorOptions(torch::kLong).device(tokens.device()));
-    return token(tokens) + position(positions).unsqueeze(0);
+    return token(vocab_shard ? tokens.remainder(vocab_shard) : tokens) + position(positions).unsqueeze(0);
   }
   torch::nn::Embedding token, position;
+  int64_t vocab_shard;
 };
 TORCH_MODULE(GptEmbed);
 
+// One of `t` tensor-parallel ranks' shard (t = 1: the whole block): heads / t of the attention
+// (column-parallel qkv, row-parallel proj) and ffn / t of the MLP (column-parallel fc1,
+// row-parallel fc2), as Megatron shards them; the norms are whole on every rank.
 struct GptBlockImpl : torch::nn::Module {
-  GptBlockImpl(int hidden, int head_count, int ffn)
-      : heads(head_count),
+  GptBlockImpl(int hidden, int head_count, int ffn, int t)
+      : heads(head_count / t),
+        head_dim(hidden / head_count),
         norm1(register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
-        qkv(register_module("qkv", torch::nn::Linear(hidden, 3 * hidden))),
-        proj(register_module("proj", torch::nn::Linear(hidden, hidden))),
+        qkv(register_module("qkv", torch::nn::Linear(hidden, 3 * heads * head_dim))),
+        proj(register_module("proj", torch::nn::Linear(heads * head_dim, hidden))),
         norm2(register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({hidden})))),
-        fc1(register_module("fc1", torch::nn::Linear(hidden, ffn))),
-        fc2(register_module("fc2", torch::nn::Linear(ffn, hidden))) {}
+        fc1(register_module("fc1", torch::nn::Linear(hidden, ffn / t))),
+        fc2(register_module("fc2", torch::nn::Linear(ffn / t, hidden))) {}
 
   torch::Tensor attention(const torch::Tensor& x) {
-    const auto batch = x.size(0), seq = x.size(1), hidden = x.size(2);
-    const auto head_dim = hidden / heads;
+    const auto batch = x.size(0), seq = x.size(1);
     auto split = qkv(x).view({batch, seq, 3, heads, head_dim}).permute({2, 0, 3, 1, 4});
     const auto q = split[0], k = split[1], v = split[2];
     auto scores = torch::matmul(q, k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));
     const auto future = torch::ones({seq, seq}, torch::TensorOptions(torch::kBool).device(x.device())).triu(1);
     scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
     const auto mixed = torch::matmul(torch::softmax(scores, -1), v);
-    return proj(mixed.transpose(1, 2).reshape({batch, seq, hidden}));
+    return proj(mixed.transpose(1, 2).reshape({batch, seq, heads * head_dim}));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -51,7 +59,7 @@ struct GptBlockImpl : torch::nn::Module {
     return h + fc2(torch::gelu(fc1(norm2(h))));
   }
 
-  int heads;
+  int64_t heads, head_dim;
   torch::nn::LayerNorm norm1;
   torch::nn::Linear qkv, proj;
   torch::nn::LayerNorm norm2;
@@ -72,26 +80,31 @@ TORCH_MODULE(GptHead);
 
 }  // namespace
 
-LayerChain buildGpt(const ZooOptions& options) {
+LayerChain describeGpt(const ZooOptions& options) {
   const GptShape shape = resolveGptShape(options);
-  torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = options.preset.empty() ? "gpt2-small" : options.preset;
   chain.source = "zoo:gpt";
   chain.config = {{"layers", shape.layers}, {"hidden", shape.hidden}, {"heads", shape.heads},
                   {"ffn", shape.ffn},       {"seq", shape.seq},       {"vocab", shape.vocab},
                   {"seed", options.seed}};
+  recordTensorParallel(chain.config, options);
 
-  chain.layers.push_back(moduleLayer("embed", "Embedding", GptEmbed(shape.vocab, shape.seq, shape.hidden)));
+  const std::uint64_t seed = options.seed;
+  const int t = shape.tensor_parallel;
+  const int vocab = shardVocab(shape.vocab, t);
+  addLayer(chain, seed, "embed", "Embedding", [shape, vocab, t] { return GptEmbed(vocab, shape.seq, shape.hidden, t > 1); });
   const std::string block_signature = "gpt block " + std::to_string(shape.hidden) + "/" + std::to_string(shape.heads) +
-                                      "/" + std::to_string(shape.ffn) + "/" + std::to_string(shape.seq);
+                                      "/" + std::to_string(shape.ffn) + "/" + std::to_string(shape.seq) +
+                                      (t > 1 ? "/tp" + std::to_string(t) : "");
   for (int i = 0; i < shape.layers; ++i) {
-    chain.layers.push_back(moduleLayer("block." + std::to_string(i), "TransformerBlock",
-                                       GptBlock(shape.hidden, shape.heads, shape.ffn)));
+    addLayer(chain, seed, "block." + std::to_string(i), "TransformerBlock",
+             [shape, t] { return GptBlock(shape.hidden, shape.heads, shape.ffn, t); });
     chain.layers.back().signature = block_signature;
   }
-  chain.layers.push_back(moduleLayer("head", "LMHead", GptHead(shape.hidden, shape.vocab)));
-  chain.layers.push_back(tokenCrossEntropyLayer(shape.vocab));
+  addLayer(chain, seed, "head", "LMHead", [shape, vocab] { return GptHead(shape.hidden, vocab); });
+  chain.layers.push_back(tokenCrossEntropyLayer(vocab, t > 1, shape.seq));
+  if (t > 1) describeDecoderComm(chain, shape.seq, shape.hidden);
   chain.make_batch = tokenBatches(shape.vocab, shape.seq);
   return chain;
 }

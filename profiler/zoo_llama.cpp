@@ -33,11 +33,16 @@ struct RmsNormImpl : torch::nn::Module {
 };
 TORCH_MODULE(RmsNorm);
 
+// `vocab` is the shard's (shardVocab); with tensor parallelism the token ids are taken into its
+// range, as Megatron's vocab-parallel embedding masks the others.
 struct LlamaEmbedImpl : torch::nn::Module {
-  LlamaEmbedImpl(int vocab, int hidden)
-      : embed_tokens(register_module("embed_tokens", torch::nn::Embedding(vocab, hidden))) {}
-  torch::Tensor forward(const torch::Tensor& tokens) { return embed_tokens(tokens); }
+  LlamaEmbedImpl(int vocab, int hidden, bool sharded)
+      : embed_tokens(register_module("embed_tokens", torch::nn::Embedding(vocab, hidden))), vocab_shard(sharded ? vocab : 0) {}
+  torch::Tensor forward(const torch::Tensor& tokens) {
+    return embed_tokens(vocab_shard ? tokens.remainder(vocab_shard) : tokens);
+  }
   torch::nn::Embedding embed_tokens;
+  int64_t vocab_shard;
 };
 TORCH_MODULE(LlamaEmbed);
 
@@ -51,10 +56,12 @@ torch::Tensor rotateHalf(const torch::Tensor& x) {
   return torch::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+// One of shape.tensor_parallel ranks' shard: heads / t and KV heads / t (column-parallel q, k, v;
+// row-parallel o), as Megatron splits them.
 struct LlamaAttentionImpl : torch::nn::Module {
   LlamaAttentionImpl(const LlamaShape& shape, bool sdpa)
-      : heads(shape.heads),
-        kv_heads(shape.kv_heads),
+      : heads(shape.heads / shape.tensor_parallel),
+        kv_heads(shape.kv_heads / shape.tensor_parallel),
         head_dim(shape.hidden / shape.heads),
         rope_theta(shape.rope_theta),
         use_sdpa(sdpa),
@@ -127,7 +134,7 @@ struct LlamaBlockImpl : torch::nn::Module {
       : input_layernorm(register_module("input_layernorm", RmsNorm(shape.hidden, shape.norm_eps))),
         self_attn(register_module("self_attn", LlamaAttention(shape, sdpa))),
         post_attention_layernorm(register_module("post_attention_layernorm", RmsNorm(shape.hidden, shape.norm_eps))),
-        mlp(register_module("mlp", LlamaMlp(shape.hidden, shape.ffn))) {}
+        mlp(register_module("mlp", LlamaMlp(shape.hidden, shape.ffn / shape.tensor_parallel))) {}
   torch::Tensor forward(const torch::Tensor& x) {
     const auto h = x + self_attn(input_layernorm(x));
     return h + mlp(post_attention_layernorm(h));
@@ -163,10 +170,9 @@ std::vector<std::pair<std::string, torch::Tensor>> namedParameters(const ChainLa
 
 bool llamaHasSdpa() { return kHaveSdpa; }
 
-LayerChain buildLlama(const ZooOptions& options, LlamaAttentionPath attention) {
+LayerChain describeLlama(const ZooOptions& options, LlamaAttentionPath attention) {
   const LlamaShape shape = resolveLlamaShape(options);
   const bool sdpa = kHaveSdpa && attention == LlamaAttentionPath::kFastest;
-  torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = options.preset.empty() ? "llama3-8b" : options.preset;
   chain.source = "zoo:llama";
@@ -175,19 +181,24 @@ LayerChain buildLlama(const ZooOptions& options, LlamaAttentionPath attention) {
                   {"vocab", shape.vocab},           {"rope_theta", shape.rope_theta}, {"norm_eps", shape.norm_eps},
                   {"qkv_bias", shape.qkv_bias},     {"attention", sdpa ? "sdpa" : "eager"},
                   {"seed", options.seed}};
+  recordTensorParallel(chain.config, options);
 
-  chain.layers.push_back(moduleLayer("embed", "Embedding", LlamaEmbed(shape.vocab, shape.hidden)));
+  const std::uint64_t seed = options.seed;
+  const int t = shape.tensor_parallel;
+  const int vocab = shardVocab(shape.vocab, t);
+  addLayer(chain, seed, "embed", "Embedding", [shape, vocab, t] { return LlamaEmbed(vocab, shape.hidden, t > 1); });
   // Every block computes the same thing on the same shapes: timing a few times them all.
   const std::string block_signature = "llama block " + std::to_string(shape.hidden) + "/" + std::to_string(shape.heads) +
                                       "/" + std::to_string(shape.kv_heads) + "/" + std::to_string(shape.ffn) + "/" +
                                       std::to_string(shape.seq) + (shape.qkv_bias ? "/qkv-bias" : "") +
-                                      (sdpa ? "/sdpa" : "/eager");
+                                      (sdpa ? "/sdpa" : "/eager") + (t > 1 ? "/tp" + std::to_string(t) : "");
   for (int i = 0; i < shape.layers; ++i) {
-    chain.layers.push_back(moduleLayer("block." + std::to_string(i), "TransformerBlock", LlamaBlock(shape, sdpa)));
+    addLayer(chain, seed, "block." + std::to_string(i), "TransformerBlock", [shape, sdpa] { return LlamaBlock(shape, sdpa); });
     chain.layers.back().signature = block_signature;
   }
-  chain.layers.push_back(moduleLayer("head", "LMHead", LlamaHead(shape.hidden, shape.vocab, shape.norm_eps)));
-  chain.layers.push_back(tokenCrossEntropyLayer(shape.vocab));
+  addLayer(chain, seed, "head", "LMHead", [shape, vocab] { return LlamaHead(shape.hidden, vocab, shape.norm_eps); });
+  chain.layers.push_back(tokenCrossEntropyLayer(vocab, t > 1, shape.seq));
+  if (t > 1) describeDecoderComm(chain, shape.seq, shape.hidden);
   chain.make_batch = tokenBatches(shape.vocab, shape.seq);
   return chain;
 }

@@ -41,17 +41,16 @@ ChainLayer crossEntropyLoss() {
 
 }  // namespace
 
-LayerChain buildMlp(const ZooOptions& options) {
+LayerChain describeMlp(const ZooOptions& options) {
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
-  torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = "mlp";
   chain.source = "zoo:mlp";
   chain.config = {{"layers", depth}, {"hidden", width}, {"seed", options.seed}};
   for (int i = 0; i < depth; ++i) {
-    chain.layers.push_back(
-        moduleLayer("fc." + std::to_string(i), "Linear+ReLU", LinearRelu(width, width, true, false)));
+    addLayer(chain, options.seed, "fc." + std::to_string(i), "Linear+ReLU",
+             [width] { return LinearRelu(width, width, true, false); });
   }
   chain.layers.push_back(lossLayer("loss", "MSELoss", [](const torch::Tensor& x, const torch::Tensor& target) {
     return torch::mse_loss(x, target);
@@ -63,10 +62,9 @@ LayerChain buildMlp(const ZooOptions& options) {
   return chain;
 }
 
-LayerChain buildVgg16(const ZooOptions& options) {
+LayerChain describeVgg16(const ZooOptions& options) {
   const int image = options.image_size ? options.image_size : 224;
   const int classes = options.classes ? options.classes : 1000;
-  torch::manual_seed(options.seed);
   LayerChain chain;
   chain.model_name = "vgg16";
   chain.source = "zoo:vgg16";
@@ -76,17 +74,17 @@ LayerChain buildVgg16(const ZooOptions& options) {
   int channels = 3, conv_index = 0, pool_index = 0;
   for (int out : plan) {
     if (out == 0) {
-      chain.layers.push_back(moduleLayer("pool." + std::to_string(pool_index++), "MaxPool2d", MaxPool()));
+      addLayer(chain, options.seed, "pool." + std::to_string(pool_index++), "MaxPool2d", [] { return MaxPool(); });
     } else {
-      chain.layers.push_back(
-          moduleLayer("conv." + std::to_string(conv_index++), "Conv2d+ReLU", ConvRelu(channels, out)));
+      addLayer(chain, options.seed, "conv." + std::to_string(conv_index++), "Conv2d+ReLU",
+               [channels, out] { return ConvRelu(channels, out); });
       channels = out;
     }
   }
   const int64_t spatial = image / 32;
-  chain.layers.push_back(moduleLayer("fc.0", "Linear+ReLU", LinearRelu(512 * spatial * spatial, 4096, true, true)));
-  chain.layers.push_back(moduleLayer("fc.1", "Linear+ReLU", LinearRelu(4096, 4096, true, false)));
-  chain.layers.push_back(moduleLayer("fc.2", "Linear", LinearRelu(4096, classes, false, false)));
+  addLayer(chain, options.seed, "fc.0", "Linear+ReLU", [spatial] { return LinearRelu(512 * spatial * spatial, 4096, true, true); });
+  addLayer(chain, options.seed, "fc.1", "Linear+ReLU", [] { return LinearRelu(4096, 4096, true, false); });
+  addLayer(chain, options.seed, "fc.2", "Linear", [classes] { return LinearRelu(4096, classes, false, false); });
   chain.layers.push_back(crossEntropyLoss());
   chain.make_batch = [image, classes](int rows, std::uint64_t seed) {
     auto generator = seededGenerator(seed);
@@ -98,13 +96,35 @@ LayerChain buildVgg16(const ZooOptions& options) {
   return chain;
 }
 
-LayerChain buildZooModel(const ZooOptions& options) {
+LayerChain describeZooModel(const ZooOptions& options) {
   checkZooOptions(options);
-  LayerChain chain = options.family == "gpt"     ? buildGpt(options)
-                     : options.family == "llama" ? buildLlama(options)
-                     : options.family == "mlp"   ? buildMlp(options)
-                                                 : buildVgg16(options);
+  LayerChain chain = options.family == "gpt"     ? describeGpt(options)
+                     : options.family == "llama" ? describeLlama(options)
+                     : options.family == "mlp"   ? describeMlp(options)
+                                                 : describeVgg16(options);
   chain.fingerprint = zooFingerprint(chain.source, chain.config);
+  return chain;
+}
+
+std::uint64_t layerSeed(std::uint64_t seed, std::size_t index) {
+  // splitmix64's finalizer over the seed and the index: nearby seeds and indices give unrelated
+  // streams.
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (static_cast<std::uint64_t>(index) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::mutex& globalGeneratorLock() {
+  static std::mutex lock;
+  return lock;
+}
+
+LayerChain buildZooModel(const ZooOptions& options) {
+  ZooOptions whole = options;
+  whole.one_layer_at_a_time = false;
+  LayerChain chain = describeZooModel(whole);
+  buildAllLayers(chain);
   return chain;
 }
 

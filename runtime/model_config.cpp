@@ -112,6 +112,12 @@ InputSpec inputSpecFromConfig(const nlohmann::json& config, const std::string& s
 void checkModelConfig(const Profile& profile, const std::string& source_name) {
   const std::string& source = profile.model.source;
   if (source.rfind("zoo:", 0) == 0) {
+    const auto tensor_parallel = profile.model.config.find("tensor_parallel");
+    if (tensor_parallel != profile.model.config.end() && *tensor_parallel != 1) {
+      throw Error(source_name + ": its layers are tensor-parallel shards (profiled with --tensor-parallel " +
+                  tensor_parallel->dump() + "), and validate runs each stage on one device without tensor "
+                  "parallelism; profile without --tensor-parallel to validate a split");
+    }
     const ZooOptions options = zooOptionsFromConfig(profile, source_name);
     try {
       checkZooOptions(options);

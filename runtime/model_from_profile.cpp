@@ -4,7 +4,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 
 #include "core/error.h"
 #include "runtime/model_config.h"
@@ -40,11 +39,6 @@ void checkModelOfProfile(const Profile& profile, const std::string& source_name)
 }
 
 LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
-  // The zoo seeds LibTorch's global generator (torch::manual_seed) and draws the weights from it:
-  // ranks that are threads of one process (the in-process world) take turns, or their draws would
-  // interleave and their weights differ.
-  static std::mutex building;
-  const std::lock_guard<std::mutex> lock(building);
   // The file checks of checkModelOfProfile are the loader's own here: it reads the file and
   // fingerprints what it read, once.
   checkModelConfig(profile, source_name);

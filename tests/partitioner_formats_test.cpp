@@ -6,6 +6,7 @@
 #include "partitioner/megatron_layout.h"
 #include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
+#include "partitioner/split_text.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::makeProfile;
@@ -176,4 +177,21 @@ TEST_CASE("predicted step and bubble follow docs/metrics.md", "[partitioner][met
   CHECK(stagecut::predictedBubble({2, 2, 2, 2}, 8) == Approx(3.0 / 11.0));
   CHECK(stagecut::predictedStepMs({1, 3, 2}, 4) == 6.0 + 3 * 3.0);
   CHECK(stagecut::predictedBubble({1, 3, 2}, 4) == Approx(1.0 - 4 * 6.0 / (3 * 15.0)));
+}
+
+TEST_CASE("a tensor-parallel profile's Megatron split names its degree, and --split reads it back",
+          "[partitioner][formats][tensor-parallel]") {
+  stagecut::Profile profile = gptLike(6);
+  profile.model.config["tensor_parallel"] = 8;
+  profile.model.config["sequence_parallel"] = true;
+  const std::string layout = stagecut::formatSplit("megatron", profile, {4, 5});
+  CHECK(layout.find("--pipeline-model-parallel-layout \"Ettt|tttL\" --tensor-model-parallel-size 8 --sequence-parallel") == 0);
+  CHECK(stagecut::parseSplitText(layout.substr(0, layout.find('\n')), profile, 0, "--split") == std::vector<int>{4, 5});
+  CHECK(stagecut::parseSplitText("--num-layers 6 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 8",
+                                 profile, 0, "--split") == std::vector<int>{4, 5});
+  CHECK_THROWS_WITH(stagecut::parseSplitText("Ettt|tttL --tensor-model-parallel-size 4", profile, 0, "--split"),
+                    Catch::Matchers::Contains("--tensor-model-parallel-size 4 but the profile's layers are shards of "
+                                              "tensor parallel 8"));
+  // A profile without tensor parallelism says nothing of it.
+  CHECK(stagecut::formatSplit("megatron", gptLike(6), {4, 5}).find("tensor-model") == std::string::npos);
 }

@@ -138,8 +138,9 @@ TEST_CASE("profile refuses numbers that are no request, before LibTorch runs any
       {"--model mlp --layers -1", "--layers -1: must be 1 or more; leave it out for the preset's"},
       // Too large to be meant, or for the machine's memory.
       {"--model gpt --hidden 1000000", "--hidden 1000000: at most 65536 for a zoo model; choose a smaller size"},
+      // Built one layer at a time, so its largest layer is what must fit.
       {"--model gpt --layers 4096 --hidden 65536 --heads 64",
-       "--model gpt: its weights and their gradients alone would take "},
+       "--model gpt: the weights and their gradients of its largest layer alone would take "},
       // Seeds are digits, not wrapped negatives or rounded floats.
       {"--seed -1", "--seed -1: a seed is a whole number from 0 to 18446744073709551615, in digits"},
       {"--seed 1e3", "--seed 1e3: a seed is a whole number from 0 to 18446744073709551615, in digits"},

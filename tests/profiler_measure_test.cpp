@@ -37,7 +37,10 @@ MeasureOptions quickOptions() {
 
 TEST_CASE("activation bytes of Linear + GELU are the tensors it saves", "[profiler][memory]") {
   stagecut::pinThreads(1);
-  const ChainLayer layer = stagecut::moduleLayer("fc", "Linear+GELU", LinearGelu());
+  LayerChain chain;
+  stagecut::addLayer(chain, 0, "fc", "Linear+GELU", [] { return LinearGelu(); });
+  stagecut::buildAllLayers(chain);
+  const ChainLayer& layer = chain.layers.front();
   const torch::Tensor input = torch::randn({64, 1024});
   // Linear saves its input (64 x 1024 floats) for the weight gradient; GELU saves its input, the
   // Linear's output (64 x 4096 floats). The GELU output goes to the next layer and is not counted.
@@ -59,7 +62,7 @@ TEST_CASE("a measured profile has every layer with consistent figures", "[profil
   zoo.family = "mlp";
   zoo.layers = 3;
   zoo.hidden = 64;
-  const LayerChain chain = stagecut::buildZooModel(zoo);
+  LayerChain chain = stagecut::buildZooModel(zoo);
   stagecut::SteadyClockTimer timer;
   std::vector<stagecut::MeasureProgress> progress;
   MeasureOptions options = quickOptions();
@@ -175,7 +178,7 @@ TEST_CASE("B + W is close to the whole backward on a large layer", "[profiler][m
   stagecut::pinThreads(1);
   LayerChain chain;
   chain.model_name = "linear";
-  chain.layers.push_back(stagecut::moduleLayer("fc", "Linear", torch::nn::Linear(1024, 1024)));
+  stagecut::addLayer(chain, 0, "fc", "Linear", [] { return torch::nn::Linear(1024, 1024); });
   chain.make_batch = [](int rows, std::uint64_t seed) {
     auto generator = stagecut::seededGenerator(seed);
     return stagecut::ChainBatch{torch::randn({rows, 1024}, generator), {}};

@@ -338,13 +338,15 @@ TEST_CASE("a bfloat16 llama chain computes in bfloat16 and stays near its float3
 
 TEST_CASE("llama attention through scaled_dot_product_attention equals the explicit softmax", "[profiler][zoo][llama]") {
   stagecut::pinThreads(1);
-  const LayerChain eager = stagecut::buildLlama(llamaTiny(), stagecut::LlamaAttentionPath::kEager);
+  LayerChain eager = stagecut::describeLlama(llamaTiny(), stagecut::LlamaAttentionPath::kEager);
+  stagecut::buildAllLayers(eager);
   CHECK(eager.config["attention"] == "eager");
   if (!stagecut::llamaHasSdpa()) {
     WARN("this LibTorch (" TORCH_VERSION ") has no scaled_dot_product_attention: only the explicit softmax is built");
     return;
   }
-  const LayerChain fused = stagecut::buildLlama(llamaTiny());
+  LayerChain fused = stagecut::describeLlama(llamaTiny());
+  stagecut::buildAllLayers(fused);
   CHECK(fused.config["attention"] == "sdpa");
   const auto batch = eager.make_batch(2, 4);
   CHECK(maxAbsDiff(chainLogits(fused, batch.input), chainLogits(eager, batch.input)) < 1e-5);

@@ -1,0 +1,63 @@
+#include "prediction/tensor_parallel_comm.h"
+
+#include "core/units.h"
+
+namespace stagecut {
+
+int profileTensorParallel(const Profile& profile) {
+  const auto found = profile.model.config.find("tensor_parallel");
+  return found != profile.model.config.end() && found->is_number_integer() ? found->get<int>() : 1;
+}
+
+double tensorParallelCollectiveMs(double bytes, int ranks, const TensorParallelLink& link) {
+  if (ranks < 2 || link.bandwidth_bytes_per_s <= 0) return 0.0;
+  const double steps = 2.0 * (ranks - 1);
+  return steps * link.latency_ms + steps / ranks * bytes / link.bandwidth_bytes_per_s * 1000.0;
+}
+
+namespace {
+
+void addMs(TimeStatsMs& stats, double ms) {
+  stats.median += ms;
+  stats.min += ms;
+  stats.max += ms;
+}
+
+// The collectives of every layer, ms per microbatch, forward and backward.
+std::pair<double, double> collectiveMs(const LayerCost& layer, int ranks, const TensorParallelLink& link) {
+  if (!layer.tp_collectives) return {0.0, 0.0};
+  const double one = tensorParallelCollectiveMs(static_cast<double>(layer.tp_collectives->bytes), ranks, link);
+  return {layer.tp_collectives->forward * one, layer.tp_collectives->backward * one};
+}
+
+}  // namespace
+
+void priceTensorParallelComm(Profile& profile, const TensorParallelLink& link) {
+  const int ranks = profileTensorParallel(profile);
+  if (ranks < 2 || link.bandwidth_bytes_per_s <= 0) return;
+  for (LayerCost& layer : profile.layers) {
+    const auto [forward, backward] = collectiveMs(layer, ranks, link);
+    addMs(layer.forward_ms, forward);
+    addMs(layer.backward_ms, backward);
+    if (layer.backward_input_ms) addMs(*layer.backward_input_ms, backward);
+  }
+  profile.run.extra["tp_link"] = {{"bandwidth_bytes_per_s", link.bandwidth_bytes_per_s}, {"latency_ms", link.latency_ms}};
+}
+
+std::string tensorParallelNote(const Profile& profile, const TensorParallelLink& link) {
+  const int ranks = profileTensorParallel(profile);
+  if (ranks < 2) return "";
+  const std::string degree = "tensor parallel " + std::to_string(ranks) + ": each layer is one rank's shard; ";
+  if (link.bandwidth_bytes_per_s <= 0) {
+    return degree + "its collectives are not priced (give --tp-bandwidth, e.g. 300GB/s, and --tp-latency)";
+  }
+  double total = 0.0;
+  for (const LayerCost& layer : profile.layers) {
+    const auto [forward, backward] = collectiveMs(layer, ranks, link);
+    total += forward + backward;
+  }
+  return degree + "its collectives priced at " + formatBytes(static_cast<std::uint64_t>(link.bandwidth_bytes_per_s)) + "/s" + ", " +
+         formatMs(link.latency_ms) + " ms latency: " + formatMs(total) + " ms per microbatch in all";
+}
+
+}  // namespace stagecut

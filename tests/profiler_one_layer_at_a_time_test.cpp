@@ -1,0 +1,105 @@
+#include <catch2/catch.hpp>
+
+#include "core/profile.h"
+#include "profiler/layer_chain.h"
+#include "profiler/layer_profiler.h"
+#include "profiler/profile_request.h"
+#include "profiler/torch_runtime.h"
+#include "profiler/whole_model_window.h"
+#include "profiler/zoo.h"
+
+namespace {
+
+stagecut::ZooOptions tinyLlama(int blocks) {
+  stagecut::ZooOptions zoo;
+  zoo.family = "llama";
+  zoo.preset = "llama-tiny";
+  zoo.layers = blocks;
+  zoo.seq = 16;
+  zoo.seed = 7;
+  return zoo;
+}
+
+stagecut::LayerCost costOf(std::uint64_t resident, std::uint64_t transient = 0) {
+  stagecut::LayerCost cost;
+  cost.param_bytes = resident;
+  cost.gradient_bytes = 0;
+  cost.forward_transient_bytes = transient;
+  return cost;
+}
+
+}  // namespace
+
+TEST_CASE("a described layer built alone has the weights it has in the whole model", "[profiler][one-layer]") {
+  const stagecut::LayerChain whole = stagecut::buildZooModel(tinyLlama(4));
+  stagecut::LayerChain described = stagecut::describeZooModel(tinyLlama(4));
+  for (const auto& layer : described.layers) CHECK((!layer.built() || !layer.build));
+  // Built out of order and alone: block.2 first, then the head.
+  for (const std::size_t index : {std::size_t{3}, std::size_t{5}}) {
+    INFO(whole.layers[index].name);
+    stagecut::buildLayer(described, index);
+    const auto& built = described.layers[index].parameters;
+    const auto& reference = whole.layers[index].parameters;
+    REQUIRE(built.size() == reference.size());
+    for (std::size_t k = 0; k < built.size(); ++k) CHECK(torch::equal(built[k], reference[k]));
+    stagecut::releaseLayer(described, index);
+    CHECK_FALSE(described.layers[index].built());
+  }
+  // Two blocks of one model draw different weights (a matrix: the norms start at ones in both).
+  const auto firstMatrix = [](const stagecut::ChainLayer& layer) {
+    for (const auto& parameter : layer.parameters) {
+      if (parameter.dim() == 2) return parameter;
+    }
+    return torch::Tensor();
+  };
+  CHECK_FALSE(torch::equal(firstMatrix(whole.layers[1]), firstMatrix(whole.layers[2])));
+}
+
+TEST_CASE("the whole-model window is the longest run of layers that fits", "[profiler][one-layer]") {
+  const std::vector<stagecut::LayerCost> layers = {costOf(50), costOf(10), costOf(10), costOf(10), costOf(60),
+                                                   costOf(10), costOf(10)};
+  CHECK(stagecut::wholeModelWindow(layers, 0) == std::pair<int, int>{0, 6});
+  CHECK(stagecut::wholeModelWindow(layers, 160) == std::pair<int, int>{0, 6});
+  // With 80: 0-3 (80) is the longest; 1-4 would hold 90.
+  CHECK(stagecut::wholeModelWindow(layers, 80) == std::pair<int, int>{0, 3});
+  CHECK(stagecut::wholeModelWindow(layers, 30) == std::pair<int, int>{1, 3});
+  // The largest transient in the window counts once: 1-3 holds 30 and, with layer 2's 25 on top,
+  // no longer fits 50.
+  CHECK(stagecut::wholeModelWindow(layers, 50) == std::pair<int, int>{1, 3});
+  std::vector<stagecut::LayerCost> with_transient = layers;
+  with_transient[2] = costOf(10, 25);
+  CHECK(stagecut::wholeModelWindow(with_transient, 50) == std::pair<int, int>{1, 2});
+  // Nothing fits: one layer still.
+  CHECK(stagecut::wholeModelWindow(layers, 1) == std::pair<int, int>{0, 0});
+}
+
+TEST_CASE("a profile builds one layer at a time and, short of memory, checks a window of the model", "[profiler][one-layer]") {
+  stagecut::ProfileRequest request;
+  request.zoo = tinyLlama(6);
+  request.measure.microbatch_size = 2;
+  request.measure.warmup_rounds = 0;
+  request.measure.min_repeats = 2;
+  request.measure.max_repeats = 2;
+  const stagecut::Profile whole = stagecut::runProfile(request);
+  REQUIRE(whole.whole_model);
+  CHECK(whole.whole_model->window.empty());
+  CHECK(whole.whole_model->in_chain_forward_ms.size() == whole.layers.size());
+
+  // A budget that holds the embedding and two blocks' worth.
+  std::uint64_t budget = 0;
+  for (int i = 0; i < 3; ++i) budget += stagecut::layerResidentBytes(whole.layers[i]);
+  budget += budget / 10;
+  request.measure.window_bytes = [budget] { return budget; };
+  const stagecut::Profile windowed = stagecut::runProfile(request);
+  REQUIRE(windowed.whole_model);
+  const auto expected = stagecut::wholeModelWindow(windowed.layers, budget);
+  REQUIRE(windowed.whole_model->window == std::vector<int>{expected.first, expected.second});
+  CHECK(expected.second - expected.first + 1 < static_cast<int>(windowed.layers.size()));
+  CHECK(windowed.whole_model->in_chain_forward_ms.empty());
+  // Every layer is still timed or takes its sample's figures, and the copies their weights' count.
+  for (std::size_t i = 0; i < windowed.layers.size(); ++i) {
+    INFO(windowed.layers[i].name);
+    CHECK(windowed.layers[i].params == whole.layers[i].params);
+    CHECK(windowed.layers[i].forward_ms.repeats >= 2);
+  }
+}
