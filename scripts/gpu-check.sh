@@ -476,6 +476,40 @@ if have "$stagecut" && time_left; then
   profile llama auto "$llama_device" "$out/llama.profile.json" "" "${llama_flags[@]}" || true
 fi
 
+# --- a model no single GPU holds: llama3-70b at tensor parallel 8, one layer at a time
+
+begin "profile llama 70b tp8"
+if ((dry_run)); then
+  big_flags=(--model llama --preset llama-tiny --dtype bfloat16 --tensor-parallel 2 --microbatch 2 --min-repeats 2 --max-repeats 3)
+  big_device=cpu
+else
+  big_flags=(--model llama --preset llama3-70b --dtype bfloat16 --tensor-parallel 8 --microbatch 1 --seq 4096
+    --min-repeats 3 --max-repeats 5)
+  big_device=$device
+fi
+if have "$stagecut" && time_left; then
+  profile llama-tp auto "$big_device" "$out/llama-tp.profile.json" "" "${big_flags[@]}" || true
+fi
+
+# The split Megatron runs, with the shard's degree and memory, from that profile.
+begin "megatron tp layout"
+if [[ ! -s "$out/llama-tp.profile.json" ]]; then
+  finish SKIP "needs the tensor-parallel profile"
+else
+  rc=0
+  run_logged 30 "$out/llama-tp.partition.txt" "$stagecut" partition "$out/llama-tp.profile.json" --stages 2 \
+    --format megatron --optimizer adam-mixed --tp-bandwidth 300GB/s --tp-latency 5us || rc=$?
+  grep -E -- '^tensor parallel|^  +[0-9]+  +embed|--tensor-model-parallel-size' "$out/llama-tp.partition.txt" | head -n 4 | indent || true
+  layout=$(grep -m 1 -o -- '--pipeline-model-parallel-layout .*' "$out/llama-tp.partition.txt" || true)
+  if ((rc != 0)); then
+    finish FAIL "$(failure "$rc" 30 "$out/llama-tp.partition.txt")"
+  elif [[ "$layout" != *--tensor-model-parallel-size* ]]; then
+    finish FAIL "no --tensor-model-parallel-size in the Megatron split ($out/llama-tp.partition.txt)"
+  else
+    finish PASS "$layout"
+  fi
+fi
+
 begin "llama memory vs torch"
 if [[ ! -s "$out/llama.profile.json" ]]; then
   finish SKIP "needs the llama profile"

@@ -51,12 +51,12 @@ if grep -q -E '^   FAIL ' <<<"$summary"; then
 fi
 grep -q -F "from PYTHON=$work/python3" <<<"$summary" || problems+=("LibTorch was not found through PYTHON")
 for step in libtorch carry nvidia-smi configure build debugger "cxx runtime link" "cuda tests" "profile cuda-events" "profile cupti" \
-  "cupti vs events" "profile llama bf16" "llama memory vs torch" "sum of layers vs whole" partition validate "calibration table" "wall time"; do
+  "cupti vs events" "profile llama bf16" "profile llama 70b tp8" "megatron tp layout" "llama memory vs torch" "sum of layers vs whole" partition validate "calibration table" "wall time"; do
   grep -q -E "^   (PASS|WARN|SKIP)  $step  " <<<"$summary" || problems+=("no PASS, WARN or SKIP line for '$step'")
 done
 # The table runs in the dry run whatever the cores (2 ranks, a tiny model): its verdicts count.
 grep -q -E "^   (PASS|WARN)  calibration table  .*runs trusted" <<<"$summary" || problems+=("the calibration table printed no verdicts")
-for step in configure "cxx runtime link" "cuda tests" "profile cuda-events" "profile llama bf16" "sum of layers vs whole" partition; do
+for step in configure "cxx runtime link" "cuda tests" "profile cuda-events" "profile llama bf16" "profile llama 70b tp8" "megatron tp layout" "sum of layers vs whole" partition; do
   grep -q -E "^   PASS  $step  " <<<"$summary" || problems+=("'$step' did not pass")
 done
 
