@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "cli/commands.h"
+#include "cli/partition_flags.h"
 #include "cli/partition_table.h"
 #include "cli/simulate_report.h"
 #include "core/error.h"
@@ -56,6 +57,8 @@ struct SimulateOptions {
   std::string memory_cap;  ///< with ranks: one cap for every stage
   std::string recompute;   ///< with ranks: the partitioner's --recompute policy
   std::string stage_speed;  ///< --stage-speed: relative device speed per stage
+  std::string tp_bandwidth;  ///< --tp-bandwidth: a tensor-parallel profile's collectives
+  std::string tp_latency;
 };
 
 constexpr int kDefaultWidth = 80;
@@ -105,7 +108,10 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     throw Error("--split: --partition " + options.partition_path + " gives the split already; drop one of the two");
   }
   ProfileInputs inputs;
-  inputs.profile = readProfileFile(options.profile_path, options.microbatch_size);
+  std::string tensor_parallel_note;
+  inputs.profile = readPricedProfile(options.profile_path, options.microbatch_size, options.tp_bandwidth,
+                                     options.tp_latency, &tensor_parallel_note);
+  if (!tensor_parallel_note.empty() && report) report->notes.push_back(tensor_parallel_note);
   if (options.split_given) {
     const std::vector<int> counts =
         parseSplitText(options.split_text, inputs.profile, options.stages_given ? options.stages : 0, "--split");
@@ -205,8 +211,9 @@ void checkUnitCostOptions(const SimulateOptions& options) {
     throw Error("--partition " + options.partition_path + ": needs the profile it splits; use "
                 "'stagecut simulate PROFILE --partition " + options.partition_path + "'");
   }
-  for (const auto& [flag, value] : {std::pair{"--bandwidth", &options.bandwidth},
-                                    std::pair{"--latency", &options.latency}}) {
+  for (const auto& [flag, value] : {std::pair{"--bandwidth", &options.bandwidth}, std::pair{"--latency", &options.latency},
+                                    std::pair{"--tp-bandwidth", &options.tp_bandwidth},
+                                    std::pair{"--tp-latency", &options.tp_latency}}) {
     if (!value->empty()) {
       throw Error(std::string(flag) + " " + *value + ": unit costs have no bytes or time unit; " +
                   "give a profile and a partition to simulate communication");
@@ -308,7 +315,8 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
   }
   TradeoffReport report;
   report.profile_path = options.profile_path;
-  const Profile profile = readProfileFile(options.profile_path, options.microbatch_size);
+  const Profile profile =
+      readPricedProfile(options.profile_path, options.microbatch_size, options.tp_bandwidth, options.tp_latency, nullptr);
   TradeoffOptions tradeoff;
   tradeoff.ranks = options.ranks;
   tradeoff.global_batch = options.global_batch;
@@ -399,6 +407,7 @@ void addSimulateCommand(CLI::App& app) {
                       "Per-transfer latency between stages, e.g. 10us (with a profile)");
   command->add_option("--stage-speed", options->stage_speed,
                       "Relative device speed per stage, e.g. 1,1,0.5,1 (with a profile; default: all 1)");
+  addTensorParallelLinkFlags(command, options->tp_bandwidth, options->tp_latency);
   command->add_option("--trace", options->trace_path,
                       "Write a Chrome trace (Perfetto, chrome://tracing) of the simulated ops");
   command->add_option("--svg", options->svg_path, "Write an SVG Gantt chart of the schedules");
