@@ -37,7 +37,7 @@ Profile makeSizedProfile(int layers) {
       layer.activation_bytes = layer.activation_bytes / 2 * static_cast<std::uint64_t>(size);
       layer.output_bytes = layer.output_bytes / 2 * static_cast<std::uint64_t>(size);
     }
-    entry.whole_model = stagecut::WholeModelCost{10.0 * size, 20.0 * size, 0.01, {}, {}};
+    entry.whole_model = stagecut::WholeModelCost{10.0 * size, 20.0 * size, 0.01, {}, {}, {}};
     profile.microbatch_sizes.push_back(entry);
   }
   profile.layers = profile.microbatch_sizes[1].layers;

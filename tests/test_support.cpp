@@ -48,7 +48,7 @@ Profile makeProfile(int layers) {
     layer.output_bytes = 256;
     profile.layers.push_back(layer);
   }
-  profile.whole_model = WholeModelCost{1.5, 3.25, -0.0125, {}, {}};
+  profile.whole_model = WholeModelCost{1.5, 3.25, -0.0125, {}, {}, {}};
   return profile;
 }
 
