@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Holds the memory timeline's predicted peak to the peak validate measures, rank by rank: two
-# models (the issue's small GPT and the demo's), 2 and 3 stages, gpipe, 1f1b and zb-h1, plain and
-# --recompute full (one validate runs both), --optimizer adam and none. Prints one row per rank
-# and the largest error. Memory does not depend on the machine's load; the run takes ~10 minutes
-# on 2 cores.
-# Usage: bench/memory_prediction.sh [BUILD_DIR]
+# Holds the memory timeline's predicted peak to the peak validate measures, rank by rank: three
+# models (the issue's small GPT and the demo's in float32 under --optimizer adam and none, a small
+# LLaMA in bfloat16 under adam-mixed: bf16 weights, float32 gradients, masters and moments),
+# 2 and 3 stages, gpipe, 1f1b and zb-h1, plain and --recompute full (one validate runs both).
+# Prints one row per rank and the largest error. Memory does not depend on the machine's load;
+# the run takes ~15 minutes on 2 cores.
+# Usage: [MODELS="small demo llama"] bench/memory_prediction.sh [BUILD_DIR]
 set -euo pipefail
 build=${1:-build}
 stagecut="$build/cli/stagecut"
@@ -14,17 +15,20 @@ trap 'rm -rf "$out"' EXIT
 declare -A models=(
   [small]="--model gpt --preset gpt2-small --layers 4 --hidden 256 --heads 4 --seq 128 --vocab 8000 --microbatch 2"
   [demo]="--model gpt --preset gpt-demo --microbatch 4"
+  [llama]="--model llama --preset llama-tiny --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 688 --seq 128 --vocab 8000 --microbatch 2 --dtype bfloat16"
 )
-for model in small demo; do
+declare -A optimizers=([small]="adam none" [demo]="adam none" [llama]="adam-mixed")
+read -r -a chosen <<<"${MODELS:-small demo llama}"
+for model in "${chosen[@]}"; do
   # Memory needs one sample per layer; few timed rounds keep the profile short.
   # shellcheck disable=SC2086
   "$stagecut" profile ${models[$model]} --min-repeats 3 --max-repeats 3 -o "$out/$model.profile.json" >/dev/null
 done
 
-for model in small demo; do
+for model in "${chosen[@]}"; do
   for stages in 2 3; do
     for schedule in gpipe 1f1b zb-h1; do
-      for optimizer in adam none; do
+      for optimizer in ${optimizers[$model]}; do
         run="$model.$stages.$schedule.$optimizer"
         "$stagecut" partition "$out/$model.profile.json" --stages "$stages" --schedule "$schedule" \
           --microbatches 8 --optimizer "$optimizer" -o "$out/$run.partition.json" >/dev/null
@@ -54,9 +58,9 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.validation.json"))):
             if abs(error) >= abs(worst[0]):
                 worst = (error, label)
 mib = 1024.0 * 1024.0
-print(f"{'run':<70} {'measured':>10} {'predicted':>10} {'error':>8}")
+print(f"{'run':<76} {'measured':>10} {'predicted':>10} {'error':>8}")
 for label, measured, predicted, error in rows:
-    print(f"{label:<70} {measured / mib:>7.1f} MiB {predicted / mib:>6.1f} MiB {error * 100:>+7.1f}%")
+    print(f"{label:<76} {measured / mib:>7.1f} MiB {predicted / mib:>6.1f} MiB {error * 100:>+7.1f}%")
 errors = sorted(abs(row[3]) for row in rows)
 print(f"\n{len(rows)} ranks: median |error| {errors[len(errors) // 2] * 100:.1f}%, "
       f"largest {worst[0] * 100:+.1f}% ({worst[1]}); "

@@ -24,6 +24,7 @@
 #include "runtime/rank_worker.h"
 #include "runtime/stage_optimizer.h"
 #include "schedule/generators.h"
+#include "validation/device_memory_fit.h"
 #include "validation/validation_json.h"
 #include "validation/validation_trace.h"
 
@@ -38,6 +39,8 @@ struct ValidateCommandOptions {
   bool trace_given = false;  ///< --trace, even as '' (refused by name)
   bool json = false;
   bool strict = false;       ///< --strict: a run the environment voids exits 1
+  bool optimizer_given = false;  ///< --optimizer on the command line; else the profile's precision's
+  bool tolerance_given = false;  ///< --grad-tolerance likewise
 
   /// --trace, with the profile and the partition as inputs it must not be.
   OutputPath traceOutput() const {
@@ -52,12 +55,41 @@ std::string scientific(double value) {
   return buffer;
 }
 
+// Started by a launcher (ours or torchrun-style): this process is one rank.
+bool launchedByTorchrun() { return std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr; }
+
+// Every rank of a local run is on this machine: their predicted peaks against its devices. Under
+// torchrun the ranks may be on other hosts, and each rank checks nothing it cannot see.
+void requireRanksFitHere(const ValidateRequest& request, const Profile& profile, const Partition& partition,
+                         const RankDevices& plan) {
+  const PipelinePrediction prediction =
+      predictValidationSteps(request, profile, partition, validationPredictionOptions(request, {}, {}));
+  const int stages = static_cast<int>(partition.stages.size());
+  std::vector<RankMemoryNeed> needs;
+  for (std::size_t rank = 0; rank < plan.devices.size(); ++rank) {
+    const int stage = static_cast<int>(rank) % stages;
+    const StageCost& cost = partition.stages[static_cast<std::size_t>(stage)];
+    needs.push_back({plan.devices[rank], stage, cost.first, cost.last,
+                     prediction.memory.ranks.at(static_cast<std::size_t>(stage)).peak_bytes});
+  }
+  requireRanksFitDevices(needs, deviceMemoryBytes);
+}
+
+// What --optimizer and --grad-tolerance mean when not given depends on the profile's precision:
+// a bfloat16 profile trains as Megatron's --bf16 does (adam-mixed) and its gradients differ from
+// the full batch's by bfloat16's rounding.
+void applyPrecisionDefaults(ValidateCommandOptions& options, const Profile& profile) {
+  if (!options.optimizer_given) options.request.optimizer = defaultOptimizerFor(profile.run.dtype);
+  if (!options.tolerance_given) options.request.grad_tolerance = defaultGradTolerance(profile.run.dtype);
+}
+
 // Everything that can be wrong with the request is found here, before any rank connects: by the
 // launcher before it starts the ranks, and by each rank torchrun started. Returns the ranks the
 // split runs on (stages x replicas).
-int checkRequest(const ValidateCommandOptions& options) {
+int checkRequest(ValidateCommandOptions& options) {
+  const Profile profile = readProfileFile(options.request.profile_path, options.request.microbatch_size);
+  applyPrecisionDefaults(options, profile);
   const ValidateRequest& request = options.request;
-  const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
   const ScheduleKind schedule = parseScheduleName(request.schedule);
@@ -75,16 +107,13 @@ int checkRequest(const ValidateCommandOptions& options) {
     throw Error("--recompute " + request.recompute + ": validate runs none or full (every stage checkpointed)");
   }
   requireWholeInRange("--data-parallel", request.data_parallel, 1, 4096, "replicas");
-  checkRunnableOptimizer(request.optimizer);
+  checkRunnableOptimizer(request.optimizer, profile.run.dtype);
   checkModelOfProfile(profile, request.profile_path);
-  if (!profile.run.dtype.empty() && profile.run.dtype != "float32" && profile.run.dtype != "float64") {
-    throw Error(request.profile_path + ": a " + profile.run.dtype + " profile; validate runs its stages in float32 " +
-                "only, so its figures would not be this profile's: profile again with --dtype float32 to run the split");
-  }
   if (options.trace_given) checkOutputPath(options.traceOutput());
   const int ranks = static_cast<int>(partition.stages.size()) * request.data_parallel;
   const RankDevices plan = planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());
   choosePipelineBackend(request.backend, plan, ncclAvailable());
+  if (!launchedByTorchrun()) requireRanksFitHere(request, profile, partition, plan);
   return ranks;
 }
 
@@ -337,16 +366,17 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
       ->capture_default_str();
   command->add_option("--timeout", request.timeout_s, "Seconds a rank waits for a peer before failing")
       ->capture_default_str();
-  command->add_option("--grad-tolerance", request.grad_tolerance, "Largest accepted relative gradient difference")
-      ->capture_default_str();
+  command->add_option("--grad-tolerance", request.grad_tolerance,
+                      "Largest accepted relative gradient difference (default: 1e-4 for a float32 profile, 3e-2 "
+                      "for bfloat16, 1e-2 for float16: their rounding)");
   command->add_option("--seed", options->seed, "Seed of the batch")->capture_default_str();
   command->add_option("--recompute", request.recompute,
                       "none, or full: also run the steps with every stage checkpointed and compare")
       ->capture_default_str();
   command->add_option("--optimizer", request.optimizer,
-                      "none, sgd, sgd-momentum or adam: run at the end of every step (learning rate 0), so that "
-                      "measured memory holds its state; match partition's --optimizer")
-      ->capture_default_str();
+                      "none, sgd, sgd-momentum or adam (float32 profiles; default adam), adam-mixed "
+                      "(bfloat16 and float16 ones: float32 master weights, moments and gradients): run at the end of every step (learning rate 0), so that measured memory "
+                      "holds its state; match partition's --optimizer");
   command->add_option("--data-parallel", request.data_parallel,
                       "Data-parallel replicas of the pipeline: runs stages x replicas ranks")
       ->capture_default_str();
@@ -357,10 +387,11 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
                     "kernel drifting from the profile's); the figures are printed either way");
   command->callback([options, arguments, command] {
     options->trace_given = command->count("--trace") > 0;
+    options->optimizer_given = command->count("--optimizer") > 0;
+    options->tolerance_given = command->count("--grad-tolerance") > 0;
     options->request.batch_seed = parseSeed(options->seed, "--seed");
     const int ranks = checkRequest(*options);
-    // Started by a launcher (ours or torchrun-style): this process is one rank.
-    if (std::getenv("RANK") || std::getenv("WORLD_SIZE")) {
+    if (launchedByTorchrun()) {
       runWorker(*options, ranks);
       return;
     }

@@ -19,12 +19,13 @@ struct NamedOptimizer {
 };
 
 // LibTorch's Adam builds sqrt(v) and its quotient by sqrt(bias correction) per tensor; SGD, with
-// or without momentum, updates in place.
+// or without momentum, updates in place. adam-mixed's are of the float32 master of a 16-bit
+// weight: twice its bytes each.
 constexpr NamedOptimizer kOptimizers[] = {{"none", {8.0, 0.0}},
                                           {"sgd", {8.0, 0.0}},
                                           {"sgd-momentum", {12.0, 0.0}},
                                           {"adam", {16.0, 2.0}},
-                                          {"adam-mixed", {18.0, 2.0}}};
+                                          {"adam-mixed", {18.0, 4.0}}};
 
 }  // namespace
 
@@ -45,13 +46,16 @@ OptimizerMemory optimizerMemory(const std::string& name) {
 }
 
 std::vector<LayerMemoryTerms> layerMemoryTerms(const Profile& profile) {
+  // 16-bit weights' gradients add up in float32 buffers, as Megatron's --bf16 keeps them
+  // (validate's MainGradients): 4 bytes a parameter, whatever the profile's .grad was.
+  const bool float32_gradients = profile.run.dtype == "bfloat16" || profile.run.dtype == "float16";
   std::vector<LayerMemoryTerms> terms(profile.layers.size());
   for (std::size_t i = 0; i < profile.layers.size(); ++i) {
     const LayerCost& layer = profile.layers[i];
     LayerMemoryTerms& term = terms[i];
     term.params = static_cast<double>(layer.params);
     term.weights = static_cast<double>(layer.param_bytes);
-    term.gradients = bytesOr(layer.gradient_bytes, term.weights);
+    term.gradients = float32_gradients ? 4.0 * term.params : bytesOr(layer.gradient_bytes, term.weights);
     term.largest_parameter = bytesOr(layer.largest_parameter_bytes, 0.0);
     term.kept = static_cast<double>(layer.activation_bytes);
     term.input = i > 0 ? static_cast<double>(profile.layers[i - 1].output_bytes) : 0.0;

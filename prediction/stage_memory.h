@@ -49,6 +49,7 @@ struct OptimizerMemory {
 /// `--optimizer NAME`: "none" (no state: 8 bytes per parameter, weights and gradients, fp32),
 /// "sgd" (8), "sgd-momentum" (12), "adam" (16: two moments) and "adam-mixed" (18: bf16 weights,
 /// fp32 gradients, master weights and moments, as Megatron keeps them; ZeRO paper, section 3.1).
+/// A bfloat16 or float16 profile's gradients are float32 (layerMemoryTerms), whatever the name.
 /// Throws Error (input) with the nearest name otherwise.
 OptimizerMemory optimizerMemory(const std::string& name);
 

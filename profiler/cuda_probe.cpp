@@ -24,4 +24,16 @@ CudaAvailability probeCuda() {
   return availability;
 }
 
+std::uint64_t cudaDeviceMemoryBytes(int ordinal) {
+#ifdef STAGECUT_HAVE_CUDA
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, ordinal) == cudaSuccess) {
+    return static_cast<std::uint64_t>(properties.totalGlobalMem);
+  }
+#else
+  (void)ordinal;
+#endif
+  return 0;
+}
+
 }  // namespace stagecut

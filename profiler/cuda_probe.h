@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace stagecut {
@@ -14,5 +15,9 @@ struct CudaAvailability {
 /// Asks the CUDA runtime how many devices there are. Never throws and never aborts: a machine
 /// without a GPU or a driver gets devices = 0 and the runtime's reason.
 CudaAvailability probeCuda();
+
+/// The memory of CUDA device `ordinal` (as this process numbers them), in bytes; 0 when unknown
+/// (no such device, no driver, built without CUDA). Never throws.
+std::uint64_t cudaDeviceMemoryBytes(int ordinal);
 
 }  // namespace stagecut

@@ -172,7 +172,8 @@ WeightGradientSplit::~WeightGradientSplit() = default;
 int WeightGradientSplit::joinCount() const { return static_cast<int>(impl_->joins.size()); }
 
 void WeightGradientSplit::runWeightBackward(const torch::Tensor& root_grad,
-                                            const std::vector<torch::Tensor>& target_grads) {
+                                            const std::vector<torch::Tensor>& target_grads,
+                                            const GradientSink& add_gradient) {
   // A join B did not run (it is a target's or the root's own operation, where B stops) gets the
   // gradient B started from or returned for that tensor.
   const auto known_gradients = [&](const Impl::Join& join) {
@@ -213,7 +214,9 @@ void WeightGradientSplit::runWeightBackward(const torch::Tensor& root_grad,
     for (std::size_t w = 0; w < group.weights.size(); ++w) {
       if (!weight_grads[w].defined()) continue;
       torch::Tensor weight = group.weights[w];
-      if (weight.grad().defined()) {
+      if (add_gradient) {
+        add_gradient(weight, weight_grads[w]);
+      } else if (weight.grad().defined()) {
         weight.mutable_grad().add_(weight_grads[w]);
       } else {
         weight.mutable_grad() = weight_grads[w];  // autograd's own new tensor: no copy

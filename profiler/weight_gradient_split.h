@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -24,9 +25,14 @@ class WeightGradientSplit {
   WeightGradientSplit(const WeightGradientSplit&) = delete;
   WeightGradientSplit& operator=(const WeightGradientSplit&) = delete;
 
+  /// Where W puts a weight's gradient: `add_gradient(weight, grad)`.
+  using GradientSink = std::function<void(torch::Tensor& weight, const torch::Tensor& grad)>;
+
   /// W, after B: `root_grad` is the gradient B started from and `target_grads` what B returned,
-  /// in the order of `targets`. Adds each weight's gradient to its .grad(). The graph is kept.
-  void runWeightBackward(const torch::Tensor& root_grad, const std::vector<torch::Tensor>& target_grads);
+  /// in the order of `targets`. Adds each weight's gradient to its .grad(), or hands it to
+  /// `add_gradient` where given (float32 buffers of low-precision weights). The graph is kept.
+  void runWeightBackward(const torch::Tensor& root_grad, const std::vector<torch::Tensor>& target_grads,
+                         const GradientSink& add_gradient = {});
 
   /// How many operations W starts from (a test's handle on the split; 0 when B does it all).
   int joinCount() const;

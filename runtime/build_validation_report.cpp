@@ -68,6 +68,25 @@ std::size_t medianStep(const Schedule& schedule, const std::vector<RankOutcome>&
 
 }  // namespace
 
+PredictionOptions validationPredictionOptions(const ValidateRequest& request, const BoundaryLink& link,
+                                              const BoundaryLink& replica_link) {
+  PredictionOptions prediction;
+  prediction.schedule = parseScheduleName(request.schedule);
+  prediction.microbatches = request.microbatches;
+  prediction.data_parallel = request.data_parallel;
+  prediction.link = link;
+  prediction.dp_link = replica_link;
+  prediction.optimizer = optimizerMemory(request.optimizer);
+  return prediction;
+}
+
+PipelinePrediction predictValidationSteps(const ValidateRequest& request, const Profile& profile,
+                                          const Partition& partition, const PredictionOptions& options) {
+  Partition plain = partition;
+  for (StageCost& stage : plain.stages) stage.recompute.reset();
+  return predictPipeline(profile, plain, options, request.partition_path);
+}
+
 ValidationReport buildValidationReport(const ValidateRequest& request, const Profile& profile,
                                        const Partition& partition, const std::vector<RankOutcome>& outcomes) {
   ValidationReport report;
@@ -103,17 +122,8 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   BoundaryLink replica_link;
   report.replica_link_latency_ms = replica_link.latency_ms = medianOf(replica_latencies);
   report.replica_link_bandwidth_bytes_per_s = replica_link.bandwidth_bytes_per_s = medianOf(replica_bandwidths);
-  PredictionOptions prediction;
-  prediction.schedule = parseScheduleName(request.schedule);
-  prediction.microbatches = request.microbatches;
-  prediction.data_parallel = report.replicas;
-  prediction.link = link;
-  prediction.dp_link = replica_link;
-  prediction.optimizer = optimizerMemory(request.optimizer);
-  // The plain steps run every stage without recomputation, whatever the partition file chose.
-  Partition plain = partition;
-  for (StageCost& stage : plain.stages) stage.recompute.reset();
-  PipelinePrediction plain_prediction = predictPipeline(profile, plain, prediction, request.partition_path);
+  const PredictionOptions prediction = validationPredictionOptions(request, link, replica_link);
+  PipelinePrediction plain_prediction = predictValidationSteps(request, profile, partition, prediction);
   report.ops = plain_prediction.schedule;
   report.predicted = plain_prediction.simulated;
   report.predicted_step_ms = report.predicted.step_ms;

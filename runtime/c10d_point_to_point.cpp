@@ -45,21 +45,20 @@ void C10dPointToPoint::sendAsync(const torch::Tensor& tensor, int peer, int tag)
   pending_.push_back(std::move(send));
 }
 
-void C10dPointToPoint::postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) {
+void C10dPointToPoint::postRecv(const TensorSpec& spec, int peer, int tag) {
   PostedRecv posted;
-  posted.tensors = {torch::empty(shape, torch::TensorOptions().dtype(torch::kFloat32).device(device_))};
+  posted.tensors = {torch::empty(spec.sizes, torch::TensorOptions().dtype(spec.dtype).device(device_))};
   posted.peer = peer;
   posted.tag = tag;
   posted.work = group_->recv(posted.tensors, peer, wireTag(tag));
   posted_.push_back(std::move(posted));
 }
 
-torch::Tensor C10dPointToPoint::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
-                                     const std::string& what) {
+torch::Tensor C10dPointToPoint::recv(const TensorSpec& spec, int peer, int tag, const std::string& what) {
   auto posted = std::find_if(posted_.begin(), posted_.end(),
                              [&](const PostedRecv& candidate) { return candidate.peer == peer && candidate.tag == tag; });
   if (posted == posted_.end()) {
-    postRecv(shape, peer, tag);
+    postRecv(spec, peer, tag);
     posted = std::prev(posted_.end());
   }
   const c10::intrusive_ptr<c10d::Work> work = posted->work;

@@ -10,6 +10,7 @@
 
 #include "profiler/torch_compat.h"
 #include "runtime/rendezvous.h"
+#include "runtime/stage_transport.h"
 
 namespace c10d {
 class Work;
@@ -43,8 +44,8 @@ class C10dPointToPoint {
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag);
   /// Posts a receive that recv() of the same peer and tag then waits for.
-  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag);
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what);
+  void postRecv(const TensorSpec& spec, int peer, int tag);
+  torch::Tensor recv(const TensorSpec& spec, int peer, int tag, const std::string& what);
   void flushSends();
   void releaseSend(int peer, int tag);
   void barrier(const std::string& what);

@@ -23,11 +23,11 @@ class DirectionSplitTransport : public StageTransport {
       : downstream_(std::move(downstream)), upstream_(std::move(upstream)), control_(control) {}
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag) override { towards(peer).sendAsync(tensor, peer, tag); }
-  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) override {
-    from(peer).postRecv(shape, peer, tag);
+  void postRecv(const TensorSpec& spec, int peer, int tag) override {
+    from(peer).postRecv(spec, peer, tag);
   }
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override {
-    return from(peer).recv(shape, peer, tag, what);
+  torch::Tensor recv(const TensorSpec& spec, int peer, int tag, const std::string& what) override {
+    return from(peer).recv(spec, peer, tag, what);
   }
   void flushSends() override {
     downstream_->flushSends();

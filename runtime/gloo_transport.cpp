@@ -179,13 +179,12 @@ void GlooTransport::sendAsync(const torch::Tensor& tensor, int peer, int tag) {
   impl_->messages->sendAsync(tensor, peer, tag);
 }
 
-void GlooTransport::postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) {
-  impl_->messages->postRecv(shape, peer, tag);
+void GlooTransport::postRecv(const TensorSpec& spec, int peer, int tag) {
+  impl_->messages->postRecv(spec, peer, tag);
 }
 
-torch::Tensor GlooTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
-                                  const std::string& what) {
-  return impl_->messages->recv(shape, peer, tag, what);
+torch::Tensor GlooTransport::recv(const TensorSpec& spec, int peer, int tag, const std::string& what) {
+  return impl_->messages->recv(spec, peer, tag, what);
 }
 
 void GlooTransport::flushSends() { impl_->messages->flushSends(); }

@@ -33,8 +33,8 @@ class GlooTransport : public StageTransport, public RankStore {
   ~GlooTransport() override;
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag) override;
-  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) override;
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override;
+  void postRecv(const TensorSpec& spec, int peer, int tag) override;
+  torch::Tensor recv(const TensorSpec& spec, int peer, int tag, const std::string& what) override;
   void flushSends() override;
   void releaseSend(int peer, int tag) override;
   void barrier() override;

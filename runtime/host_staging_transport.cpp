@@ -7,9 +7,8 @@ void HostStagingTransport::sendAsync(const torch::Tensor& tensor, int peer, int 
   host_.sendAsync(tensor.to(torch::kCPU).contiguous(), peer, tag);
 }
 
-torch::Tensor HostStagingTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
-                                         const std::string& what) {
-  return host_.recv(shape, peer, tag, what).to(device_);
+torch::Tensor HostStagingTransport::recv(const TensorSpec& spec, int peer, int tag, const std::string& what) {
+  return host_.recv(spec, peer, tag, what).to(device_);
 }
 
 void HostStagingReplicaGroup::allReduceSum(torch::Tensor& tensor, const std::string& what) {

@@ -21,8 +21,8 @@ class HostStagingTransport : public StageTransport {
   HostStagingTransport(StageTransport& host, torch::Device device) : host_(host), device_(device) {}
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag) override;
-  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) override { host_.postRecv(shape, peer, tag); }
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override;
+  void postRecv(const TensorSpec& spec, int peer, int tag) override { host_.postRecv(spec, peer, tag); }
+  torch::Tensor recv(const TensorSpec& spec, int peer, int tag, const std::string& what) override;
   void flushSends() override { host_.flushSends(); }
   void releaseSend(int peer, int tag) override { host_.releaseSend(peer, tag); }
   void barrier() override { host_.barrier(); }

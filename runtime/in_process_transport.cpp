@@ -61,12 +61,13 @@ void InProcessTransport::sendAsync(const torch::Tensor& tensor, int peer, int ta
   hub_->post(rank_, peer, tag, tensor.detach().clone());
 }
 
-torch::Tensor InProcessTransport::recv(const std::vector<std::int64_t>& shape, int peer, int tag,
-                                       const std::string& what) {
+torch::Tensor InProcessTransport::recv(const TensorSpec& spec, int peer, int tag, const std::string& what) {
   torch::Tensor tensor = hub_->take(peer, rank_, tag, what);
-  if (tensor.sizes().vec() != shape) {
-    throw Error("rank " + std::to_string(rank_) + ": " + what + " from rank " + std::to_string(peer) +
-                    " has shape " + c10::str(tensor.sizes()) + ", expected " + c10::str(c10::IntArrayRef(shape)),
+  // What a real transport's receive buffer would not hold: a wrong shape or element type.
+  if (tensor.sizes().vec() != spec.sizes || tensor.scalar_type() != spec.dtype) {
+    throw Error("rank " + std::to_string(rank_) + ": " + what + " from rank " + std::to_string(peer) + " is " +
+                    c10::toString(tensor.scalar_type()) + " " + c10::str(tensor.sizes()) + ", expected " +
+                    c10::toString(spec.dtype) + " " + c10::str(c10::IntArrayRef(spec.sizes)),
                 ErrorKind::kRuntime);
   }
   return tensor;

@@ -42,7 +42,7 @@ class InProcessTransport : public StageTransport {
  public:
   InProcessTransport(std::shared_ptr<InProcessHub> hub, int rank) : hub_(std::move(hub)), rank_(rank) {}
   void sendAsync(const torch::Tensor& tensor, int peer, int tag) override;
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override;
+  torch::Tensor recv(const TensorSpec& spec, int peer, int tag, const std::string& what) override;
   void flushSends() override {}
   void releaseSend(int, int) override {}
   void barrier() override { hub_->barrier(); }

@@ -3,6 +3,7 @@
 #include <torch/cuda.h>
 
 #include "profiler/cuda_probe.h"
+#include "profiler/machine_memory.h"
 
 namespace stagecut {
 
@@ -16,6 +17,12 @@ VisibleGpus visibleGpus() {
                                        " GPU(s), but this stagecut's LibTorch is a CPU-only build"
                                  : cuda.reason;
   return gpus;
+}
+
+std::uint64_t deviceMemoryBytes(const std::string& device) {
+  if (device == "cpu") return availableMemoryBytes();
+  if (device.rfind("cuda:", 0) == 0) return cudaDeviceMemoryBytes(std::stoi(device.substr(5)));
+  return 0;
 }
 
 void waitForDevice(const torch::Device& device) {

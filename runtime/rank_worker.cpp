@@ -36,17 +36,17 @@ constexpr double kClockResolutionMs = 0.01;
 // One-way time of a `elements`-float message between this rank and `peer`, by ping-pong.
 double oneWayMs(StageTransport& transport, const RankClock& clock, int peer, bool starts, std::int64_t elements,
                 int rounds, int tag, const torch::Device& device) {
-  const std::vector<std::int64_t> shape = {elements};
-  const torch::Tensor payload = torch::ones(shape, torch::TensorOptions().device(device));
+  const TensorSpec spec{{elements}, torch::kFloat32};
+  const torch::Tensor payload = torch::ones(spec.sizes, torch::TensorOptions().device(device));
   std::vector<double> round_trips;
   for (int i = 0; i < rounds; ++i) {
     const std::int64_t start_ns = clock.nowNs();
     if (starts) {
       transport.sendAsync(payload, peer, tag);
-      transport.recv(shape, peer, tag + 1, "the link probe's reply");
+      transport.recv(spec, peer, tag + 1, "the link probe's reply");
       round_trips.push_back(msSince(clock, start_ns));
     } else {
-      const torch::Tensor echo = transport.recv(shape, peer, tag, "the link probe");
+      const torch::Tensor echo = transport.recv(spec, peer, tag, "the link probe");
       transport.sendAsync(echo, peer, tag + 1);
     }
     transport.flushSends();
@@ -98,17 +98,18 @@ std::vector<std::int64_t> boundaryShape(const Profile& profile, int layer, const
   return *shape;
 }
 
-// Relative difference of the pipeline's gradients against the full batch's, parameter by
-// parameter: max |g - r| / max |r|; names the worst parameter.
-double compareGradients(const LayerChain& pipeline, const LayerChain& reference, int first, int last,
-                        std::string& worst_parameter) {
+// Relative difference of the pipeline's gradients (what `executor` accumulated) against the full
+// batch's, parameter by parameter: max |g - r| / max |r|; names the worst parameter.
+double compareGradients(const StageExecutor& executor, const LayerChain& pipeline, const LayerChain& reference,
+                        int first, int last, std::string& worst_parameter) {
   double worst = 0.0;
   for (int i = first; i <= last; ++i) {
     const auto& ours = pipeline.layers[i].parameters;
     const auto& theirs = reference.layers[i].parameters;
     for (std::size_t p = 0; p < ours.size(); ++p) {
-      const torch::Tensor expected = theirs[p].grad();
-      const torch::Tensor got = ours[p].grad();
+      const torch::Tensor expected = theirs[p].grad().defined() ? theirs[p].grad().to(torch::kFloat64) : torch::Tensor();
+      torch::Tensor got = executor.gradientOf(ours[p]);
+      if (got.defined()) got = got.to(torch::kFloat64);
       double diff = 0.0;
       if (!got.defined() || !expected.defined()) {
         diff = got.defined() == expected.defined() ? 0.0 : 1.0;
@@ -147,10 +148,17 @@ void probeReplicaLink(ReplicaGroup& group, const RankClock& clock, const torch::
   outcome.replica_bandwidth_bytes_per_s = 2.0 * (replicas - 1) / replicas * 4.0 * large / (transfer_ms / 1000.0);
 }
 
-// The profile's model, built afresh from its seed, with its weights and batches on `device`.
+// The precision the profile's model ran in, in which its stages run: run.dtype, or the
+// model's own for a profile from before it was recorded.
+torch::ScalarType profiledType(const Profile& profile, const LayerChain& chain) {
+  return profile.run.dtype.empty() ? chainFloatingType(chain) : scalarTypeOfPrecision(profile.run.dtype);
+}
+
+// The profile's model, built afresh from its seed, with its weights and batches on `device` in
+// the profile's precision.
 LayerChain chainOn(const Profile& profile, const std::string& source, const torch::Device& device) {
   LayerChain chain = buildChainFromProfile(profile, source);
-  placeChain(chain, device, chainFloatingType(chain));
+  placeChain(chain, device, profiledType(profile, chain));
   return chain;
 }
 
@@ -185,14 +193,13 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   outcome.replica = layout.replica();
   outcome.first_layer = stage.first;
   outcome.last_layer = stage.last;
+  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
+  const LayerChain chain = chainOn(profile, request.profile_path, device);
   StagePlacement placement;
   placement.first_layer = stage.first;
   placement.last_layer = stage.last;
-  if (rank > 0) placement.input_shape = boundaryShape(profile, stage.first - 1, request.profile_path);
-  if (rank + 1 < stages) placement.output_shape = boundaryShape(profile, stage.last, request.profile_path);
-
-  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
-  const LayerChain chain = chainOn(profile, request.profile_path, device);
+  if (rank > 0) placement.input = {boundaryShape(profile, stage.first - 1, request.profile_path), chain.floating};
+  if (rank + 1 < stages) placement.output = {boundaryShape(profile, stage.last, request.profile_path), chain.floating};
   const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
   const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
   const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,
@@ -238,7 +245,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
 
   StageExecutor executor(chain, placement, transport, clock, replica_group);
   executor.setDevice(device);
-  StageOptimizer optimizer(request.optimizer, executor.parameters());
+  StageOptimizer optimizer(request.optimizer, executor.parameters(), executor.mainGradients());
   std::uint64_t weight_bytes = 0;
   for (const auto& weight : executor.parameters()) weight_bytes += static_cast<std::uint64_t>(weight.nbytes());
   auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::vector<std::int64_t>& optimizer_peaks,
@@ -251,10 +258,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
       world.barrier();
       // What the counter cannot see, allocated before it starts: the weights, their gradients
       // (from the first step's backward on) and the optimizer's state.
-      std::uint64_t gradient_bytes = 0;
-      for (const auto& weight : executor.parameters()) {
-        if (weight.grad().defined()) gradient_bytes += static_cast<std::uint64_t>(weight.grad().nbytes());
-      }
+      const std::uint64_t gradient_bytes = executor.gradientBytes();
       const auto held = static_cast<std::int64_t>(weight_bytes + gradient_bytes + optimizer.stateBytes());
       MemoryCounter memory(device.type());
       executor.setMemoryCounter(&memory);
@@ -291,7 +295,8 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   const torch::Tensor output = reference.forward(full_batch);
   const torch::Tensor loss = microbatchLoss(output, 1);
   loss.backward();
-  outcome.grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, outcome.worst_parameter);
+  outcome.grad_max_rel_diff =
+      compareGradients(executor, chain, reference, stage.first, stage.last, outcome.worst_parameter);
   if (rank + 1 == stages) {
     outcome.loss_pipeline = plain_loss;
     outcome.loss_reference = loss.item<double>();
@@ -301,7 +306,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
     runSteps(outcome.recompute_steps, outcome.recompute_optimizer_step_peak_bytes, outcome.recompute_peak_bytes,
              nullptr);
     std::string worst;
-    outcome.recompute_grad_max_rel_diff = compareGradients(chain, reference, stage.first, stage.last, worst);
+    outcome.recompute_grad_max_rel_diff = compareGradients(executor, chain, reference, stage.first, stage.last, worst);
     if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();
   }
 

@@ -32,7 +32,10 @@ StageExecutor::StageExecutor(const LayerChain& chain, StagePlacement placement, 
       clock_(clock),
       replicas_(replicas),
       first_stage_(transport.rank() == 0),
-      last_stage_(transport.rank() == transport.worldSize() - 1) {}
+      last_stage_(transport.rank() == transport.worldSize() - 1) {
+  const std::vector<torch::Tensor> weights = parameters();
+  if (needsMainGradients(weights)) main_gradients_ = std::make_unique<MainGradients>(weights);
+}
 
 std::vector<torch::Tensor> StageExecutor::parameters() const {
   std::vector<torch::Tensor> all;
@@ -44,9 +47,23 @@ std::vector<torch::Tensor> StageExecutor::parameters() const {
 }
 
 void StageExecutor::zeroGradients() {
+  if (main_gradients_) main_gradients_->zero();
   for (auto& parameter : parameters()) {
     if (parameter.grad().defined()) parameter.mutable_grad().zero_();
   }
+}
+
+torch::Tensor StageExecutor::gradientOf(const torch::Tensor& weight) const {
+  return main_gradients_ ? main_gradients_->of(weight) : weight.grad();
+}
+
+std::uint64_t StageExecutor::gradientBytes() const {
+  if (main_gradients_) return main_gradients_->bytes();
+  std::uint64_t bytes = 0;
+  for (const auto& weight : parameters()) {
+    if (weight.grad().defined()) bytes += static_cast<std::uint64_t>(weight.grad().nbytes());
+  }
+  return bytes;
 }
 
 void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& target) {
@@ -71,7 +88,7 @@ void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microba
   if (first_stage_) {
     state.input = batch.input;
   } else {
-    state.input = transport_.recv(placement_.input_shape, transport_.rank() - 1, activationTag(microbatch),
+    state.input = transport_.recv(placement_.input, transport_.rank() - 1, activationTag(microbatch),
                                   opName("F", microbatch) + "'s activation");
   }
   compute_start_ns_ = clock_.nowNs();
@@ -105,7 +122,7 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
   MicrobatchState& state = live_.at(microbatch);
   torch::Tensor grad;
   if (!last_stage_) {
-    grad = transport_.recv(placement_.output_shape, transport_.rank() + 1, gradientTag(microbatch),
+    grad = transport_.recv(placement_.output, transport_.rank() + 1, gradientTag(microbatch),
                            opName("B", microbatch) + "'s gradient");
   }
   compute_start_ns_ = clock_.nowNs();
@@ -135,7 +152,9 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
     if (input_needs_grad) input_grad = state.target_grads[0];
   }
   if (!first_stage_) {
-    if (!input_grad.defined()) input_grad = torch::zeros(placement_.input_shape, torch::TensorOptions().device(device_));
+    if (!input_grad.defined()) {
+      input_grad = torch::zeros(placement_.input.sizes, torch::TensorOptions().dtype(placement_.input.dtype).device(device_));
+    }
     transport_.sendAsync(input_grad, transport_.rank() - 1, gradientTag(microbatch));
   }
   if (!splits_backward) live_.erase(microbatch);
@@ -144,7 +163,11 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
 void StageExecutor::weightBackward(int microbatch) {
   compute_start_ns_ = clock_.nowNs();
   MicrobatchState& state = live_.at(microbatch);
-  state.weight_split->runWeightBackward(state.root_grad, state.target_grads);
+  WeightGradientSplit::GradientSink add_gradient;
+  if (main_gradients_) {
+    add_gradient = [this](torch::Tensor& weight, const torch::Tensor& grad) { main_gradients_->add(weight, grad); };
+  }
+  state.weight_split->runWeightBackward(state.root_grad, state.target_grads, add_gradient);
   live_.erase(microbatch);
 }
 
@@ -161,9 +184,13 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
   // One flat buffer for all of the stage's gradients: one collective instead of one per tensor
   // (Gloo's allreduce also wants tensors of one size).
   std::vector<torch::Tensor> grads;
-  for (auto& parameter : parameters()) {
-    if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
-    grads.push_back(parameter.grad());
+  if (main_gradients_) {
+    grads = main_gradients_->all();
+  } else {
+    for (auto& parameter : parameters()) {
+      if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+      grads.push_back(parameter.grad());
+    }
   }
   if (grads.empty()) return;
   std::vector<torch::Tensor> flat_parts;
@@ -181,11 +208,11 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
 
 bool StageExecutor::postReceive(const PipelineOp& op) {
   if (op.kind == OpKind::kForward && !first_stage_) {
-    transport_.postRecv(placement_.input_shape, transport_.rank() - 1, activationTag(op.microbatch));
+    transport_.postRecv(placement_.input, transport_.rank() - 1, activationTag(op.microbatch));
     return true;
   }
   if (op.kind == OpKind::kBackward && !last_stage_) {
-    transport_.postRecv(placement_.output_shape, transport_.rank() + 1, gradientTag(op.microbatch));
+    transport_.postRecv(placement_.output, transport_.rank() + 1, gradientTag(op.microbatch));
     return true;
   }
   return false;

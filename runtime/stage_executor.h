@@ -7,6 +7,7 @@
 
 #include "profiler/layer_chain.h"
 #include "profiler/memory_counter.h"
+#include "runtime/main_gradients.h"
 #include "runtime/rank_world.h"
 #include "runtime/stage_transport.h"
 #include "profiler/weight_gradient_split.h"
@@ -27,12 +28,13 @@ struct OpRecord {
 };
 
 /// What one rank runs: the layers [first_layer, last_layer] of a chain as its model stage, and
-/// the shapes of the tensors it receives (its input, from the previous rank) and sends.
+/// the tensors it receives (its input, from the previous rank) and sends (its output, whose
+/// gradient it receives), of one microbatch.
 struct StagePlacement {
   int first_layer = 0;
   int last_layer = 0;
-  std::vector<std::int64_t> input_shape;   ///< of one microbatch; unused on the first stage
-  std::vector<std::int64_t> output_shape;  ///< of one microbatch; unused on the last stage
+  TensorSpec input;   ///< unused on the first stage
+  TensorSpec output;  ///< unused on the last stage
 };
 
 /// The rule by which microbatches add up to the full batch: the loss a chain trains on (its
@@ -44,7 +46,7 @@ torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
 
 /// Runs one rank's op list of a pipeline step on its layers, exchanging activations and
 /// gradients through a StageTransport. Gradients accumulate in the parameters' .grad as in
-/// training; the loss of each microbatch is microbatchLoss(output, M), so the step's gradient
+/// training, or, for bfloat16 and float16 weights, in float32 buffers (MainGradients); the loss of each microbatch is microbatchLoss(output, M), so the step's gradient
 /// equals the full batch's. With `splits_backward`, B computes only input gradients (and those of the
 /// layer outputs inside the stage) and W the weight gradients, layer by layer.
 /// With recomputation (activation checkpointing), F runs under no-grad and keeps only the stage
@@ -79,6 +81,13 @@ class StageExecutor {
   /// Sets every parameter's gradient to zero (the start of a step). The buffers stay, as
   /// Megatron's and DeepSpeed's do: the memory model counts them from the first backward on.
   void zeroGradients();
+  /// The gradient the steps accumulated for `weight` (one of parameters()): its .grad, or its
+  /// float32 buffer where the weights are low-precision; undefined before the first backward.
+  torch::Tensor gradientOf(const torch::Tensor& weight) const;
+  /// Bytes of the gradients held: the parameters' .grad, or the float32 buffers.
+  std::uint64_t gradientBytes() const;
+  /// The float32 gradient buffers of a low-precision stage; nullptr for a float32 one.
+  MainGradients* mainGradients() const { return main_gradients_.get(); }
 
  private:
   struct MicrobatchState {
@@ -113,6 +122,7 @@ class StageExecutor {
   bool first_stage_;
   bool last_stage_;
   std::map<int, MicrobatchState> live_;
+  std::unique_ptr<MainGradients> main_gradients_;  // low-precision weights only
   double last_loss_ = 0.0;
   std::int64_t compute_start_ns_ = 0;  // set by each op once its input has arrived
 };

@@ -8,6 +8,13 @@
 
 namespace stagecut {
 
+/// What a receive expects: one microbatch's activation or gradient, its sizes and element type
+/// (the stages' floating type: a bfloat16 pipeline's messages are bfloat16 on the wire).
+struct TensorSpec {
+  std::vector<std::int64_t> sizes;
+  torch::ScalarType dtype = torch::kFloat32;
+};
+
 /// How pipeline ranks exchange activations and gradients. Sends are posted and return at once
 /// (the tensor is kept until flushSends), receives block: with this pairing, op lists that the
 /// simulator can finish never deadlock. The real transport is c10d Gloo; tests use an
@@ -17,17 +24,16 @@ class StageTransport {
   virtual ~StageTransport() = default;
   /// Posts `tensor` to rank `peer` under `tag`; returns without waiting for the receiver.
   virtual void sendAsync(const torch::Tensor& tensor, int peer, int tag) = 0;
-  /// Receives a float tensor of `shape` from rank `peer` under `tag`. `what` names the op and
+  /// Receives a tensor as `spec` says from rank `peer` under `tag`. `what` names the op and
   /// tensor for the error that a timeout raises (Error, kRuntime, naming the peer rank).
-  virtual torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag,
-                             const std::string& what) = 0;
-  /// Posts the receive that a later recv() of the same `shape`, `peer` and `tag` returns, so that
+  virtual torch::Tensor recv(const TensorSpec& spec, int peer, int tag, const std::string& what) = 0;
+  /// Posts the receive that a later recv() of the same `spec`, `peer` and `tag` returns, so that
   /// the peer's send goes out as soon as it is made: Gloo sends a message only once the receiver
   /// has posted its receive, and a receive posted only when the op needs it waits for the
   /// sender's network thread, which shares a core with the sender's next op. Receives must be
   /// posted in the order they are received. Transports that deliver at once ignore it.
-  virtual void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) {
-    (void)shape;
+  virtual void postRecv(const TensorSpec& spec, int peer, int tag) {
+    (void)spec;
     (void)peer;
     (void)tag;
   }

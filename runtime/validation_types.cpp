@@ -46,6 +46,12 @@ std::vector<std::vector<OpRecord>> stepsFromJson(const nlohmann::json& document)
 
 }  // namespace
 
+double defaultGradTolerance(const std::string& precision) {
+  if (precision == "bfloat16") return 3e-2;
+  if (precision == "float16") return 1e-2;
+  return 1e-4;
+}
+
 nlohmann::json rankOutcomeToJson(const RankOutcome& outcome) {
   return {{"rank", outcome.rank},
           {"stage", outcome.stage},

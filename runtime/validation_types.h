@@ -26,13 +26,15 @@ struct ValidateRequest {
   int warmup_steps = 1;
   int threads = 1;
   double timeout_s = 120.0;
-  double grad_tolerance = 1e-4;  ///< largest accepted relative gradient difference
+  /// Largest accepted relative gradient difference; defaultGradTolerance of the profile's precision.
+  double grad_tolerance = 1e-4;
   std::uint64_t batch_seed = 1234;
   /// "none", or "full": after the plain steps, run them again with every stage checkpointed.
   std::string recompute = "none";
   /// D: data-parallel replicas of the pipeline (N x D ranks), each on its own M microbatches.
   int data_parallel = 1;
-  /// The optimizer run at the end of each step (StageOptimizer): none, sgd, sgd-momentum, adam.
+  /// The optimizer run at the end of each step (StageOptimizer): none, sgd, sgd-momentum, adam;
+  /// adam-mixed for a low-precision profile (defaultOptimizerFor).
   std::string optimizer = "adam";
   /// `--device`: auto (the profile's kind), cpu, cuda (a GPU per rank while there are enough) or
   /// cuda:K; planRankDevices (validation/rank_devices.h) places the ranks.
@@ -73,6 +75,11 @@ struct RankOutcome {
   double recompute_grad_max_rel_diff = 0.0;  ///< the gradient check after the checkpointed steps
   double recompute_loss_pipeline = std::numeric_limits<double>::quiet_NaN();
 };
+
+/// The gradient tolerance validate holds a split to when --grad-tolerance is not given, by the
+/// profile's run.dtype: 1e-4 for float32 (summation order), wider for bfloat16 and float16, whose
+/// gradients differ from the full batch's by their rounding (docs/runtime.md).
+double defaultGradTolerance(const std::string& precision);
 
 nlohmann::json rankOutcomeToJson(const RankOutcome& outcome);
 RankOutcome rankOutcomeFromJson(const nlohmann::json& document);

@@ -35,9 +35,9 @@ class FaultTransport : public StageTransport {
   FaultTransport(StageTransport& inner, Fault fault) : inner_(inner), fault_(fault) {}
 
   void sendAsync(const torch::Tensor& tensor, int peer, int tag) override { inner_.sendAsync(tensor, peer, tag); }
-  void postRecv(const std::vector<std::int64_t>& shape, int peer, int tag) override { inner_.postRecv(shape, peer, tag); }
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string& what) override {
-    return inner_.recv(shape, peer, tag, what);
+  void postRecv(const stagecut::TensorSpec& spec, int peer, int tag) override { inner_.postRecv(spec, peer, tag); }
+  torch::Tensor recv(const stagecut::TensorSpec& spec, int peer, int tag, const std::string& what) override {
+    return inner_.recv(spec, peer, tag, what);
   }
   void flushSends() override { inner_.flushSends(); }
   void releaseSend(int peer, int tag) override { inner_.releaseSend(peer, tag); }

@@ -332,3 +332,32 @@ TEST_CASE("a profile without the memory fields says which terms its prediction l
   measured.layers[1].backward_transient_bytes.reset();
   CHECK(stagecut::missingMemoryFields(measured) == std::vector<std::string>{"backward_transient_bytes"});
 }
+
+TEST_CASE("a bfloat16 profile's gradients are float32, and adam-mixed's 18 bytes a parameter are all held",
+          "[prediction][memory][mixed-precision]") {
+  stagecut::Profile profile = stagecut::testing::makeProfile(4);
+  for (auto& layer : profile.layers) {
+    layer.param_bytes = 2 * static_cast<std::uint64_t>(layer.params);     // bfloat16 weights
+    layer.gradient_bytes = 2 * static_cast<std::uint64_t>(layer.params);  // what the profile's .grad held
+  }
+  profile.run.dtype = "bfloat16";
+  const auto half = stagecut::layerMemoryTerms(profile);
+  profile.run.dtype = "float32";
+  const auto plain = stagecut::layerMemoryTerms(profile);
+  stagecut::StageMemoryRules rules;
+  rules.optimizer = stagecut::optimizerMemory("adam-mixed");
+  const stagecut::StageMemoryTable table(half, rules);
+  const stagecut::StageMemoryTerms terms = table.terms(0, 3);
+  double params = 0.0;
+  for (std::size_t i = 0; i < half.size(); ++i) {
+    CHECK(half[i].gradients == 4.0 * half[i].params);
+    CHECK(plain[i].gradients == 2.0 * plain[i].params);
+    CHECK(half[i].weights == plain[i].weights);
+    params += half[i].params;
+  }
+  REQUIRE(params > 0);
+  // Megatron's --bf16 with its distributed optimizer: 2 + 4 + 4 (master) + 8 (moments).
+  CHECK(terms.weights == Approx(2.0 * params));
+  CHECK(terms.gradients == Approx(4.0 * params));
+  CHECK(terms.optimizer == Approx(12.0 * params));
+}

@@ -108,6 +108,36 @@ TEST_CASE("validate runs a 2-rank pipeline whose gradients equal the full batch'
   CHECK_THAT(text.out, Contains("F ms") && Contains("B ms") && Contains("W ms"));
 }
 
+TEST_CASE("validate runs a bfloat16 llama split over Gloo with float32 gradients and adam-mixed by default",
+          "[runtime][cli][mixed-precision]") {
+  const TempDir dir;
+  REQUIRE(runStagecut("profile --model llama --preset llama-tiny --dtype bf16 --microbatch 2" +
+                      stagecut::testing::kQuickProfileFlags + " -o " + dir.file("p.json"))
+              .exit_code == 0);
+  REQUIRE(runStagecut("partition " + dir.file("p.json") + " --stages 2 --microbatches 4 --optimizer adam-mixed -o " +
+                      dir.file("s.json"))
+              .exit_code == 0);
+  const std::string files = dir.file("p.json") + " --partition " + dir.file("s.json");
+  const CommandResult result = runStagecut("validate " + files + " --microbatches 4 --steps 1 --json");
+  REQUIRE(result.exit_code == 0);
+  const auto report = nlohmann::json::parse(result.out);
+  CHECK(report["optimizer"] == "adam-mixed");
+  CHECK(report["grad_check"] == "pass");
+  CHECK(report["grad_tolerance"].get<double>() == 3e-2);
+  CHECK(report["grad_max_rel_diff"].get<double>() < 3e-2);
+
+  // A float32 optimizer on bfloat16 weights, and adam-mixed on float32 ones, before any rank.
+  CommandResult refused = runStagecut("validate " + files + " --optimizer adam");
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err == "stagecut: --optimizer adam: a bfloat16 profile trains with float32 master weights and "
+                       "gradients, as Megatron's --bf16 does; use --optimizer adam-mixed (its default)\n");
+  stagecut::testing::writeTinyGptSplit(dir);
+  refused = runStagecut("validate " + files + " --optimizer adam-mixed");
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.err, Contains("--optimizer adam-mixed: keeps float32 masters of bfloat16 or float16 weights, "
+                                   "and this profile's weights are float32"));
+}
+
 TEST_CASE("a rank killed mid-run ends validate with exit 1 naming it, leaving no process", "[runtime][cli][errors]") {
   const TempDir dir;
   stagecut::testing::writeTinyGptSplit(dir);
@@ -148,6 +178,22 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --backend nccl: the ranks run on the CPU, and NCCL carries tensors between GPUs; "
                       "use --device cuda, or --backend gloo\n");
+}
+
+TEST_CASE("validate refuses a split whose stages' predicted peaks exceed this machine's memory, before ranks start",
+          "[runtime][cli][errors][memory]") {
+  const TempDir dir;
+  stagecut::testing::writeTinyGptSplit(dir);
+  // The profile's first block says it keeps 4 PiB a microbatch: stage 0 cannot hold one.
+  nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(dir.file("p.json")));
+  document["layers"][1]["activation_bytes"] = std::uint64_t{1} << 52;
+  std::ofstream(dir.file("big.json")) << document.dump();
+  const CommandResult result = runStagecut("validate " + dir.file("big.json") + " --partition " + dir.file("s.json"));
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.err, Contains("stagecut: validate: stage 0 (layers 0-") &&
+                             Contains(" at its predicted peak, and the 2 ranks on cpu ") &&
+                             Contains("available; partition for more stages"));
+  CHECK(std::count(result.err.begin(), result.err.end(), '\n') == 1);
 }
 
 TEST_CASE("validate --device cuda without a GPU is one line before any rank starts", "[runtime][cli][errors][cuda]") {

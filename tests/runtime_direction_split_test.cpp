@@ -132,8 +132,8 @@ TEST_CASE("groups that pair messages by order hand each receive the next message
                                                   orderedGlooGroup(store, "up", info), world.transport());
       // Asked for tag 7 first, it gets the first message sent (tag 5): what NCCL does, and why
       // both ends of a pipeline must issue their messages in one order.
-      received[0] = transport.recv({2}, 0, 7, "the second");
-      received[1] = transport.recv({2}, 0, 5, "the first");
+      received[0] = transport.recv({{2}}, 0, 7, "the second");
+      received[1] = transport.recv({{2}}, 0, 5, "the first");
       transport.sendAsync(torch::full({1}, 9.0), 0, 1);
       transport.flushSends();
     } catch (const std::exception& e) {
@@ -147,7 +147,7 @@ TEST_CASE("groups that pair messages by order hand each receive the next message
   transport.sendAsync(torch::full({2}, 5.0), 1, 5);
   transport.sendAsync(torch::full({2}, 7.0), 1, 7);
   // The reply travels on the upstream group, beside the two sends still in flight downstream.
-  const torch::Tensor reply = transport.recv({1}, 1, 1, "the reply");
+  const torch::Tensor reply = transport.recv({{1}}, 1, 1, "the reply");
   transport.flushSends();
   receiver.join();
   REQUIRE(failure.empty());

@@ -56,8 +56,8 @@ double runPipeline(const LayerChain& chain, const std::string& schedule_name, co
         stagecut::StagePlacement placement;
         placement.first_layer = 2 * rank;
         placement.last_layer = 2 * rank + 1;
-        placement.input_shape = {2, 16};
-        placement.output_shape = {2, 16};
+        placement.input.sizes = {2, 16};
+        placement.output.sizes = {2, 16};
         stagecut::StageExecutor executor(chain, placement, transport, clock);
         executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
         losses[rank] = executor.lastStepLoss();
@@ -100,7 +100,7 @@ TEST_CASE("a rank whose peer never sends fails with the op and the peer named", 
   stagecut::StagePlacement placement;
   placement.first_layer = 3;
   placement.last_layer = 5;
-  placement.input_shape = {2, 16};
+  placement.input.sizes = {2, 16};
   stagecut::StageExecutor executor(chain, placement, transport, clock);
   const auto schedule = stagecut::generateSchedule("1f1b", 2, 2, 1);
   const ChainBatch full = chain.make_batch(4, 0);
@@ -146,8 +146,8 @@ std::vector<std::vector<stagecut::OpRecord>> runReplicated(const std::vector<con
           stagecut::StagePlacement placement;
           placement.first_layer = 2 * rank;
           placement.last_layer = 2 * rank + 1;
-          placement.input_shape = {2, 16};
-          placement.output_shape = {2, 16};
+          placement.input.sizes = {2, 16};
+          placement.output.sizes = {2, 16};
           stagecut::StageExecutor executor(*chains[d], placement, transport, clock, replicas > 1 ? &group : nullptr);
           executor.setRecompute(recompute);
           records[index] = executor.runStep(schedule.ranks[rank], shards[d], schedule.splits_backward);

@@ -17,8 +17,8 @@ class RecordingTransport : public stagecut::StageTransport {
     CHECK(tensor.is_contiguous());
     sent[{peer, tag}] = tensor;
   }
-  torch::Tensor recv(const std::vector<std::int64_t>& shape, int peer, int tag, const std::string&) override {
-    return sent.at({peer, tag}).reshape(shape);
+  torch::Tensor recv(const stagecut::TensorSpec& spec, int peer, int tag, const std::string&) override {
+    return sent.at({peer, tag}).reshape(spec.sizes);
   }
   void flushSends() override { ++flushes; }
   void releaseSend(int, int) override { ++releases; }
@@ -52,7 +52,7 @@ TEST_CASE("host staging sends contiguous host copies and receives onto the rank'
   const torch::Tensor activation = torch::arange(6, torch::kFloat).reshape({2, 3}).t();  // not contiguous
   REQUIRE_FALSE(activation.is_contiguous());
   staged.sendAsync(activation, 2, 7);
-  const torch::Tensor received = staged.recv({3, 2}, 2, 7, "F(3)'s activation");
+  const torch::Tensor received = staged.recv({{3, 2}}, 2, 7, "F(3)'s activation");
   CHECK(received.device() == device);
   CHECK(torch::equal(received, activation));
   staged.flushSends();
