@@ -128,7 +128,9 @@ void addPlanCommand(CLI::App& app) {
 
   command->callback([flags] {
     const PartitionFlags& partition_flags = flags->partition;
-    const Profile profile = readProfileFile(partition_flags.profile_path);
+    std::string tensor_parallel_note;
+    const Profile profile = readPricedProfile(partition_flags.profile_path, 0, partition_flags.tp_bandwidth,
+                                              partition_flags.tp_latency, &tensor_parallel_note);
     if (!(flags->fit_tolerance >= 0)) {
       throw Error("--fit-tolerance " + formatMs(flags->fit_tolerance) + ": must be 0 or more, e.g. 0.1");
     }
@@ -145,6 +147,7 @@ void addPlanCommand(CLI::App& app) {
       std::cout << toJsonText(document);
     } else {
       printPlan(std::cout, plan, profile);
+      if (!tensor_parallel_note.empty()) std::cout << tensor_parallel_note << "\n";
       if (output) std::cout << "\nwrote " << output->path << "\n";
     }
   });

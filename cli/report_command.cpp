@@ -36,7 +36,8 @@ struct ReportFlags {
 
 ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
   const std::string& path = flags.partition.profile_path;
-  const Profile profile = readProfileFile(path);
+  const Profile profile =
+      readPricedProfile(path, 0, flags.partition.tp_bandwidth, flags.partition.tp_latency, nullptr);
   const bool stages_given = command->count("--stages") > 0;
   ReportScheduleOptions schedules;
   schedules.kinds = parseScheduleList(flags.schedules);
@@ -58,7 +59,7 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
                 " already holds the splits; drop --stages, or drop --comparison to split again");
   }
   for (const char* flag : {"--schedule", "--stage-speed", "--optimizer", "--bytes-per-param", "--recompute",
-                           "--data-parallel"}) {
+                           "--data-parallel", "--tp-bandwidth", "--tp-latency"}) {
     if (command->count(flag) > 0) {
       throw Error(std::string(flag) + ": shapes new splits, but " + flags.comparison_path +
                   " already holds them; drop " + flag + ", or drop --comparison to split again");
@@ -136,6 +137,7 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
       ->capture_default_str();
   command->add_option("--dp-latency", partition.dp_latency, "Latency per all-reduce ring step, e.g. 10us")
       ->capture_default_str();
+  addTensorParallelLinkFlags(command, partition.tp_bandwidth, partition.tp_latency);
   command->add_option("-o,--output", flags->output_path, "The HTML file to write")->required();
 
   command->callback([flags, command, command_line] {

@@ -35,12 +35,17 @@ std::pair<double, double> collectiveMs(const LayerCost& layer, int ranks, const 
 void priceTensorParallelComm(Profile& profile, const TensorParallelLink& link) {
   const int ranks = profileTensorParallel(profile);
   if (ranks < 2 || link.bandwidth_bytes_per_s <= 0) return;
-  for (LayerCost& layer : profile.layers) {
-    const auto [forward, backward] = collectiveMs(layer, ranks, link);
-    addMs(layer.forward_ms, forward);
-    addMs(layer.backward_ms, backward);
-    if (layer.backward_input_ms) addMs(*layer.backward_input_ms, backward);
-  }
+  const auto price = [&](std::vector<LayerCost>& layers) {
+    for (LayerCost& layer : layers) {
+      const auto [forward, backward] = collectiveMs(layer, ranks, link);
+      addMs(layer.forward_ms, forward);
+      addMs(layer.backward_ms, backward);
+      if (layer.backward_input_ms) addMs(*layer.backward_input_ms, backward);
+    }
+  };
+  price(profile.layers);
+  // A profile measured at several microbatch sizes (plan): each size's collectives, by its bytes.
+  for (auto& size : profile.microbatch_sizes) price(size.layers);
   profile.run.extra["tp_link"] = {{"bandwidth_bytes_per_s", link.bandwidth_bytes_per_s}, {"latency_ms", link.latency_ms}};
 }
 

@@ -26,8 +26,8 @@ int profileTensorParallel(const Profile& profile);
 /// ms of one ring collective of `bytes` among `ranks`.
 double tensorParallelCollectiveMs(double bytes, int ranks, const TensorParallelLink& link);
 
-/// Adds each layer's collectives to its times: the forward's to forward_ms, the backward's to
-/// backward_ms and to B (backward_input_ms: the input's gradient is what they reduce), and
+/// Adds each layer's collectives (every measured microbatch size's too) to its times: the
+/// forward's to forward_ms, the backward's to backward_ms and to B (backward_input_ms: the input's gradient is what they reduce), and
 /// records the link in run.extra["tp_link"]. Does nothing without collectives or a bandwidth.
 void priceTensorParallelComm(Profile& profile, const TensorParallelLink& link);
 

@@ -52,6 +52,43 @@ TEST_CASE("stagecut plan prints a row per microbatch size and marks the best", "
   CHECK(nlohmann::json::parse(json.out) == document);
 }
 
+TEST_CASE("stagecut plan prices a tensor-parallel profile's collectives at every size with --tp-bandwidth",
+          "[cli][plan][tensor-parallel]") {
+  const TempDir dir;
+  stagecut::Profile profile = sizedProfile();
+  profile.model.config["tensor_parallel"] = 2;
+  for (auto& size : profile.microbatch_sizes) {
+    for (auto& layer : size.layers) {
+      layer.tp_collectives = stagecut::LayerCost::TensorParallelCollectives{2, 2, 1000000u * static_cast<unsigned>(size.microbatch_size)};
+    }
+  }
+  for (const auto& size : profile.microbatch_sizes) {
+    if (size.microbatch_size == profile.run.microbatch_size) profile.layers = size.layers;
+  }
+  stagecut::writeProfileFile(dir.file("p.json"), profile);
+  const std::string plan = "plan " + dir.file("p.json") + " --stages 3 --global-batch 24";
+  const CommandResult unpriced = runStagecut(plan + " --json");
+  const CommandResult priced = runStagecut(plan + " --tp-bandwidth 1GB/s --tp-latency 10us --json");
+  INFO(unpriced.err << priced.err);
+  REQUIRE(unpriced.exit_code == 0);
+  REQUIRE(priced.exit_code == 0);
+  const auto before = nlohmann::json::parse(unpriced.out)["rows"];
+  const auto after = nlohmann::json::parse(priced.out)["rows"];
+  REQUIRE(before.size() == after.size());
+  // Each microbatch of each size pays its collectives: every row's step grows.
+  for (std::size_t r = 0; r < before.size(); ++r) {
+    CHECK(after[r]["predicted_step_ms"].get<double>() > before[r]["predicted_step_ms"].get<double>());
+  }
+  const CommandResult text = runStagecut(plan + " --tp-bandwidth 1GB/s --tp-latency 10us");
+  CHECK_THAT(text.out, Contains("tensor parallel 2: each layer is one rank's shard; its collectives priced at"));
+  CHECK_THAT(runStagecut(plan).out, Contains("its collectives are not priced (give --tp-bandwidth"));
+  // Without the degree there is nothing to price.
+  stagecut::writeProfileFile(dir.file("plain.json"), sizedProfile());
+  checkInputError(runStagecut("plan " + dir.file("plain.json") + " --stages 3 --global-batch 24 --tp-bandwidth 1GB/s"),
+                  "--tp-bandwidth: " + dir.file("plain.json") +
+                      " was not profiled with --tensor-parallel; its layers have no collectives to price");
+}
+
 TEST_CASE("stagecut plan errors are one line with exit 2", "[cli][plan][errors]") {
   const TempDir dir;
   stagecut::writeProfileFile(dir.file("p.json"), sizedProfile());

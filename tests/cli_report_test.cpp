@@ -142,3 +142,25 @@ TEST_CASE("report refuses a comparison or a validation made from another profile
   CHECK(taken.exit_code == 0);
   CHECK(dir.list() == std::vector<std::string>{"cmp.json", "r.html", "run.json"});
 }
+
+TEST_CASE("report prices a tensor-parallel profile's collectives with --tp-bandwidth", "[cli][report][tensor-parallel]") {
+  const TempDir dir;
+  stagecut::Profile profile = stagecut::readProfileFile(kExampleGptProfile);
+  profile.model.config["tensor_parallel"] = 2;
+  for (auto& layer : profile.layers) layer.tp_collectives = stagecut::LayerCost::TensorParallelCollectives{2, 2, 50000000};
+  stagecut::writeProfileFile(dir.file("tp.json"), profile);
+  const std::string args = "report '" + dir.file("tp.json") + "' --stages 2 --microbatches 4 -o '";
+  REQUIRE(runStagecut(args + dir.file("plain.html") + "'").exit_code == 0);
+  REQUIRE(runStagecut(args + dir.file("priced.html") + "' --tp-bandwidth 10GB/s --tp-latency 10us").exit_code == 0);
+  // The collectives lengthen every step the report draws.
+  CHECK(stagecut::readTextFile(dir.file("plain.html")) != stagecut::readTextFile(dir.file("priced.html")));
+  checkInputError(report("--stages 2 -o '" + dir.file("r.html") + "' --tp-bandwidth 10GB/s"),
+                  "--tp-bandwidth: " + kExampleGptProfile +
+                      " was not profiled with --tensor-parallel; its layers have no collectives to price");
+  REQUIRE(runStagecut("compare '" + dir.file("tp.json") + "' --stages 2 --microbatches 4 --json -o '" +
+                      dir.file("cmp.json") + "'").exit_code == 0);
+  checkInputError(runStagecut("report '" + dir.file("tp.json") + "' --comparison '" + dir.file("cmp.json") +
+                              "' --tp-bandwidth 10GB/s -o '" + dir.file("r.html") + "'"),
+                  "--tp-bandwidth: shapes new splits, but " + dir.file("cmp.json") +
+                      " already holds them; drop --tp-bandwidth, or drop --comparison to split again");
+}

@@ -36,3 +36,23 @@ TEST_CASE("a tensor-parallel profile's collectives are priced on a ring, once, i
   CHECK(untouched.layers[1].forward_ms == unpriced.layers[1].forward_ms);
   CHECK(stagecut::tensorParallelNote(untouched, link).empty());
 }
+
+TEST_CASE("a profile measured at several microbatch sizes has each size's collectives priced by its bytes",
+          "[prediction][tensor-parallel][sizes]") {
+  stagecut::Profile profile = stagecut::testing::makeSizedProfile(3, {2, 4}, [](stagecut::LayerCost& layer, int size) {
+    layer.tp_collectives = stagecut::LayerCost::TensorParallelCollectives{2, 2, 1000000u * static_cast<unsigned>(size)};
+  });
+  profile.model.config["tensor_parallel"] = 2;
+  const stagecut::Profile unpriced = profile;
+  const stagecut::TensorParallelLink link{1e9, 0.0};
+  stagecut::priceTensorParallelComm(profile, link);
+  REQUIRE(profile.microbatch_sizes.size() == 2u);
+  for (std::size_t s = 0; s < 2; ++s) {
+    const double bytes = 1e6 * profile.microbatch_sizes[s].microbatch_size;
+    const double added = 2 * stagecut::tensorParallelCollectiveMs(bytes, 2, link);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(profile.microbatch_sizes[s].layers[i].forward_ms.median ==
+            Approx(unpriced.microbatch_sizes[s].layers[i].forward_ms.median + added));
+    }
+  }
+}
