@@ -12,13 +12,9 @@ set -euo pipefail
 stagecut=$(realpath "${1:?usage: exporter_test.sh STAGECUT SOURCE_DIR}")
 source_dir=$(realpath "${2:?usage: exporter_test.sh STAGECUT SOURCE_DIR}")
 exporter=$source_dir/tools/stagecut_export.py
-python=${STAGECUT_EXPORT_PYTHON:-}
+# shellcheck source=tests/export_python.sh
+source "$source_dir/tests/export_python.sh" "$source_dir"
 if [[ -z "$python" ]]; then
-  for candidate in "$source_dir/.deps/export-venv/bin/python" /usr/bin/python3 python3; do
-    if "$candidate" -c 'import torch' 2>/dev/null; then python=$candidate; break; fi
-  done
-fi
-if [[ -z "$python" ]] || ! "$python" -c 'import torch' 2>/dev/null; then
   echo "WARN: no Python with torch (tried \$STAGECUT_EXPORT_PYTHON, .deps/export-venv, /usr/bin/python3, python3): install python3-torch; the exporter is not tested"
   exit 77
 fi
