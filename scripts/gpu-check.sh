@@ -3,7 +3,7 @@
 # builds stagecut against the machine's CUDA LibTorch with the CUDA timers on, runs the [cuda]
 # tests, profiles gpt2-small with --timer cuda-events and --timer cupti, compares the two per
 # layer, checks the sum of the layers against the whole model, and runs a 2-stage split for real
-# on the GPU with validate. Every check runs that can (one run should tell as much as possible);
+# on the GPU with validate, in float32 and (a small LLaMA) in bfloat16. Every check runs that can (one run should tell as much as possible);
 # the summary lists PASS, FAIL, WARN or SKIP per step and the exit code is 1 when any failed, 2
 # when the inputs are wrong. Installs nothing; the build's header-only dependencies come from
 # CARRY (scripts/fetch-gpu-carry.sh makes it). --dry-run walks the same steps on a machine
@@ -566,22 +566,21 @@ elif time_left; then
   fi
 fi
 
-begin validate
 validate_device=$device
 ((dry_run)) && validate_device=cpu
-if [[ -z "$partition" ]]; then
-  finish SKIP "needs the partition"
-elif time_left; then
+# Runs validate on PROFILE split by PARTITION (1F1B, 8 microbatches, 3 steps) and judges it:
+# FAIL when it fails, WARN when its step cannot be held to the prediction (a shared GPU, a moved
+# machine, a miss beyond STEP_TOLERANCE), else PASS. Its JSON is OUT/NAME.json, its log OUT/NAME.log.
+validate_split() { # NAME PROFILE PARTITION
+  local name=$1 profile=$2 split_file=$3 seconds rc=0 figures="" verdict note
   seconds=$(limit 180)
-  command=("$stagecut" validate "$events_profile" --partition "$partition" --device "$validate_device" --schedule 1f1b
+  local command=("$stagecut" validate "$profile" --partition "$split_file" --device "$validate_device" --schedule 1f1b
     --microbatches 8 --steps 3 --json)
   echo "   ${command[*]:1}"
-  rc=0
-  timeout -k 5 "$seconds" "${command[@]}" >"$out/validation.json" 2>"$out/validate.log" || rc=$?
-  grep -E '^WARNING' "$out/validate.log" | head -n 6 | indent || true
-  figures=""
-  if [[ -n "$json_python" && -s "$out/validation.json" ]]; then
-    figures=$("$json_python" - "$out/validation.json" "$step_tolerance" <<'PY' 2>>"$out/validate.log" || true
+  timeout -k 5 "$seconds" "${command[@]}" >"$out/$name.json" 2>"$out/$name.log" || rc=$?
+  grep -E '^WARNING' "$out/$name.log" | head -n 6 | indent || true
+  if [[ -n "$json_python" && -s "$out/$name.json" ]]; then
+    figures=$("$json_python" - "$out/$name.json" "$step_tolerance" <<'PY' 2>>"$out/$name.log" || true
 import json, sys
 v = json.load(open(sys.argv[1]))
 step_tolerance = float(sys.argv[2])
@@ -590,9 +589,9 @@ over = ", ".join(sorted({r.get("transport", "gloo") for r in ranks})) or "unknow
 memory = "; ".join("rank %d %.1f MB measured, %.1f predicted" % (
     r["rank"], r["peak_memory_bytes"] / 1e6, r["predicted_peak_memory_bytes"] / 1e6)
     for r in v.get("ranks", []) if r.get("peak_memory_bytes") and r.get("predicted_peak_memory_bytes"))
-print("step measured %.2f ms, predicted %.2f ms (%+.1f%%); gradients %s (max rel diff %.2g); over %s%s" % (
-    v["measured_step_ms"], v["predicted_step_ms"], 100 * v["error"], v["grad_check"], v["grad_max_rel_diff"], over,
-    "; memory: " + memory if memory else ""))
+print("step measured %.2f ms, predicted %.2f ms (%+.1f%%); gradients %s (max rel diff %.2g, tolerance %.2g, --optimizer %s); over %s%s" % (
+    v["measured_step_ms"], v["predicted_step_ms"], 100 * v["error"], v["grad_check"], v["grad_max_rel_diff"],
+    v["grad_tolerance"], v.get("optimizer", "?"), over, "; memory: " + memory if memory else ""))
 # Why the step cannot be held to the prediction, if it cannot: the run's own verdict on its
 # figures (shared GPU, oversubscribed cores, a moved machine), else a miss beyond the tolerance.
 warnings = v.get("environment", {}).get("warnings", [])
@@ -605,14 +604,39 @@ PY
   fi
   verdict=$(sed -n 's/^\(untrusted\|missed\): //p' <<<"$figures")
   note=$(head -n 1 <<<"$figures")
-  note="${note:-see $out/validation.json}"
+  note="${note:-see $out/$name.json}"
   if ((rc != 0)); then
-    finish FAIL "$(failure "$rc" "$seconds" "$out/validate.log")"
+    finish FAIL "$(failure "$rc" "$seconds" "$out/$name.log")"
   elif [[ -n "$verdict" ]]; then
     # The memory figures hold on a shared GPU; the step time cannot, so it is not a PASS.
     finish WARN "$note; step not held to the prediction: $verdict"
   else
     finish PASS "$note"
+  fi
+}
+
+begin validate
+if [[ -z "$partition" ]]; then
+  finish SKIP "needs the partition"
+elif time_left; then
+  validate_split validation "$events_profile" "$partition"
+fi
+
+# --- bfloat16 run for real: a small LLaMA split in two, float32 gradients and adam-mixed
+
+begin "validate llama bf16"
+small_llama=(--model llama --preset llama-tiny --layers 4 --hidden 256 --heads 4 --kv-heads 2 --ffn 688 --seq 128
+  --vocab 8000 --microbatch 2 --dtype bfloat16 --min-repeats 3 --max-repeats 5)
+if have "$stagecut" && time_left; then
+  rc=0
+  run_logged 60 "$out/small-llama.profile.log" "$stagecut" profile "${small_llama[@]}" --device "$validate_device" \
+    -o "$out/small-llama.profile.json" || rc=$?
+  ((rc == 0)) && { run_logged 30 "$out/small-llama.partition.txt" "$stagecut" partition "$out/small-llama.profile.json" \
+    --stages 2 --microbatches 8 --optimizer adam-mixed -o "$out/small-llama.partition.json" || rc=$?; }
+  if ((rc != 0)); then
+    finish FAIL "the small llama's profile or partition failed (exit $rc): see $out/small-llama.profile.log"
+  else
+    validate_split small-llama.validation "$out/small-llama.profile.json" "$out/small-llama.partition.json"
   fi
 fi
 
