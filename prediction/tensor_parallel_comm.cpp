@@ -1,5 +1,7 @@
 #include "prediction/tensor_parallel_comm.h"
 
+#include <cstdio>
+
 #include "core/units.h"
 
 namespace stagecut {
@@ -61,8 +63,11 @@ std::string tensorParallelNote(const Profile& profile, const TensorParallelLink&
     const auto [forward, backward] = collectiveMs(layer, ranks, link);
     total += forward + backward;
   }
-  return degree + "its collectives priced at " + formatBytes(static_cast<std::uint64_t>(link.bandwidth_bytes_per_s)) + "/s" + ", " +
-         formatMs(link.latency_ms) + " ms latency: " + formatMs(total) + " ms per microbatch in all";
+  // In decimal GB/s, as interconnects are quoted and --tp-bandwidth is written (300GB/s, not 279 GiB/s).
+  char bandwidth[32];
+  std::snprintf(bandwidth, sizeof bandwidth, "%.4g GB/s", link.bandwidth_bytes_per_s / 1e9);
+  return degree + "its collectives priced at " + bandwidth + ", " + formatMs(link.latency_ms) +
+         " ms latency: " + formatMs(total) + " ms per microbatch in all";
 }
 
 }  // namespace stagecut

@@ -20,6 +20,9 @@ TEST_CASE("a tensor-parallel profile's collectives are priced on a ring, once, i
   CHECK(stagecut::tensorParallelNote(profile, {}).find("not priced") != std::string::npos);
   CHECK(stagecut::tensorParallelNote(profile, link).find(stagecut::formatMs(3 * one) + " ms per microbatch") !=
         std::string::npos);
+  // The link as it was given: decimal GB/s.
+  CHECK(stagecut::tensorParallelNote(profile, {300e9, 0.005}).find("priced at 300 GB/s, 0.005 ms latency") !=
+        std::string::npos);
   stagecut::priceTensorParallelComm(profile, link);
   CHECK(profile.layers[1].forward_ms.median == Approx(unpriced.layers[1].forward_ms.median + 2 * one));
   CHECK(profile.layers[1].forward_ms.min == Approx(unpriced.layers[1].forward_ms.min + 2 * one));
