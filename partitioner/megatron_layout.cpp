@@ -86,18 +86,69 @@ std::string megatronLayout(const MegatronGroups& groups, const std::vector<int>&
   return layout;
 }
 
+namespace {
+
+// The longest expansion a layout may have: far above any model's layers, far below memory trouble.
+constexpr std::size_t kMaxLayoutSymbols = 1000000;
+
+// The whole number after the '*' at `star` of a repeat written as `form` ("x*N", "(...)*N");
+// `end` is set past its digits.
+std::size_t repeatAfter(const std::string& text, std::size_t star, const char* form, std::size_t& end) {
+  end = star + 1;
+  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+  if (end == star + 1 || end - star - 1 > 7) {
+    throw Error(std::string("a repeat ") + form + " needs a whole number N after the '*'");
+  }
+  const std::size_t repeat = std::stoul(text.substr(star + 1, end - star - 1));
+  if (repeat < 1) throw Error(std::string("a repeat ") + form + " with N = 0 repeats nothing; leave the part out");
+  return repeat;
+}
+
+void appendRepeated(std::string& out, const std::string& part, std::size_t repeat) {
+  if (part.size() * repeat + out.size() > kMaxLayoutSymbols) {
+    throw Error("the layout expands to more than " + std::to_string(kMaxLayoutSymbols) + " symbols");
+  }
+  for (std::size_t k = 0; k < repeat; ++k) out += part;
+}
+
+}  // namespace
+
 std::vector<std::string> expandMegatronLayout(const std::string& layout) {
+  // Megatron's parse_str_to_list: commas are cosmetic, then "(group)*N", then "x*N".
+  std::string text;
+  for (char c : layout) {
+    if (c != ',') text += c;
+  }
+  std::string grouped;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == ')') throw Error("a ')' without its '('");
+    if (text[i] != '(') {
+      grouped += text[i];
+      continue;
+    }
+    const std::size_t close = text.find_first_of("()", i + 1);
+    if (close == std::string::npos || text[close] == '(') {
+      throw Error(close == std::string::npos ? "a '(' without its ')'" : "groups (...) do not nest in a layout");
+    }
+    if (close == i + 1) throw Error("an empty group ()");
+    if (close + 1 >= text.size() || text[close + 1] != '*') throw Error("a group (...) needs a repeat *N after it");
+    std::size_t end = 0;
+    appendRepeated(grouped, text.substr(i + 1, close - i - 1), repeatAfter(text, close + 1, "(...)*N", end));
+    i = end - 1;
+  }
   std::vector<std::string> stages{""};
-  for (std::size_t i = 0; i < layout.size(); ++i) {
-    const char c = layout[i];
+  for (std::size_t i = 0; i < grouped.size(); ++i) {
+    const char c = grouped[i];
     if (c == '|') {
       stages.emplace_back();
     } else if (c == '*') {
-      std::size_t end = i + 1;
-      while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end]))) ++end;
-      const int repeat = std::stoi(layout.substr(i + 1, end - i - 1));
-      const char symbol = stages.back().back();
-      stages.back().append(static_cast<std::size_t>(repeat - 1), symbol);
+      if (i == 0 || grouped[i - 1] == '|' || grouped[i - 1] == '*' || stages.back().empty()) {
+        throw Error("a repeat x*N needs a symbol before the '*'");
+      }
+      std::size_t end = 0;
+      const std::size_t repeat = repeatAfter(grouped, i, "x*N", end);
+      const std::string symbol(1, stages.back().back());
+      appendRepeated(stages.back(), symbol, repeat - 1);
       i = end - 1;
     } else {
       stages.back() += c;

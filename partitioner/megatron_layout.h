@@ -25,7 +25,12 @@ MegatronGroups megatronGroups(const Profile& profile);
 /// separates the embedding layers or the norm/head/loss layers, which Megatron cannot express.
 std::string megatronLayout(const MegatronGroups& groups, const std::vector<int>& layers_per_stage);
 
-/// Expands a layout string ("Et*3|tt") into one symbol string per stage ("Ettt", "tt").
+/// Expands a layout string into one symbol string per stage, as Megatron's parser does
+/// (PipelineParallelLayerLayout.parse_str_to_list): commas are cosmetic, "(group)*N" repeats a
+/// group (groups do not nest), then "x*N" a symbol, and '|' ends a stage: "Et*2|(t|)*2,L" gives
+/// "Ett", "t", "t", "L". Throws Error (input) with the reason alone (the caller names the flag)
+/// for a repeat without its number or symbol, an unmatched or nested group, or an expansion of
+/// more than a million symbols.
 std::vector<std::string> expandMegatronLayout(const std::string& layout);
 
 /// The flags that give Megatron this split without a layout (blocks per stage b, B blocks, N

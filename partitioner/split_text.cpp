@@ -1,5 +1,6 @@
 #include "partitioner/split_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <numeric>
@@ -56,32 +57,16 @@ std::optional<std::string> bracketed(const std::string& text, const std::string&
   return text.substr(head.size(), text.size() - head.size() - 1);
 }
 
-// Checks a layout's syntax before it is expanded: each x*N after a symbol, N whole and at most
-// the chain's length.
-void checkLayoutSyntax(const std::string& layout, const Profile& profile, const std::string& flag,
-                       const std::string& text) {
-  for (std::size_t i = 0; i < layout.size(); ++i) {
-    if (layout[i] != '*') continue;
-    if (i == 0 || layout[i - 1] == '|' || layout[i - 1] == '*') {
-      fail(flag, text, "a repeat x*N needs a symbol before the '*'");
-    }
-    std::size_t end = i + 1;
-    while (end < layout.size() && std::isdigit(static_cast<unsigned char>(layout[end]))) ++end;
-    if (end == i + 1 || end - i - 1 > 6) fail(flag, text, "a repeat x*N needs a whole number N after the '*'");
-    const long repeat = std::atol(layout.substr(i + 1, end - i - 1).c_str());
-    if (repeat < 1 || repeat > static_cast<long>(profile.layerCount())) {
-      fail(flag, text, "a repeat of " + std::to_string(repeat) + " layers; the profile has " +
-                           std::to_string(profile.layerCount()));
-    }
-  }
-}
-
 std::vector<int> fromLayout(const std::string& layout, const Profile& profile, const std::string& flag,
                             const std::string& text) {
-  checkLayoutSyntax(layout, profile, flag, text);
+  std::vector<std::string> stages;
+  try {
+    stages = expandMegatronLayout(layout);
+  } catch (const Error& error) {
+    fail(flag, text, error.what());
+  }
   const MegatronGroups groups = megatronGroups(profile);
   std::vector<int> counts;
-  const std::vector<std::string> stages = expandMegatronLayout(layout);
   for (std::size_t s = 0; s < stages.size(); ++s) {
     int layers = 0;
     for (std::size_t i = 0; i < stages[s].size(); ++i) {
@@ -105,32 +90,129 @@ std::vector<int> fromLayout(const std::string& layout, const Profile& profile, c
   return counts;
 }
 
-std::vector<int> fromMegatronFlags(const std::string& text, const Profile& profile, int stages,
-                                   const std::string& flag) {
-  std::istringstream words(text);
+// Megatron's command-line words: "--flag value" and "--flag=value" alike, a value in quotes or not.
+std::vector<std::string> commandWords(const std::string& text) {
+  std::vector<std::string> words;
   std::string word;
-  bool embedding = false, loss = false;
-  std::optional<int> first, last, num_layers, size;
-  auto number = [&](const std::string& name) {
-    std::string value;
-    if (!(words >> value) || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 6) {
-      fail(flag, text, name + " needs a whole number");
-    }
-    return std::atoi(value.c_str());
+  char quote = 0;
+  const auto end_word = [&] {
+    if (!word.empty()) words.push_back(word);
+    word.clear();
   };
-  while (words >> word) {
-    if (word == "--account-for-embedding-in-pipeline-split") embedding = true;
-    else if (word == "--account-for-loss-in-pipeline-split") loss = true;
-    else if (word == "--decoder-first-pipeline-num-layers") first = number(word);
-    else if (word == "--decoder-last-pipeline-num-layers") last = number(word);
-    else if (word == "--num-layers") num_layers = number(word);
-    else if (word == "--pipeline-model-parallel-size") size = number(word);
-    else fail(flag, text, "unknown Megatron flag '" + word + "'; " + kForms);
+  for (char c : text) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      else word += c;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      end_word();
+    } else if (c == '=' && word.rfind("--", 0) == 0) {
+      end_word();
+    } else {
+      word += c;
+    }
   }
-  const MegatronGroups groups = megatronGroups(profile);
+  end_word();
+  return words;
+}
+
+// Reads the whole number after words[at] (a flag's value); `at` moves onto it.
+int flagNumber(const std::vector<std::string>& words, std::size_t& at, const std::string& flag, const std::string& text) {
+  const std::string& name = words[at];
+  if (++at >= words.size() || words[at].find_first_not_of("0123456789") != std::string::npos || words[at].size() > 6) {
+    fail(flag, text, name + " needs a whole number");
+  }
+  return std::atoi(words[at].c_str());
+}
+
+// --num-layers, when given, must be the profile's transformer layers.
+void requireBlockCount(std::optional<int> num_layers, const MegatronGroups& groups, const std::string& flag,
+                       const std::string& text) {
   if (num_layers && *num_layers != groups.block_layers) {
     fail(flag, text, "--num-layers " + std::to_string(*num_layers) + ", the profile has " +
                          std::to_string(groups.block_layers) + " transformer layers");
+  }
+}
+
+// A layout of `layout_stages` stages on the --pipeline-model-parallel-size (`size`), --stages
+// or, without either, as many ranks: Megatron's virtual pipeline puts layout_stages / ranks
+// chunks on each rank, which stagecut does not split or run yet.
+void requireOneChunkPerRank(int layout_stages, std::optional<int> size, std::optional<int> virtual_stages, int stages,
+                            const std::string& flag, const std::string& text) {
+  if (size && stages > 0 && *size != stages) {
+    fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
+  }
+  const int ranks = size ? *size : stages > 0 ? stages : layout_stages;
+  if (ranks < 1) fail(flag, text, "--pipeline-model-parallel-size needs 1 rank or more");
+  if (layout_stages % ranks != 0) {
+    fail(flag, text, "the layout has " + std::to_string(layout_stages) + " stages, which Megatron puts on " +
+                         std::to_string(ranks) + " ranks only as equal numbers of chunks; give " +
+                         std::to_string(ranks) + " x v stages");
+  }
+  const int chunks = layout_stages / ranks;
+  if (virtual_stages && *virtual_stages != chunks) {
+    fail(flag, text, "--num-virtual-stages-per-pipeline-rank " + std::to_string(*virtual_stages) + " but the layout has " +
+                         std::to_string(layout_stages) + " stages for " + std::to_string(ranks) + " ranks (" +
+                         std::to_string(chunks) + " each)");
+  }
+  if (chunks > 1) {
+    fail(flag, text, "a virtual-pipeline layout, " + std::to_string(layout_stages) + " stages on " +
+                         std::to_string(ranks) + " ranks (" + std::to_string(chunks) +
+                         " model chunks each): stagecut splits and runs one chunk per rank so far; give a layout of " +
+                         std::to_string(ranks) + " stages");
+  }
+}
+
+// The layout with what Megatron takes beside it: --pipeline-model-parallel-size,
+// --num-virtual-stages-per-pipeline-rank and --num-layers, in any order.
+std::vector<int> fromLayoutFlags(const std::vector<std::string>& words, const Profile& profile, int stages,
+                                 const std::string& flag, const std::string& text) {
+  std::string layout;
+  std::optional<int> size, virtual_stages, num_layers;
+  for (std::size_t at = 0; at < words.size(); ++at) {
+    const std::string& word = words[at];
+    if (word == "--pipeline-model-parallel-layout") {
+      if (++at >= words.size() || words[at].rfind("--", 0) == 0) fail(flag, text, word + " needs its layout");
+      layout = words[at];
+    } else if (word == "--pipeline-model-parallel-size") {
+      size = flagNumber(words, at, flag, text);
+    } else if (word == "--num-virtual-stages-per-pipeline-rank") {
+      virtual_stages = flagNumber(words, at, flag, text);
+    } else if (word == "--num-layers") {
+      num_layers = flagNumber(words, at, flag, text);
+    } else {
+      fail(flag, text, "'" + word + "' beside a layout; Megatron takes the layout with --pipeline-model-parallel-size, "
+                       "--num-virtual-stages-per-pipeline-rank and --num-layers only");
+    }
+  }
+  requireBlockCount(num_layers, megatronGroups(profile), flag, text);
+  std::vector<int> counts = fromLayout(layout, profile, flag, text);
+  requireOneChunkPerRank(static_cast<int>(counts.size()), size, virtual_stages, stages, flag, text);
+  return counts;
+}
+
+std::vector<int> fromMegatronFlags(const std::vector<std::string>& words, const Profile& profile, int stages,
+                                   const std::string& flag, const std::string& text) {
+  bool embedding = false, loss = false;
+  std::optional<int> first, last, num_layers, size, virtual_stages;
+  for (std::size_t at = 0; at < words.size(); ++at) {
+    const std::string& word = words[at];
+    if (word == "--account-for-embedding-in-pipeline-split") embedding = true;
+    else if (word == "--account-for-loss-in-pipeline-split") loss = true;
+    else if (word == "--decoder-first-pipeline-num-layers") first = flagNumber(words, at, flag, text);
+    else if (word == "--decoder-last-pipeline-num-layers") last = flagNumber(words, at, flag, text);
+    else if (word == "--num-layers") num_layers = flagNumber(words, at, flag, text);
+    else if (word == "--pipeline-model-parallel-size") size = flagNumber(words, at, flag, text);
+    else if (word == "--num-virtual-stages-per-pipeline-rank") virtual_stages = flagNumber(words, at, flag, text);
+    else fail(flag, text, "unknown Megatron flag '" + word + "'; " + kForms);
+  }
+  const MegatronGroups groups = megatronGroups(profile);
+  requireBlockCount(num_layers, groups, flag, text);
+  if (virtual_stages && *virtual_stages > 1) {
+    fail(flag, text, "--num-virtual-stages-per-pipeline-rank " + std::to_string(*virtual_stages) +
+                         ": Megatron's virtual pipeline, several model chunks per rank; stagecut splits and runs "
+                         "one chunk per rank so far");
   }
   if (size && stages > 0 && *size != stages) {
     fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
@@ -245,15 +327,12 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
   if (text.empty()) fail(flag, "''", std::string("is empty; ") + kForms);
   std::vector<int> counts;
   bool over_modules_possible = false;  // parts and balance may leave the loss out
-  const std::string layout_flag = "--pipeline-model-parallel-layout";
-  if (text.compare(0, layout_flag.size(), layout_flag) == 0) {
-    std::string layout = trimmed(text.substr(layout_flag.size()));
-    if (layout.size() >= 2 && (layout.front() == '"' || layout.front() == '\'') && layout.back() == layout.front()) {
-      layout = layout.substr(1, layout.size() - 2);
-    }
-    counts = fromLayout(layout, profile, flag, text);
-  } else if (text.compare(0, 2, "--") == 0) {
-    counts = fromMegatronFlags(text, profile, stages, flag);
+  if (text.compare(0, 2, "--") == 0) {
+    const std::vector<std::string> words = commandWords(text);
+    const bool has_layout =
+        std::find(words.begin(), words.end(), "--pipeline-model-parallel-layout") != words.end();
+    counts = has_layout ? fromLayoutFlags(words, profile, stages, flag, text)
+                        : fromMegatronFlags(words, profile, stages, flag, text);
   } else if (text.rfind("split_spec={", 0) == 0) {
     counts = fromSplitSpec(text, profile, flag);
     over_modules_possible = true;
@@ -272,8 +351,9 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
     if (!values) fail(flag, text, "balance=[...] lists layers per stage, e.g. balance=[4, 3, 1]");
     counts = *values;
     over_modules_possible = true;
-  } else if (text.find_first_not_of("Et*0123456789|L") == std::string::npos && text.find_first_of("EtL") != std::string::npos) {
+  } else if (text.find_first_not_of("Et*0123456789|L(),") == std::string::npos && text.find_first_of("EtL") != std::string::npos) {
     counts = fromLayout(text, profile, flag, text);
+    requireOneChunkPerRank(static_cast<int>(counts.size()), std::nullopt, std::nullopt, stages, flag, text);
   } else {
     const auto values = integerList(text);
     if (!values) fail(flag, text, std::string("not a split stagecut reads; ") + kForms);

@@ -531,7 +531,7 @@ TEST_CASE("parsing --split reads every printed form back and says what does not 
   CHECK(error("four", 0).rfind("--split four: not a split stagecut reads; give layers per stage", 0) == 0);
   CHECK(error("*3|t", 0) == "--split *3|t: a repeat x*N needs a symbol before the '*'");
   CHECK(error("Et*|L", 0) == "--split Et*|L: a repeat x*N needs a whole number N after the '*'");
-  CHECK(error("Et*40|L", 0) == "--split Et*40|L: a repeat of 40 layers; the profile has 9");
+  CHECK(error("Et*40|L", 0) == "--split Et*40|L: 43 layers, the profile has 9");
   CHECK(error("split_spec={\"block.9\": SplitPoint.BEGINNING}", 0) ==
         "--split split_spec={\"block.9\": SplitPoint.BEGINNING}: the profile has no layer named \"block.9\"");
   CHECK(error("module_fqns_per_model_part=[[\"embed\"], [\"block.1\"]]", 0) ==
@@ -539,4 +539,61 @@ TEST_CASE("parsing --split reads every printed form back and says what does not 
         "of the chain (block.0)");
   CHECK(error("--pipeline-model-parallel-size 40", 0) ==
         "--split --pipeline-model-parallel-size 40: 40 stages for the profile's 9 layers");
+}
+
+TEST_CASE("split text: every spelling of a layout that Megatron's parser reads is read, a virtual pipeline refused",
+          "[partitioner][rules][megatron]") {
+  std::mt19937 random(43);
+  const Chain chain = makeChain(random, Shape::kGpt, 6);  // embed, block.0-5, head, loss: 9 layers
+  const Profile& profile = chain.profile;
+  const std::vector<int> split{4, 3, 2};  // Ettt|ttt|L
+  // Megatron's parse_str_to_list: commas are cosmetic, (group)*N, then x*N; '=' or a space after
+  // the flag; the size flags before or after it.
+  for (const char* text : {"--pipeline-model-parallel-layout=Et*3|t*3|L",
+                           "--pipeline-model-parallel-layout='Et*3|t*3|L'",
+                           "--pipeline-model-parallel-layout \"Et,tt|t,t,t|L\"",
+                           "--pipeline-model-parallel-layout E(t)*3|(t)*3|L",
+                           "--pipeline-model-parallel-layout \"Et*3|(tt)*1,t|L\"",
+                           "--pipeline-model-parallel-layout Et*3|t*3|L --pipeline-model-parallel-size 3",
+                           "--pipeline-model-parallel-size=3 --pipeline-model-parallel-layout Et*3|t*3|L",
+                           "--pipeline-model-parallel-size 3 --num-virtual-stages-per-pipeline-rank 1 "
+                           "--pipeline-model-parallel-layout Et*3|t*3|L --num-layers 6",
+                           "Et,tt|(t)*3|L"}) {
+    INFO(text);
+    CHECK(stagecut::parseSplitText(text, profile, 0, "--split") == split);
+  }
+  // (t|)*2 unrolls to "t|t|": the group's '|' makes stages.
+  CHECK(stagecut::parseSplitText("--pipeline-model-parallel-layout Ett|(t|)*2,ttL", profile, 0, "--split") ==
+        std::vector<int>{3, 1, 1, 4});
+  const auto error = [&](const std::string& text, int stages) {
+    return stagecut::testing::inputErrorOf([&] { stagecut::parseSplitText(text, profile, stages, "--split"); });
+  };
+  // Megatron's virtual pipeline: 6 stages on 3 ranks is 2 chunks a rank, which stagecut does not
+  // split yet: never read as a 6-stage pipeline.
+  const std::string vpp = "--pipeline-model-parallel-layout Et|t|t|t|t|tL --pipeline-model-parallel-size 3";
+  CHECK(error(vpp, 0) == "--split " + vpp + ": a virtual-pipeline layout, 6 stages on 3 ranks (2 model chunks "
+                                            "each): stagecut splits and runs one chunk per rank so far; give a "
+                                            "layout of 3 stages");
+  CHECK(error("Et|t|t|t|t|tL", 3).find("a virtual-pipeline layout, 6 stages on 3 ranks") != std::string::npos);
+  CHECK(error("--num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L", 0) ==
+        "--split --num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L: "
+        "--num-virtual-stages-per-pipeline-rank 2 but the layout has 3 stages for 3 ranks (1 each)");
+  CHECK(error("--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2", 0).find(
+            "Megatron's virtual pipeline, several model chunks per rank") != std::string::npos);
+  CHECK(error("--pipeline-model-parallel-layout Et*3|t*3|L --pipeline-model-parallel-size 2", 0) ==
+        "--split --pipeline-model-parallel-layout Et*3|t*3|L --pipeline-model-parallel-size 2: the layout has 3 "
+        "stages, which Megatron puts on 2 ranks only as equal numbers of chunks; give 2 x v stages");
+  CHECK(error("--pipeline-model-parallel-layout Et*3|t*3|L --decoder-first-pipeline-num-layers 2", 0) ==
+        "--split --pipeline-model-parallel-layout Et*3|t*3|L --decoder-first-pipeline-num-layers 2: "
+        "'--decoder-first-pipeline-num-layers' beside a layout; Megatron takes the layout with "
+        "--pipeline-model-parallel-size, --num-virtual-stages-per-pipeline-rank and --num-layers only");
+  CHECK(error("--pipeline-model-parallel-layout", 0) ==
+        "--split --pipeline-model-parallel-layout: --pipeline-model-parallel-layout needs its layout");
+  CHECK(error("E((t)*2)*2|L", 0) == "--split E((t)*2)*2|L: groups (...) do not nest in a layout");
+  CHECK(error("E(tt|L", 0) == "--split E(tt|L: a '(' without its ')'");
+  CHECK(error("Ett)|L", 0) == "--split Ett)|L: a ')' without its '('");
+  CHECK(error("E(tt)|L", 0) == "--split E(tt)|L: a group (...) needs a repeat *N after it");
+  CHECK(error("E(t)*|L", 0) == "--split E(t)*|L: a repeat (...)*N needs a whole number N after the '*'");
+  CHECK(error("E(t)*0|L", 0) == "--split E(t)*0|L: a repeat (...)*N with N = 0 repeats nothing; leave the part out");
+  CHECK(error("E(t|)*9999999|L", 0) == "--split E(t|)*9999999|L: the layout expands to more than 1000000 symbols");
 }
