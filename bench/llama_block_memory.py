@@ -10,25 +10,16 @@ bad input, 77 when there is no GPU or no transformers.
 
 usage: llama_block_memory.py PROFILE.json [--tolerance 0.02]
 """
-import argparse
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from zoo_block_reference import llama_config, read_block_profile  # noqa: E402
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("profile")
-    parser.add_argument("--tolerance", type=float, default=0.02)
-    args = parser.parse_args()
-    try:
-        profile = json.load(open(args.profile))
-        config = profile["model"]["config"]
-        block = next(layer for layer in profile["layers"] if layer["name"] == "block.0")
-        microbatch = profile["run"]["microbatch_size"]
-        dtype_name = profile["run"].get("dtype", "float32")
-    except (OSError, ValueError, KeyError, StopIteration) as error:
-        print(f"llama_block_memory: {args.profile}: not a llama profile with a block.0 ({error})", file=sys.stderr)
-        return 2
+    args, profile = read_block_profile("llama_block_memory", __doc__.splitlines()[0])
+    config, block, microbatch, dtype_name = profile.config, profile.block, profile.microbatch, profile.dtype_name
     try:
         import torch
         from transformers import LlamaConfig
@@ -40,11 +31,7 @@ def main():
         print("llama_block_memory: skipped: no GPU (torch.cuda.memory_allocated counts only CUDA memory)", file=sys.stderr)
         return 77
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype_name]
-    hf_config = LlamaConfig(hidden_size=config["hidden"], intermediate_size=config["ffn"],
-                            num_attention_heads=config["heads"], num_key_value_heads=config["kv_heads"],
-                            rope_theta=config["rope_theta"], rms_norm_eps=config["norm_eps"],
-                            max_position_embeddings=config["seq"], vocab_size=config["vocab"],
-                            attention_bias=bool(config.get("qkv_bias", False)), num_hidden_layers=1)
+    hf_config = llama_config(config, LlamaConfig)
     hf_config._attn_implementation = "sdpa" if config.get("attention") == "sdpa" else "eager"
     device = torch.device("cuda")
     layer = modeling_llama.LlamaDecoderLayer(hf_config, layer_idx=0).to(device=device, dtype=dtype)
@@ -87,7 +74,7 @@ def main():
     repeat_bytes = 2 * microbatch * seq * (config["heads"] - config["kv_heads"]) * head_dim * element if native_gqa else 0
     expected = kept + rope_bytes + repeat_bytes
     difference = stagecut_kept / expected - 1 if expected > 0 else float("inf")
-    print(f"block.0 of {profile['model'].get('name', '?')} ({dtype_name}, microbatch {microbatch}, seq {seq}, "
+    print(f"block.0 of {profile.name} ({dtype_name}, microbatch {microbatch}, seq {seq}, "
           f"{hf_config._attn_implementation} attention): stagecut {stagecut_kept / 1e6:.1f} MB kept, "
           f"HF LlamaDecoderLayer {kept / 1e6:.1f} MB by torch.cuda.memory_allocated, "
           f"+ {rope_bytes / 1e6:.1f} MB of rotary cos and sin"

@@ -9,9 +9,11 @@ check compares that one, bench/llama_block_memory.py).
 
 usage: block_saved_bytes.py PROFILE.json [--tolerance 0.02]
 """
-import argparse
-import json
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from zoo_block_reference import llama_config, read_block_profile  # noqa: E402
 
 
 def hf_block(family, config, torch):
@@ -28,11 +30,7 @@ def hf_block(family, config, torch):
         return modeling_gpt2.GPT2Block(hf_config, layer_idx=0), {}
     from transformers import LlamaConfig
     from transformers.models.llama import modeling_llama
-    hf_config = LlamaConfig(hidden_size=config["hidden"], intermediate_size=config["ffn"],
-                            num_attention_heads=config["heads"], num_key_value_heads=config["kv_heads"],
-                            rope_theta=config["rope_theta"], rms_norm_eps=config["norm_eps"],
-                            max_position_embeddings=seq, vocab_size=config["vocab"],
-                            attention_bias=bool(config.get("qkv_bias", False)), num_hidden_layers=1)
+    hf_config = llama_config(config, LlamaConfig)
     hf_config._attn_implementation = "eager"
     layer = modeling_llama.LlamaDecoderLayer(hf_config, layer_idx=0)
     position_ids = torch.arange(seq).unsqueeze(0)
@@ -48,22 +46,11 @@ def hf_block(family, config, torch):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("profile")
-    parser.add_argument("--tolerance", type=float, default=0.02)
-    args = parser.parse_args()
-    try:
-        profile = json.load(open(args.profile))
-        family = profile["model"]["source"].split(":", 1)[1]
-        config = profile["model"]["config"]
-        block = next(layer for layer in profile["layers"] if layer["name"] == "block.0")
-        microbatch = profile["run"]["microbatch_size"]
-        dtype_name = profile["run"].get("dtype", "float32")
-        if family not in ("gpt", "llama"):
-            raise ValueError(f"model {family}")
-    except (OSError, ValueError, KeyError, IndexError, StopIteration) as error:
-        print(f"block_saved_bytes: {args.profile}: not a gpt or llama zoo profile with a block.0 ({error})",
-              file=sys.stderr)
+    args, profile = read_block_profile("block_saved_bytes", __doc__.splitlines()[0])
+    family, config, block = profile.family, profile.config, profile.block
+    microbatch, dtype_name = profile.microbatch, profile.dtype_name
+    if family not in ("gpt", "llama"):
+        print(f"block_saved_bytes: {args.profile}: a {family} profile; gpt and llama have HF blocks", file=sys.stderr)
         return 2
     if config.get("attention") == "sdpa":
         print(f"block_saved_bytes: skipped: {args.profile}'s attention is SDPA (LibTorch 2.x); "
