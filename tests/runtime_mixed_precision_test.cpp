@@ -144,13 +144,15 @@ struct BFloat16LlamaSplit {
   }
 };
 
-// Runs both ranks of `request` on threads over one in-process world; rank 0's gathered outcomes.
-std::vector<stagecut::RankOutcome> runTwoRanks(const stagecut::ValidateRequest& request) {
-  auto cluster = std::make_shared<stagecut::InProcessCluster>(2, 1, std::chrono::milliseconds(60000));
-  std::vector<std::vector<stagecut::RankOutcome>> returned(2);
-  std::vector<std::string> failures(2);
+// Runs every rank of `request` (2 stages x its replicas) on threads over one in-process world;
+// rank 0's gathered outcomes.
+std::vector<stagecut::RankOutcome> runRanks(const stagecut::ValidateRequest& request) {
+  const int ranks = 2 * request.data_parallel;
+  auto cluster = std::make_shared<stagecut::InProcessCluster>(2, request.data_parallel, std::chrono::milliseconds(60000));
+  std::vector<std::vector<stagecut::RankOutcome>> returned(static_cast<std::size_t>(ranks));
+  std::vector<std::string> failures(static_cast<std::size_t>(ranks));
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
+  for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
       try {
         stagecut::InProcessWorld world(cluster, rank);
@@ -172,9 +174,12 @@ TEST_CASE("a bfloat16 llama split trains as its full batch does, within bfloat16
   stagecut::pinThreads(1);
   const BFloat16LlamaSplit split;
   REQUIRE(split.profile.run.dtype == "bfloat16");
-  for (const char* schedule : {"1f1b", "zb-h1"}) {
-    INFO(schedule);
+  // zb-h1 twice: the second time with 2 data-parallel replicas, whose all-reduce sums the
+  // float32 buffers.
+  for (const auto& [schedule, replicas] : {std::pair<const char*, int>{"1f1b", 1}, {"zb-h1", 1}, {"zb-h1", 2}}) {
+    INFO(schedule << " x " << replicas);
     stagecut::ValidateRequest request;
+    request.data_parallel = replicas;
     request.profile_path = split.dir.file("p.json");
     request.partition_path = split.dir.file("s.json");
     request.schedule = schedule;
@@ -184,8 +189,8 @@ TEST_CASE("a bfloat16 llama split trains as its full batch does, within bfloat16
     request.grad_tolerance = stagecut::defaultGradTolerance("bfloat16");
     // The in-process transport refuses a message whose type is not the receiver's: the
     // activations and their gradients go between the ranks as bfloat16.
-    const std::vector<stagecut::RankOutcome> outcomes = runTwoRanks(request);
-    REQUIRE(outcomes.size() == 2u);
+    const std::vector<stagecut::RankOutcome> outcomes = runRanks(request);
+    REQUIRE(outcomes.size() == static_cast<std::size_t>(2 * replicas));
     const auto report = stagecut::buildValidationReport(request, split.profile, split.partition, outcomes);
     CHECK(report.grad_pass);
     CHECK(report.grad_max_rel_diff < request.grad_tolerance);
