@@ -83,7 +83,12 @@ MainGradients::MainGradients(const std::vector<torch::Tensor>& weights) : state_
   }
 }
 
-MainGradients::~MainGradients() { state_->active = false; }
+MainGradients::~MainGradients() {
+  state_->active = false;
+  // The accumulators own the hooks, which own the state: letting them go breaks that cycle, so
+  // the buffers are freed with the last of them.
+  state_->accumulators.clear();
+}
 
 void MainGradients::add(const torch::Tensor& weight, const torch::Tensor& grad) {
   state_->add(state_->indexOf(weight), grad);

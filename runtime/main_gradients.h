@@ -18,7 +18,7 @@ class MainGradients {
   /// Hooks the gradient accumulator of every weight (leaves that require grad); `weights` stay
   /// the caller's. Buffers are made at the first gradient of each weight, as .grad would be.
   explicit MainGradients(const std::vector<torch::Tensor>& weights);
-  /// The hooks stay on the accumulators but do nothing from then on.
+  /// The hooks stay on accumulators that a live graph still holds, and do nothing from then on.
   ~MainGradients();
   MainGradients(const MainGradients&) = delete;
   MainGradients& operator=(const MainGradients&) = delete;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <optional>
 #include <thread>
 
 #include "core/partition_json.h"
@@ -208,4 +209,21 @@ TEST_CASE("a bfloat16 llama split trains as its full batch does, within bfloat16
             Approx(18.0 * static_cast<double>(params)));
     }
   }
+}
+
+TEST_CASE("float32 buffers are freed with their MainGradients, and its hooks then leave .grad to autograd",
+          "[runtime][mixed-precision]") {
+  const torch::Tensor weight = bfloat16Weight();
+  std::optional<c10::weak_intrusive_ptr<c10::StorageImpl>> buffer_storage;
+  {
+    stagecut::MainGradients main({weight});
+    backwardOnce(weight);
+    buffer_storage.emplace(main.of(weight).storage().getWeakStorageImpl());
+    CHECK_FALSE(buffer_storage->expired());
+  }
+  // No cycle of accumulator, hook and state keeps the buffer alive.
+  CHECK(buffer_storage->expired());
+  backwardOnce(weight);
+  REQUIRE(weight.grad().defined());
+  CHECK(weight.grad()[0].item<double>() == kAddend);
 }
