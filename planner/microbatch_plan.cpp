@@ -99,6 +99,56 @@ std::vector<const LayerFitReport*> MicrobatchPlan::flaggedLayers() const {
   return flagged;
 }
 
+namespace {
+
+// The sizes that divide `n` into whole microbatches, ascending: by pairs up to sqrt(n), so a
+// global batch of two billion takes microseconds, not seconds.
+std::vector<int> divisorsOf(int n) {
+  std::vector<int> small, large;
+  for (int d = 1; static_cast<long long>(d) * d <= n; ++d) {
+    if (n % d != 0) continue;
+    small.push_back(d);
+    if (d != n / d) large.push_back(n / d);
+  }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+// Why no size could be planned: the measured sizes' reasons first (the sizes the user expects),
+// then the first other size's whose reason is another, each reason once with its sizes.
+std::string whyNoSize(const MicrobatchPlan& plan) {
+  std::vector<std::pair<std::string, std::vector<int>>> reasons;  // in order of first appearance
+  const auto add = [&](const SkippedSize& skipped) {
+    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& entry) { return entry.first == skipped.reason; });
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), {skipped.reason, {}});
+    it->second.push_back(skipped.microbatch_size);
+  };
+  const auto measured = [&](int size) {
+    return std::find(plan.measured_sizes.begin(), plan.measured_sizes.end(), size) != plan.measured_sizes.end();
+  };
+  for (const auto& skipped : plan.skipped) {
+    if (measured(skipped.microbatch_size)) add(skipped);
+  }
+  for (const auto& skipped : plan.skipped) {
+    const bool known = std::any_of(reasons.begin(), reasons.end(), [&](const auto& entry) { return entry.first == skipped.reason; });
+    if (!measured(skipped.microbatch_size) && !known) {
+      add(skipped);
+      break;
+    }
+  }
+  std::string why;
+  for (const auto& [reason, sizes] : reasons) {
+    std::string listed;
+    for (std::size_t i = 0; i < sizes.size(); ++i) {
+      listed += (i == 0 ? "" : i + 1 == sizes.size() ? " and " : ", ") + std::to_string(sizes[i]);
+    }
+    why += (why.empty() ? "" : "; ") + std::string("microbatch ") + listed + ": " + reason;
+  }
+  return why;
+}
+
+}  // namespace
+
 MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& request, const std::string& source) {
   const SizedProfile sized(profile, request.fit_tolerance, source);
   MicrobatchPlan plan;
@@ -108,8 +158,7 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
   checkRequest(request, plan.measured_sizes);
   checkStageCount(request.partition.stages, profile.layerCount());
   const int per_replica = request.global_batch / request.partition.data_parallel;
-  for (int size = 1; size <= per_replica; ++size) {
-    if (per_replica % size != 0) continue;
+  for (const int size : divisorsOf(per_replica)) {
     const std::string reason = sized.notCoveredReason(size);
     if (!reason.empty()) {
       plan.skipped.push_back({size, reason});
@@ -134,9 +183,8 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
   }
   if (plan.rows.empty()) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": no microbatch size can be planned (" +
-                plan.skipped.front().reason + " at microbatch " + std::to_string(plan.skipped.front().microbatch_size) +
-                "); pick a global batch that a measured size divides into a whole number of microbatches the " +
-                "schedule can run");
+                whyNoSize(plan) + "); pick a global batch that a measured size divides into a whole number of " +
+                "microbatches the schedule can run");
   }
   for (std::size_t i = 0; i < plan.rows.size(); ++i) {
     const PlanRow& row = plan.rows[i];

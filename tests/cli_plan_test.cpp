@@ -99,6 +99,11 @@ TEST_CASE("stagecut plan errors are one line with exit 2", "[cli][plan][errors]"
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --memory-cap 1MiB"),
                     "--memory-cap: no microbatch size fits; at the fastest row (microbatch 8, 2 microbatches) stage 1 "
                     "needs 32.1 MiB, 31.1 MiB over its cap; raise the cap, use more --stages or --recompute full");
+  // A batch no size fits says, for each measured size, why not: here too many microbatches.
+  checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 2000000000"),
+                  "--global-batch 2000000000: no microbatch size can be planned (microbatch 2, 4 and 8: more than "
+                  "4.2M forward ops per step; microbatch 20: beyond twice the largest measured size (8)); pick a "
+                  "global batch that a measured size divides into a whole number of microbatches the schedule can run");
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --schedule zb-h2"),
                     "--schedule: unknown schedule 'zb-h2', did you mean 'zb-h1'?");
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --fit-tolerance -1"),

@@ -173,7 +173,8 @@ TEST_CASE("interleaved rows need M a multiple of N, and a plan with no row is an
   CHECK(plan.skipped[0].microbatch_size == 8);
   CHECK(plan.skipped[0].reason == "interleaved-1f1b needs the microbatches (2) a multiple of the 4 stages");
   CHECK(rejection(profile, request(4, 2, "interleaved-1f1b")) ==
-        "--global-batch 2: no microbatch size can be planned (interleaved-1f1b needs the microbatches (2) a "
-        "multiple of the 4 stages at microbatch 1); pick a global batch that a measured size divides into a whole "
-        "number of microbatches the schedule can run");
+        "--global-batch 2: no microbatch size can be planned (microbatch 1: interleaved-1f1b needs the "
+        "microbatches (2) a multiple of the 4 stages; microbatch 2: interleaved-1f1b needs the microbatches (1) a "
+        "multiple of the 4 stages); pick a global batch that a measured size divides into a whole number of "
+        "microbatches the schedule can run");
 }
