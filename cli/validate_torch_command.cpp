@@ -375,8 +375,9 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
       ->capture_default_str();
   command->add_option("--optimizer", request.optimizer,
                       "none, sgd, sgd-momentum or adam (float32 profiles; default adam), adam-mixed "
-                      "(bfloat16 and float16 ones: float32 master weights, moments and gradients): run at the end of every step (learning rate 0), so that measured memory "
-                      "holds its state; match partition's --optimizer");
+                      "(bfloat16 and float16 ones: float32 master weights, moments and gradients): run at the "
+                      "end of every step (learning rate 0), so that measured memory holds its state; match "
+                      "partition's --optimizer");
   command->add_option("--data-parallel", request.data_parallel,
                       "Data-parallel replicas of the pipeline: runs stages x replicas ranks")
       ->capture_default_str();

@@ -31,4 +31,7 @@ std::string canonicalPrecision(const std::string& text, const std::string& flag)
   throw Error(flag + " " + (text.empty() ? "''" : text) +
               ": not a precision stagecut profiles in; use float32, bfloat16 or float16");
 }
+
+bool isSixteenBitPrecision(const std::string& name) { return name == "bfloat16" || name == "float16"; }
+
 }  // namespace stagecut

@@ -16,4 +16,8 @@ const std::vector<std::string>& precisionNames();
 /// "--dtype fp8: not a precision stagecut profiles in; use float32, bfloat16 or float16".
 std::string canonicalPrecision(const std::string& text, const std::string& flag = "--dtype");
 
+/// Whether a profile's run.dtype is a 16-bit precision ("bfloat16", "float16"), which trains with
+/// float32 gradients and master weights.
+bool isSixteenBitPrecision(const std::string& name);
+
 }  // namespace stagecut

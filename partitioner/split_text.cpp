@@ -118,7 +118,8 @@ std::vector<std::string> commandWords(const std::string& text) {
 }
 
 // Reads the whole number after words[at] (a flag's value); `at` moves onto it.
-int flagNumber(const std::vector<std::string>& words, std::size_t& at, const std::string& flag, const std::string& text) {
+int flagNumber(const std::vector<std::string>& words, std::size_t& at, const std::string& flag,
+               const std::string& text) {
   const std::string& name = words[at];
   if (++at >= words.size() || words[at].find_first_not_of("0123456789") != std::string::npos || words[at].size() > 6) {
     fail(flag, text, name + " needs a whole number");
@@ -141,7 +142,8 @@ void requireBlockCount(std::optional<int> num_layers, const MegatronGroups& grou
 void requireOneChunkPerRank(int layout_stages, std::optional<int> size, std::optional<int> virtual_stages, int stages,
                             const std::string& flag, const std::string& text) {
   if (size && stages > 0 && *size != stages) {
-    fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
+    fail(flag, text,
+         "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
   }
   const int ranks = size ? *size : stages > 0 ? stages : layout_stages;
   if (ranks < 1) fail(flag, text, "--pipeline-model-parallel-size needs 1 rank or more");
@@ -152,9 +154,10 @@ void requireOneChunkPerRank(int layout_stages, std::optional<int> size, std::opt
   }
   const int chunks = layout_stages / ranks;
   if (virtual_stages && *virtual_stages != chunks) {
-    fail(flag, text, "--num-virtual-stages-per-pipeline-rank " + std::to_string(*virtual_stages) + " but the layout has " +
-                         std::to_string(layout_stages) + " stages for " + std::to_string(ranks) + " ranks (" +
-                         std::to_string(chunks) + " each)");
+    fail(flag, text,
+         "--num-virtual-stages-per-pipeline-rank " + std::to_string(*virtual_stages) + " but the layout has " +
+             std::to_string(layout_stages) + " stages for " + std::to_string(ranks) + " ranks (" +
+             std::to_string(chunks) + " each)");
   }
   if (chunks > 1) {
     fail(flag, text, "a virtual-pipeline layout, " + std::to_string(layout_stages) + " stages on " +
@@ -351,7 +354,8 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
     if (!values) fail(flag, text, "balance=[...] lists layers per stage, e.g. balance=[4, 3, 1]");
     counts = *values;
     over_modules_possible = true;
-  } else if (text.find_first_not_of("Et*0123456789|L(),") == std::string::npos && text.find_first_of("EtL") != std::string::npos) {
+  } else if (text.find_first_not_of("Et*0123456789|L(),") == std::string::npos &&
+             text.find_first_of("EtL") != std::string::npos) {
     counts = fromLayout(text, profile, flag, text);
     requireOneChunkPerRank(static_cast<int>(counts.size()), std::nullopt, std::nullopt, stages, flag, text);
   } else {

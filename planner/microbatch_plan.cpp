@@ -118,8 +118,11 @@ std::vector<int> divisorsOf(int n) {
 // then the first other size's whose reason is another, each reason once with its sizes.
 std::string whyNoSize(const MicrobatchPlan& plan) {
   std::vector<std::pair<std::string, std::vector<int>>> reasons;  // in order of first appearance
+  const auto listed = [&](const std::string& reason) {
+    return std::find_if(reasons.begin(), reasons.end(), [&](const auto& entry) { return entry.first == reason; });
+  };
   const auto add = [&](const SkippedSize& skipped) {
-    auto it = std::find_if(reasons.begin(), reasons.end(), [&](const auto& entry) { return entry.first == skipped.reason; });
+    auto it = listed(skipped.reason);
     if (it == reasons.end()) it = reasons.insert(reasons.end(), {skipped.reason, {}});
     it->second.push_back(skipped.microbatch_size);
   };
@@ -130,19 +133,18 @@ std::string whyNoSize(const MicrobatchPlan& plan) {
     if (measured(skipped.microbatch_size)) add(skipped);
   }
   for (const auto& skipped : plan.skipped) {
-    const bool known = std::any_of(reasons.begin(), reasons.end(), [&](const auto& entry) { return entry.first == skipped.reason; });
-    if (!measured(skipped.microbatch_size) && !known) {
+    if (!measured(skipped.microbatch_size) && listed(skipped.reason) == reasons.end()) {
       add(skipped);
       break;
     }
   }
   std::string why;
   for (const auto& [reason, sizes] : reasons) {
-    std::string listed;
+    std::string numbers;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      listed += (i == 0 ? "" : i + 1 == sizes.size() ? " and " : ", ") + std::to_string(sizes[i]);
+      numbers += (i == 0 ? "" : i + 1 == sizes.size() ? " and " : ", ") + std::to_string(sizes[i]);
     }
-    why += (why.empty() ? "" : "; ") + std::string("microbatch ") + listed + ": " + reason;
+    why += (why.empty() ? "" : "; ") + std::string("microbatch ") + numbers + ": " + reason;
   }
   return why;
 }

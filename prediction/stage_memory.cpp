@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/precision.h"
 #include "core/suggest.h"
 
 namespace stagecut {
@@ -48,7 +49,7 @@ OptimizerMemory optimizerMemory(const std::string& name) {
 std::vector<LayerMemoryTerms> layerMemoryTerms(const Profile& profile) {
   // 16-bit weights' gradients add up in float32 buffers, as Megatron's --bf16 keeps them
   // (validate's MainGradients): 4 bytes a parameter, whatever the profile's .grad was.
-  const bool float32_gradients = profile.run.dtype == "bfloat16" || profile.run.dtype == "float16";
+  const bool float32_gradients = isSixteenBitPrecision(profile.run.dtype);
   std::vector<LayerMemoryTerms> terms(profile.layers.size());
   for (std::size_t i = 0; i < profile.layers.size(); ++i) {
     const LayerCost& layer = profile.layers[i];

@@ -27,8 +27,9 @@ int profileTensorParallel(const Profile& profile);
 double tensorParallelCollectiveMs(double bytes, int ranks, const TensorParallelLink& link);
 
 /// Adds each layer's collectives (every measured microbatch size's too) to its times: the
-/// forward's to forward_ms, the backward's to backward_ms and to B (backward_input_ms: the input's gradient is what they reduce), and
-/// records the link in run.extra["tp_link"]. Does nothing without collectives or a bandwidth.
+/// forward's to forward_ms, the backward's to backward_ms and to B (backward_input_ms: the
+/// input's gradient is what they reduce), and records the link in run.extra["tp_link"]. Does
+/// nothing without collectives or a bandwidth.
 void priceTensorParallelComm(Profile& profile, const TensorParallelLink& link);
 
 /// One line for a command's output: what the tensor-parallel collectives cost in this

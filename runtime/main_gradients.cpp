@@ -99,7 +99,7 @@ torch::Tensor MainGradients::of(const torch::Tensor& weight) const { return stat
 std::vector<torch::Tensor> MainGradients::all() {
   for (std::size_t i = 0; i < state_->buffers.size(); ++i) {
     torch::Tensor& buffer = state_->buffers[i];
-    if (!buffer.defined()) buffer = torch::zeros_like(state_->weights[i], torch::TensorOptions().dtype(torch::kFloat32));
+    if (!buffer.defined()) buffer = torch::zeros_like(state_->weights[i], torch::dtype(torch::kFloat32));
   }
   return state_->buffers;
 }

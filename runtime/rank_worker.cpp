@@ -107,9 +107,10 @@ double compareGradients(const StageExecutor& executor, const LayerChain& pipelin
     const auto& ours = pipeline.layers[i].parameters;
     const auto& theirs = reference.layers[i].parameters;
     for (std::size_t p = 0; p < ours.size(); ++p) {
-      const torch::Tensor expected = theirs[p].grad().defined() ? theirs[p].grad().to(torch::kFloat64) : torch::Tensor();
-      torch::Tensor got = executor.gradientOf(ours[p]);
-      if (got.defined()) got = got.to(torch::kFloat64);
+      // In float64: a 16-bit reference and float32 buffers are compared at one precision.
+      const auto wide = [](const torch::Tensor& grad) { return grad.defined() ? grad.to(torch::kFloat64) : grad; };
+      const torch::Tensor expected = wide(theirs[p].grad());
+      const torch::Tensor got = wide(executor.gradientOf(ours[p]));
       double diff = 0.0;
       if (!got.defined() || !expected.defined()) {
         diff = got.defined() == expected.defined() ? 0.0 : 1.0;
@@ -193,13 +194,13 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   outcome.replica = layout.replica();
   outcome.first_layer = stage.first;
   outcome.last_layer = stage.last;
-  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
   const LayerChain chain = chainOn(profile, request.profile_path, device);
   StagePlacement placement;
   placement.first_layer = stage.first;
   placement.last_layer = stage.last;
   if (rank > 0) placement.input = {boundaryShape(profile, stage.first - 1, request.profile_path), chain.floating};
   if (rank + 1 < stages) placement.output = {boundaryShape(profile, stage.last, request.profile_path), chain.floating};
+  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
   const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
   const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
   const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,

@@ -153,7 +153,8 @@ void StageExecutor::backward(int microbatch, bool splits_backward) {
   }
   if (!first_stage_) {
     if (!input_grad.defined()) {
-      input_grad = torch::zeros(placement_.input.sizes, torch::TensorOptions().dtype(placement_.input.dtype).device(device_));
+      const auto options = torch::TensorOptions().dtype(placement_.input.dtype).device(device_);
+      input_grad = torch::zeros(placement_.input.sizes, options);
     }
     transport_.sendAsync(input_grad, transport_.rank() - 1, gradientTag(microbatch));
   }

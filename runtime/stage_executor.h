@@ -46,8 +46,9 @@ torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
 
 /// Runs one rank's op list of a pipeline step on its layers, exchanging activations and
 /// gradients through a StageTransport. Gradients accumulate in the parameters' .grad as in
-/// training, or, for bfloat16 and float16 weights, in float32 buffers (MainGradients); the loss of each microbatch is microbatchLoss(output, M), so the step's gradient
-/// equals the full batch's. With `splits_backward`, B computes only input gradients (and those of the
+/// training, or, for bfloat16 and float16 weights, in float32 buffers (MainGradients); the loss
+/// of each microbatch is microbatchLoss(output, M), so the step's gradient equals the full
+/// batch's. With `splits_backward`, B computes only input gradients (and those of the
 /// layer outputs inside the stage) and W the weight gradients, layer by layer.
 /// With recomputation (activation checkpointing), F runs under no-grad and keeps only the stage
 /// input of each microbatch; B first runs the stage forward again with grad, then backward through

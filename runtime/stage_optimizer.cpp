@@ -1,6 +1,7 @@
 #include "runtime/stage_optimizer.h"
 
 #include "core/error.h"
+#include "core/precision.h"
 #include "prediction/stage_memory.h"
 
 namespace stagecut {
@@ -11,17 +12,15 @@ std::uint64_t bytesOf(const torch::Tensor& tensor) {
   return tensor.defined() ? static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size() : 0;
 }
 
-bool isLowPrecision(const std::string& precision) { return precision == "bfloat16" || precision == "float16"; }
-
 }  // namespace
 
 std::string defaultOptimizerFor(const std::string& precision) {
-  return isLowPrecision(precision) ? "adam-mixed" : "adam";
+  return isSixteenBitPrecision(precision) ? "adam-mixed" : "adam";
 }
 
 void checkRunnableOptimizer(const std::string& name, const std::string& precision) {
   optimizerMemory(name);  // an unknown name: the one message, with the nearest name
-  const bool low = isLowPrecision(precision);
+  const bool low = isSixteenBitPrecision(precision);
   if (name == "adam-mixed" && !low) {
     throw Error("--optimizer adam-mixed: keeps float32 masters of bfloat16 or float16 weights, and this profile's "
                 "weights are " + (precision.empty() ? std::string("float32") : precision) +

@@ -3,9 +3,9 @@
 # builds stagecut against the machine's CUDA LibTorch with the CUDA timers on, runs the [cuda]
 # tests, profiles gpt2-small with --timer cuda-events and --timer cupti, compares the two per
 # layer, checks the sum of the layers against the whole model, and runs a 2-stage split for real
-# on the GPU with validate, in float32 and (a small LLaMA) in bfloat16. Every check runs that can (one run should tell as much as possible);
-# the summary lists PASS, FAIL, WARN or SKIP per step and the exit code is 1 when any failed, 2
-# when the inputs are wrong. Installs nothing; the build's header-only dependencies come from
+# on the GPU with validate, in float32 and (a small LLaMA) in bfloat16. Every check runs that can
+# (one run should tell as much as possible); the summary lists PASS, FAIL, WARN or SKIP per step
+# and the exit code is 1 when any failed, 2 when the inputs are wrong. Installs nothing; the build's header-only dependencies come from
 # CARRY (scripts/fetch-gpu-carry.sh makes it). --dry-run walks the same steps on a machine
 # without a GPU, against an existing build. Run with --help for the options.
 set -euo pipefail
