@@ -269,7 +269,7 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
   }
   requireThreadsFitCores("--threads", request.threads);
   const MeasureOptions& measure = request.measure;
-  requireWholeInRange("--warmup", measure.warmup_rounds, 0, 1000, "rounds");
+  if (measure.warmup_rounds != kAutoWarmupPasses) requireWholeInRange("--warmup", measure.warmup_rounds, 0, 1000, "rounds");
   requireWholeInRange("--min-repeats", measure.min_repeats, 1, 1000000, "timed rounds");
   requireWholeInRange("--max-repeats", measure.max_repeats, measure.min_repeats, 1000000,
                       "timed rounds (no fewer than --min-repeats)");
@@ -324,7 +324,9 @@ void addProfileCommand(CLI::App& app, const std::string& command_line) {
                       "float32 for the zoo)");
   command->add_option("--timer", request.timer, "steady_clock (CPU), cuda-events or cupti (CUDA)")
       ->capture_default_str();
-  command->add_option("--warmup", measure.warmup_rounds, "Untimed forward and backward passes of the whole model first")->capture_default_str();
+  command->add_option("--warmup", measure.warmup_rounds,
+                      "Untimed forward and backward passes of the whole model first (default: 0 on the CPU, "
+                      "where the memory sweep has run every kind of layer already; 1 on a GPU)");
   command->add_option("--min-repeats", measure.min_repeats, "Timed rounds at least")->capture_default_str();
   command->add_option("--max-repeats", measure.max_repeats, "Timed rounds at most")->capture_default_str();
   command->add_option("--cv-target", measure.cv_target, "Stop a layer once its coefficient of variation is below this")

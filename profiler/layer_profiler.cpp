@@ -88,13 +88,80 @@ torch::Tensor layerInput(const ChainLayer& layer, const torch::Tensor& leaf) {
   return layer.modifies_input ? leaf.clone() : leaf;
 }
 
+std::uint64_t positivePart(std::int64_t bytes) { return bytes > 0 ? static_cast<std::uint64_t>(bytes) : 0; }
+
+// One forward as a stage runs it, counted. The layer's input is an intermediate (a clone of a
+// leaf that requires grad: a leaf would be held by its AccumulateGrad node whether the layer
+// saves it or not), dropped after the forward: freed unless the layer saved it. It is allocated
+// under the counter, as CPU frees are reported only for memory allocated while counting.
+struct CountedForward {
+  torch::Tensor output;  ///< its graph kept for the backward
+  std::uint64_t activation = 0;
+  std::uint64_t input_kept = 0;
+  std::uint64_t forward_transient = 0;
+};
+
+CountedForward countedForward(const ChainLayer& layer, const torch::Tensor& input, const torch::Tensor& target) {
+  torch::Tensor leaf = input.detach();
+  if (leaf.is_floating_point()) leaf.requires_grad_(true);
+  CountedForward counted;
+  MemoryCounter counter(input.device().type());
+  torch::Tensor given = leaf.clone();
+  const auto given_bytes = static_cast<std::int64_t>(tensorBytes(given));
+  counter.resetPeak();
+  counted.output = layer.forward(layerInput(layer, given), target);
+  const std::int64_t after_forward = counter.liveBytes();
+  counted.forward_transient = positivePart(counter.peakBytes() - after_forward);
+  given = torch::Tensor();
+  const std::int64_t after_drop = counter.liveBytes();
+  counted.input_kept = positivePart(given_bytes - (after_forward - after_drop));
+  counted.activation = positivePart(after_drop - static_cast<std::int64_t>(tensorBytes(counted.output)));
+  return counted;
+}
+
+// What B allocates and keeps for W beyond the input's gradient it returns: `count` runs from the
+// split's set-up through B.
+std::uint64_t pendingForWeights(const MemoryCounter& count, const std::vector<torch::Tensor>& input_grads) {
+  std::int64_t returned = 0;
+  for (const auto& grad : input_grads) returned += grad.defined() ? static_cast<std::int64_t>(tensorBytes(grad)) : 0;
+  return positivePart(count.liveBytes() - returned);
+}
+
+// A layer's memory from one counted forward and backward on `input`, the weights' gradients
+// allocated first (from a step's second microbatch on, the backward's new gradient is a
+// temporary). Everything but weight_pending, which the first B/W split of the rounds counts.
+LayerMemoryBytes measureForwardBackwardMemory(const ChainLayer& layer, const CountedForward& forward,
+                                              const torch::Tensor& upstream_grad) {
+  LayerMemoryBytes bytes;
+  bytes.activation = forward.activation;
+  bytes.input_kept = forward.input_kept;
+  bytes.forward_transient = forward.forward_transient;
+  for (const auto& parameter : layer.parameters) {
+    bytes.largest_parameter = std::max(bytes.largest_parameter, tensorBytes(parameter));
+    if (parameter.requires_grad() && !parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+  }
+  if (forward.output.requires_grad()) {
+    MemoryCounter counter(forward.output.device().type());
+    torch::autograd::backward({forward.output}, {upstream_grad});
+    bytes.backward_transient = positivePart(counter.peakBytes());
+  }
+  for (const auto& parameter : layer.parameters) {
+    if (parameter.grad().defined()) bytes.gradients += tensorBytes(parameter.grad());
+    parameter.mutable_grad() = torch::Tensor();
+  }
+  return bytes;
+}
+
 // Runs the chain once, building each layer that is not built and releasing it after unless
-// `keep_built` says so: one layer at a time, every layer's input as in the whole model.
+// `keep_built` says so: one layer at a time, every layer's input as in the whole model. The
+// layers `measures` flags run their forward and backward counted on the way (`memories`); the
+// others only pass their output on.
 std::vector<LayerBench> prepareInputs(LayerChain& chain, const ChainBatch& batch, std::uint64_t seed,
-                                      const std::vector<bool>& keep_built) {
+                                      const std::vector<bool>& keep_built, const std::vector<bool>& measures,
+                                      std::vector<LayerMemoryBytes>& memories) {
   std::vector<LayerBench> benches;
+  memories.assign(chain.layers.size(), {});
   auto generator = at::make_generator<at::CPUGeneratorImpl>(seed + 1);
-  torch::NoGradGuard no_grad;
   torch::Tensor activation = batch.input;
   for (std::size_t i = 0; i < chain.layers.size(); ++i) {
     const bool was_built = chain.layers[i].built();
@@ -103,9 +170,16 @@ std::vector<LayerBench> prepareInputs(LayerChain& chain, const ChainBatch& batch
     LayerBench bench;
     bench.input = activation.detach();
     bench.input_has_grad = activation.is_floating_point();
-    const torch::Tensor output = namingLayerOnError(chain, static_cast<int>(i), [&] {
-      return layer.forward(layerInput(layer, activation), batch.target);
+    CountedForward counted;
+    namingLayerOnError(chain, static_cast<int>(i), [&] {
+      if (measures[i]) {
+        counted = countedForward(layer, activation, batch.target);
+      } else {
+        torch::NoGradGuard no_grad;
+        counted.output = layer.forward(layerInput(layer, bench.input), batch.target);
+      }
     });
+    const torch::Tensor& output = counted.output;
     bench.output_shape = output.sizes().vec();
     bench.output_bytes = tensorBytes(output);
     bench.upstream_grad = output.numel() == 1
@@ -114,17 +188,54 @@ std::vector<LayerBench> prepareInputs(LayerChain& chain, const ChainBatch& batch
                               // gradient on every device, and no CUDA generator needed.
                               : torch::randn(output.sizes(), generator, output.options().device(torch::kCPU))
                                     .to(output.device());
+    if (measures[i]) {
+      memories[i] = namingLayerOnError(chain, static_cast<int>(i), [&] {
+        return measureForwardBackwardMemory(layer, counted, bench.upstream_grad);
+      });
+    }
     benches.push_back(bench);
-    activation = output;
+    activation = output.detach();
     if (!was_built && !keep_built[i]) releaseLayer(chain, i);
   }
   return benches;
 }
 
-// Times F, B, W and the whole backward of one layer on one graph (retained between the three
-// backward passes), so each round costs one forward instead of four.
+// The B/W split of one layer's graph, kept after its whole backward (the split's hooks would
+// otherwise sit on the graph that backward runs): B finds where W will start and computes the
+// input's gradient, W then runs from there and adds into the weights' .grad, as every
+// microbatch after a step's first does (for an embedding's large table, that addition is a
+// visible part of its W). Timed alone instead, the weights' gradient re-runs the layer's
+// backward and B + W misses what the split itself costs (docs/profiler.md).
+// Where `weight_pending` is given and not yet known, B's memory is counted on the way (an
+// atomic addition per allocation: nothing the timer sees).
+void timeWeightGradientSplit(const ChainLayer& layer, const torch::Tensor& output, const torch::Tensor& input,
+                             const torch::Tensor& upstream_grad, RegionTimer& timer, UnitSampleLog& samples,
+                             std::optional<std::uint64_t>* weight_pending) {
+  std::vector<torch::Tensor> targets;
+  if (input.requires_grad()) targets.push_back(input);
+  std::optional<MemoryCounter> counter;
+  if (weight_pending != nullptr && !weight_pending->has_value()) counter.emplace(output.device().type());
+  timer.start();
+  WeightGradientSplit split(output, targets, layer.parameters);
+  std::vector<torch::Tensor> input_grads;
+  if (!targets.empty()) input_grads = torch::autograd::grad({output}, targets, {upstream_grad}, true, false, true);
+  const double input_ms = timer.stopMs();
+  if (counter) {
+    *weight_pending = targets.empty() ? 0 : pendingForWeights(*counter, input_grads);
+    counter.reset();
+  }
+  samples.backward_input.push_back(targets.empty() ? 0.0 : input_ms);
+  timer.start();
+  split.runWeightBackward(upstream_grad, input_grads);
+  samples.backward_weight.push_back(timer.stopMs());
+}
+
+// Times F, B, W and the whole backward of one layer alone, on one graph (retained between the
+// three backward passes), so each round costs one forward instead of four. For a timed layer
+// outside the whole-model window; the window's layers are timed inside the chain.
 void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Tensor& target,
-               bool recompute, RegionTimer& timer, UnitSampleLog& samples) {
+               bool recompute, RegionTimer& timer, UnitSampleLog& samples,
+               std::optional<std::uint64_t>* weight_pending) {
   const auto started = Clock::now();
   const torch::Tensor input = freshInput(bench);
   if (recompute) {
@@ -141,9 +252,8 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
   samples.forward.push_back(timer.stopMs());
 
   const bool has_weights = !layer.parameters.empty();
-  // The whole backward first (the split below leaves its hooks on the graph's operations), as
-  // the executor runs it: adding into the weights' .grad, there from the second round on as
-  // from a step's second microbatch on.
+  // The whole backward first, as the executor runs it: adding into the weights' .grad, there
+  // from the second round on as from a step's second microbatch on.
   double backward_ms = 0.0;
   if (has_weights || bench.input_has_grad) {
     timer.start();
@@ -152,24 +262,7 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
   }
   samples.backward.push_back(backward_ms);
   if (has_weights) {
-    // B and W as a zero-bubble stage runs them (StageExecutor): B finds where W will start and
-    // computes the input's gradient, W then runs from there and adds into the weights' .grad, as
-    // every microbatch after a step's first does (for an embedding's large table, that addition
-    // is a visible part of its W). Timed alone instead, the weights' gradient re-runs the layer's
-    // backward and B + W misses what the split itself costs (docs/profiler.md).
-    std::vector<torch::Tensor> targets;
-    if (bench.input_has_grad) targets.push_back(input);
-    timer.start();
-    WeightGradientSplit split(output, targets, layer.parameters);
-    std::vector<torch::Tensor> input_grads;
-    if (!targets.empty()) {
-      input_grads = torch::autograd::grad({output}, targets, {bench.upstream_grad}, true, false, true);
-    }
-    const double input_ms = timer.stopMs();
-    samples.backward_input.push_back(targets.empty() ? 0.0 : input_ms);
-    timer.start();
-    split.runWeightBackward(bench.upstream_grad, input_grads);
-    samples.backward_weight.push_back(timer.stopMs());
+    timeWeightGradientSplit(layer, output, input, bench.upstream_grad, timer, samples, weight_pending);
   } else {
     samples.backward_input.push_back(backward_ms);
     samples.backward_weight.push_back(0.0);
@@ -177,32 +270,63 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
   samples.spent_s += secondsSince(started);
 }
 
+// What one pass over the whole-model window times, beyond the whole model and each layer's
+// in-chain forward and backward.
+struct ChainPass {
+  std::pair<int, int> window;  ///< {first, last} layer
+  /// Layers whose samples the pass takes (the timed ones): F, the whole backward, and B and W
+  /// split off a kept graph right after that backward. A copy of an identical layer is run and
+  /// timed in the chain but takes its sample's figures.
+  std::vector<bool> records;
+  bool recompute = false;
+  std::function<void(int)> before_layer;  ///< progress, called before each layer's forward
+  /// Per layer, what its B keeps for W, counted at its first split where the layer's memory is
+  /// measured (absent elsewhere).
+  std::vector<std::optional<std::uint64_t>>* weight_pending = nullptr;
+};
+
 // The whole model's forward and backward, timed layer by layer as a pipeline stage runs its
 // layers: each forward right after its predecessor's (on its output, detached, as a stage's
 // received input), each backward right after its successor's (adding into the weights' .grad).
-// What ran just before a layer moves its time (docs/profiler.md, "Inside the pipeline"), and the
-// layer rounds time it after another layer's backward instead.
-// Over `window` ({first, last}) when the whole model does not fit: from the first layer's input,
+// What ran just before a layer moves its time (docs/profiler.md, "Inside the pipeline"): the
+// layers' figures are taken here, in the order a stage runs them, not from each layer timed
+// alone. Over `pass.window` when the whole model does not fit: from the first layer's input,
 // back from the last layer's upstream gradient.
 void timeWholeModel(const LayerChain& chain, const std::vector<LayerBench>& benches, const ChainBatch& batch,
-                    std::pair<int, int> window, RegionTimer& timer, UnitSampleLog& whole,
-                    std::vector<UnitSampleLog>& in_chain) {
+                    const ChainPass& pass, RegionTimer& timer, UnitSampleLog& whole,
+                    std::vector<UnitSampleLog>& in_chain, std::vector<UnitSampleLog>* layer_samples) {
   const auto started = Clock::now();
-  const std::size_t first = static_cast<std::size_t>(window.first);
-  const std::size_t count = static_cast<std::size_t>(window.second) + 1;
+  const std::size_t first = static_cast<std::size_t>(pass.window.first);
+  const std::size_t count = static_cast<std::size_t>(pass.window.second) + 1;
   in_chain.resize(chain.layers.size());
+  const auto records = [&](std::size_t i) { return layer_samples != nullptr && pass.records[i]; };
   std::vector<torch::Tensor> leaves(count), outputs(count);
   torch::Tensor activation = benches[first].input;
   const torch::Tensor& upstream = benches[count - 1].upstream_grad;
   double forward_ms = 0.0;
   for (std::size_t i = first; i < count; ++i) {
+    if (pass.before_layer) pass.before_layer(static_cast<int>(i));
+    const ChainLayer& layer = chain.layers[i];
+    const auto layer_started = Clock::now();
     leaves[i] = activation.detach();
     if (leaves[i].is_floating_point()) leaves[i].requires_grad_(true);
-    const torch::Tensor given = layerInput(chain.layers[i], leaves[i]);
+    if (pass.recompute && records(i)) {
+      // Checkpointing's first forward: no graph is kept, so its cost is apart from the one below.
+      torch::NoGradGuard no_grad;
+      const torch::Tensor given = layerInput(layer, leaves[i]);
+      timer.start();
+      layer.forward(given, batch.target);
+      (*layer_samples)[i].recompute.push_back(timer.stopMs());
+    }
+    const torch::Tensor given = layerInput(layer, leaves[i]);
     timer.start();
-    outputs[i] = chain.layers[i].forward(given, batch.target);
+    outputs[i] = layer.forward(given, batch.target);
     const double ms = timer.stopMs();
     in_chain[i].forward.push_back(ms);
+    if (records(i)) {
+      (*layer_samples)[i].forward.push_back(ms);
+      (*layer_samples)[i].spent_s += secondsSince(layer_started);
+    }
     forward_ms += ms;
     activation = outputs[i];
   }
@@ -210,16 +334,34 @@ void timeWholeModel(const LayerChain& chain, const std::vector<LayerBench>& benc
   torch::Tensor gradient = upstream;
   double backward_ms = 0.0;
   for (std::size_t i = count; i-- > first;) {
-    double ms = 0.0;
+    const ChainLayer& layer = chain.layers[i];
+    const auto layer_started = Clock::now();
     // No gradient reaches a layer whose successor ignores its input; it has no backward to run.
-    if (outputs[i].requires_grad() && gradient.defined()) {
+    const bool runs = outputs[i].requires_grad() && gradient.defined();
+    const bool splits = records(i) && runs && !layer.parameters.empty();
+    double ms = 0.0;
+    if (runs) {
       timer.start();
-      torch::autograd::backward({outputs[i]}, {gradient});
+      torch::autograd::backward({outputs[i]}, {gradient}, /*retain_graph=*/splits);
       ms = timer.stopMs();
     }
     in_chain[i].backward.push_back(ms);
     backward_ms += ms;
+    if (records(i)) {
+      UnitSampleLog& samples = (*layer_samples)[i];
+      samples.backward.push_back(ms);
+      if (splits) {
+        timeWeightGradientSplit(layer, outputs[i], leaves[i], gradient, timer, samples,
+                                pass.weight_pending ? &(*pass.weight_pending)[i] : nullptr);
+      } else {
+        samples.backward_input.push_back(ms);
+        samples.backward_weight.push_back(0.0);
+      }
+      samples.spent_s += secondsSince(layer_started);
+    }
     gradient = leaves[i].requires_grad() ? leaves[i].grad() : torch::Tensor();
+    // The split's kept graph goes with the layer's output, as a stage frees it after W.
+    outputs[i] = torch::Tensor();
   }
   whole.backward.push_back(backward_ms);
   whole.spent_s += secondsSince(started);
@@ -241,32 +383,20 @@ std::uint64_t parameterBytes(const ChainLayer& layer) {
 
 std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
                                      const torch::Tensor& target) {
-  MemoryCounter counter(input.device().type());
-  torch::Tensor output;
-  {
-    // The layer gets its own copy of the input: if it saves it for the backward the copy stays
-    // alive and is counted, otherwise it is freed when this scope ends. The copy is made by a
-    // clone of a leaf, as a stage's input would be an intermediate: a leaf that requires grad
-    // would be held by its AccumulateGrad node whether the layer saves it or not.
-    torch::Tensor leaf = input.detach();
-    if (leaf.is_floating_point()) leaf.requires_grad_(true);
-    torch::Tensor copy = leaf.clone();
-    output = layer.forward(copy, target);
-  }
-  const std::int64_t kept = counter.liveBytes() - static_cast<std::int64_t>(tensorBytes(output));
-  return kept > 0 ? static_cast<std::uint64_t>(kept) : 0;
+  return countedForward(layer, input, target).activation;
 }
 
 namespace {
 
-std::uint64_t positivePart(std::int64_t bytes) { return bytes > 0 ? static_cast<std::uint64_t>(bytes) : 0; }
-
-// The input as a stage holds it: an intermediate (a clone of a leaf that requires grad), allocated
-// before the layer runs, so that the counters below see only what the layer adds.
-std::pair<torch::Tensor, torch::Tensor> stageInput(const torch::Tensor& input) {
-  torch::Tensor leaf = input.detach().clone();
-  if (leaf.is_floating_point()) leaf.requires_grad_(true);
-  return {leaf, leaf.is_floating_point() ? leaf.clone() : leaf};
+// What B keeps for W, counted alone: for a layer no round split (every sample resumed).
+std::uint64_t measureWeightPending(const ChainLayer& layer, const LayerBench& bench, const torch::Tensor& target) {
+  if (layer.parameters.empty() || !bench.input_has_grad) return 0;
+  const torch::Tensor input = freshInput(bench);
+  const torch::Tensor output = layer.forward(layerInput(layer, input), target);
+  if (!output.requires_grad()) return 0;
+  MemoryCounter counter(output.device().type());
+  WeightGradientSplit split(output, {input}, layer.parameters);
+  return pendingForWeights(counter, torch::autograd::grad({output}, {input}, {bench.upstream_grad}, true, false, true));
 }
 
 }  // namespace
@@ -293,55 +423,12 @@ std::vector<std::vector<int>> identicalLayerSamples(const LayerChain& chain, boo
   return times_from;
 }
 
-LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor& input,
-                                    const torch::Tensor& upstream_grad, const torch::Tensor& target) {
-  LayerMemoryBytes bytes;
-  bytes.activation = measureActivationBytes(layer, input, target);
-  for (const auto& parameter : layer.parameters) {
-    bytes.largest_parameter = std::max(bytes.largest_parameter, tensorBytes(parameter));
-    // The accumulating case: a gradient is there, the backward's new one is a temporary.
-    if (parameter.requires_grad() && !parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
-  }
-  {
-    auto [leaf, given] = stageInput(input);
-    torch::Tensor output;
-    std::int64_t after_forward = 0;
-    {
-      MemoryCounter counter(given.device().type());
-      output = layer.forward(layerInput(layer, given), target);
-      after_forward = counter.liveBytes();
-      bytes.forward_transient = positivePart(counter.peakBytes() - after_forward);
-    }
-    const std::int64_t kept_beyond_input = after_forward - static_cast<std::int64_t>(tensorBytes(output));
-    bytes.input_kept = std::min(positivePart(static_cast<std::int64_t>(bytes.activation) - kept_beyond_input),
-                                tensorBytes(given));
-    if (output.requires_grad()) {
-      MemoryCounter counter(output.device().type());
-      torch::autograd::backward({output}, {upstream_grad});
-      bytes.backward_transient = positivePart(counter.peakBytes());
-    }
-  }
-  for (const auto& parameter : layer.parameters) {
-    if (parameter.grad().defined()) bytes.gradients += tensorBytes(parameter.grad());
-  }
-  auto [leaf, given] = stageInput(input);
-  const torch::Tensor output = layer.forward(layerInput(layer, given), target);
-  if (output.requires_grad() && leaf.requires_grad() && !layer.parameters.empty()) {
-    MemoryCounter counter(output.device().type());
-    WeightGradientSplit split(output, {leaf}, layer.parameters);
-    const auto input_grads = torch::autograd::grad({output}, {leaf}, {upstream_grad}, true, false, true);
-    std::int64_t returned = 0;
-    for (const auto& grad : input_grads) returned += grad.defined() ? static_cast<std::int64_t>(tensorBytes(grad)) : 0;
-    bytes.weight_pending = positivePart(counter.liveBytes() - returned);
-  }
-  for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
-  return bytes;
-}
-
 Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
   const auto started = Clock::now();
   const int layer_count = static_cast<int>(chain.layers.size());
   const ChainBatch batch = chain.make_batch(options.microbatch_size, options.seed);
+  const int warmup_passes =
+      options.warmup_rounds != kAutoWarmupPasses ? options.warmup_rounds : (batch.input.is_cuda() ? 1 : 0);
   const std::vector<std::vector<int>> times_from = identicalLayerSamples(chain, options.time_every_layer);
   // Described layers are built when needed: the timed ones stay built, a copy of an identical
   // layer only passes its output on, and the window of the whole-model check is built for it.
@@ -349,8 +436,20 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
   for (int i = 0; i < layer_count; ++i) built_here[i] = !chain.layers[i].built();
   std::vector<bool> timed(static_cast<std::size_t>(layer_count));
   for (int i = 0; i < layer_count; ++i) timed[i] = times_from[i].empty();
-  const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed, timed);
+  // Memory is a matter of shapes: it is measured on one layer of each group of identical ones.
+  std::vector<int> memory_from(static_cast<std::size_t>(layer_count));
+  for (int i = 0; i < layer_count; ++i) memory_from[i] = times_from[i].empty() ? i : times_from[i].front();
+  for (int i = 0; i < layer_count; ++i) {
+    for (int sample : times_from[i]) memory_from[static_cast<std::size_t>(sample)] = times_from[i].front();
+  }
+  std::vector<bool> measures(static_cast<std::size_t>(layer_count));
+  for (int i = 0; i < layer_count; ++i) measures[i] = memory_from[i] == i;
   std::vector<LayerMemoryBytes> memories;
+  const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed, timed, measures, memories);
+  std::vector<std::optional<std::uint64_t>> weight_pending(static_cast<std::size_t>(layer_count));
+  for (int i = 0; i < layer_count; ++i) {
+    if (!measures[i]) weight_pending[i] = 0;  // taken from the group's measured layer
+  }
 
   Profile profile;
   profile.model.name = chain.model_name;
@@ -363,23 +462,18 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
     cost.index = i;
     cost.name = layer.name;
     cost.kind = layer.kind;
-    // Memory is a matter of shapes: an identical layer's is its sample's first one's.
-    const int measured_on = times_from[i].empty() ? i : times_from[i].front();
+    // Memory is a matter of shapes: an identical layer's, timed or not, is its group's first one's.
+    const int measured_on = memory_from[static_cast<std::size_t>(i)];
     cost.params = measured_on < i ? profile.layers[static_cast<std::size_t>(measured_on)].params : parameterCount(layer);
     cost.param_bytes =
         measured_on < i ? profile.layers[static_cast<std::size_t>(measured_on)].param_bytes : parameterBytes(layer);
     cost.output_bytes = benches[i].output_bytes;
     cost.output_shape = benches[i].output_shape;
-    const LayerMemoryBytes memory =
-        measured_on < i ? memories[static_cast<std::size_t>(measured_on)] : namingLayerOnError(chain, i, [&] {
-          return measureLayerMemory(layer, benches[i].input, benches[i].upstream_grad, batch.target);
-        });
-    memories.push_back(memory);
+    const LayerMemoryBytes& memory = memories[static_cast<std::size_t>(measured_on)];
     cost.activation_bytes = memory.activation;
     cost.input_kept_bytes = memory.input_kept;
     cost.forward_transient_bytes = memory.forward_transient;
     cost.backward_transient_bytes = memory.backward_transient;
-    cost.weight_pending_bytes = memory.weight_pending;
     cost.gradient_bytes = memory.gradients;
     cost.largest_parameter_bytes = memory.largest_parameter;
     const TensorParallelComm& comm = layer.tensor_parallel_comm;
@@ -433,31 +527,47 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
     progress.microbatch_size = options.microbatch_size;
     options.on_progress(progress);
   };
+  const auto in_window = [&](int i) { return i >= window.first && i <= window.second; };
+  ChainPass chain_pass;
+  chain_pass.window = window;
+  chain_pass.recompute = options.recompute;
+  chain_pass.weight_pending = &weight_pending;
+  for (int i = 0; i < layer_count; ++i) chain_pass.records.push_back(times_from[i].empty());
+  int round = 0;
+  double round_seconds = 0.0;
   // A warm-up is one untimed pass of the whole model: it runs every layer's kernels and grows the
   // heap to the model's peak, so that a layer's first timed sample is no colder than its later
   // ones, at a third of the cost of warming each layer's F, B, W and backward apart.
-  for (int pass = 0; pass < options.warmup_rounds && !samples.complete; ++pass) {
+  for (int pass = 0; pass < warmup_passes && !samples.complete; ++pass) {
     checkStop(options, samples);
     report_progress(0, true, 0, "whole model", 0.0);
     UnitSampleLog scratch;
     std::vector<UnitSampleLog> scratch_layers;
-    namingLayerOnError(chain, -1, [&] { timeWholeModel(chain, benches, batch, window, timer, scratch, scratch_layers); });
+    namingLayerOnError(chain, -1, [&] {
+      timeWholeModel(chain, benches, batch, chain_pass, timer, scratch, scratch_layers, nullptr);
+    });
   }
-  double round_seconds = 0.0;
   first_round_started = Clock::now();
   RoundPace pace(options.pace);
   SampleRounds rounds;
   rounds.layers.assign(static_cast<std::size_t>(layer_count), {});
   rounds.in_chain.assign(samples.in_chain.size(), {});
-  const auto tag_whole = [&](int round) {
-    tagNewSamples(whole_samples, rounds.whole, round);
+  // A pass's samples: the whole model's, every layer's in the chain, and the window's layers'.
+  const auto tag_whole = [&](int at_round) {
+    tagNewSamples(whole_samples, rounds.whole, at_round);
     rounds.in_chain.resize(samples.in_chain.size());
-    for (std::size_t i = 0; i < samples.in_chain.size(); ++i) tagNewSamples(samples.in_chain[i], rounds.in_chain[i], round);
+    for (std::size_t i = 0; i < samples.in_chain.size(); ++i) tagNewSamples(samples.in_chain[i], rounds.in_chain[i], at_round);
+    for (int i = window.first; i <= window.second; ++i) tagNewSamples(layer_samples[i], rounds.layers[i], at_round);
   };
   // Resumed samples are round -1: their pace is unknown, and they stay.
   tag_whole(-1);
   for (int i = 0; i < layer_count; ++i) tagNewSamples(layer_samples[i], rounds.layers[i], -1);
-  int round = 0;
+  // A stop inside a pass leaves its half-taken samples behind: the side file holds the passes
+  // before it (on_checkpoint), and a long pass need not finish first.
+  chain_pass.before_layer = [&](int layer) {
+    checkStop(options, samples);
+    report_progress(round, false, layer, chain.layers[layer].name, round_seconds);
+  };
   for (int pass = 0;; ++pass) {
     const int first_of_pass = round;
     for (; !samples.complete; ++round) {
@@ -467,19 +577,21 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
       if (isActive(whole_samples, options)) {
         checkStop(options, samples);
         namingLayerOnError(chain, -1, [&] {
-          timeWholeModel(chain, benches, batch, window, timer, whole_samples, samples.in_chain);
+          timeWholeModel(chain, benches, batch, chain_pass, timer, whole_samples, samples.in_chain, &layer_samples);
         });
         tag_whole(round);
         note_progress();
         any_active = true;
       }
       for (int i = 0; i < layer_count; ++i) {
-        if (!times_from[i].empty() || !isActive(layer_samples[i], options)) continue;
+        // The window's layers were timed in the pass, as long as the whole model is.
+        if (!times_from[i].empty() || in_window(i) || !isActive(layer_samples[i], options)) continue;
         any_active = true;
         checkStop(options, samples);
         report_progress(round, false, i, chain.layers[i].name, round_seconds);
         namingLayerOnError(chain, i, [&] {
-          timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i]);
+          timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i],
+                    &weight_pending[i]);
         });
         tagNewSamples(layer_samples[i], rounds.layers[i], round);
         note_progress();
@@ -510,6 +622,14 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
     samples.complete = false;
   }
 
+  // A measured layer that no round split (all its samples resumed) is counted alone.
+  for (int i = 0; i < layer_count; ++i) {
+    if (weight_pending[i]) continue;
+    weight_pending[i] = namingLayerOnError(chain, i, [&] { return measureWeightPending(chain.layers[i], benches[i], batch.target); });
+  }
+  for (int i = 0; i < layer_count; ++i) {
+    profile.layers[i].weight_pending_bytes = *weight_pending[static_cast<std::size_t>(memory_from[i])];
+  }
   // W added into the weights' gradients; the model is handed back as it came.
   for (const auto& layer : chain.layers) {
     for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
@@ -553,7 +673,7 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
 
   profile.run.microbatch_size = options.microbatch_size;
   profile.run.dtype = precisionNameOf(chainFloatingType(chain));
-  profile.run.warmup = options.warmup_rounds;
+  profile.run.warmup = warmup_passes;
   profile.run.repeats = most_repeats;
   profile.run.timer = timer.name();
   profile.run.extra = {{"min_repeats", options.min_repeats},

@@ -9,7 +9,10 @@ namespace stagecut {
 
 /// Measures every layer of `chain` on one seeded microbatch: forward, whole backward, input-grad
 /// (B) and weight-grad (W) backward apart, parameters, output and activation bytes; and the whole
-/// model, interleaved round by round with the layers. Fills `layers` and `whole_model` of the
+/// model. Each round is one pass of the whole model that times every layer in it in the order a
+/// stage runs them (each forward after its predecessor's, each backward after its successor's,
+/// B and W split off right after); a layer outside the whole-model window is timed alone in the
+/// same rounds. Fills `layers` and `whole_model` of the
 /// returned profile and the model and run metadata it knows; the caller adds the device.
 /// Layers not built (a described chain, describeZooModel) are built when needed and released
 /// after, so that the whole model is never in memory at once unless it fits: the whole-model
@@ -30,7 +33,8 @@ std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tenso
                                      const torch::Tensor& target);
 
 /// What one layer's memory needs on `input`, bytes per microbatch, measured with MemoryCounter
-/// as a pipeline stage runs it (the input allocated before, by the stage; the weights' gradients
+/// (on one layer of each group of identical ones, on the way to the first round's inputs; W's
+/// share at the layer's first B/W split) as a pipeline stage runs it (the input allocated before, by the stage; the weights' gradients
 /// allocated, as from the second microbatch of a step on). The profile's memory fields.
 struct LayerMemoryBytes {
   std::uint64_t activation = 0;         ///< measureActivationBytes
@@ -41,9 +45,5 @@ struct LayerMemoryBytes {
   std::uint64_t gradients = 0;          ///< bytes of the weights' gradients
   std::uint64_t largest_parameter = 0;  ///< the largest weight tensor
 };
-
-/// Measures LayerMemoryBytes of `layer` on `input`, its backward starting from `upstream_grad`.
-LayerMemoryBytes measureLayerMemory(const ChainLayer& layer, const torch::Tensor& input,
-                                    const torch::Tensor& upstream_grad, const torch::Tensor& target);
 
 }  // namespace stagecut

@@ -33,9 +33,14 @@ struct MeasureProgress {
 /// How to time: warm-up rounds, then rounds until every layer's coefficient of variation is under
 /// `cv_target` (after at least `min_repeats`), its time budget is spent, or `max_repeats` ran.
 /// Each round times the whole model once, then every layer, so that drift hits both alike.
+inline constexpr int kAutoWarmupPasses = -1;
+
 struct MeasureOptions {
   int microbatch_size = 4;
-  int warmup_rounds = 1;
+  /// Untimed whole-model passes before the rounds; kAutoWarmupPasses: none on the CPU, where the
+  /// memory sweep before the rounds has run every kind of layer's forward and backward, one on a
+  /// GPU (its caching allocator grows to the model's peak in the first pass).
+  int warmup_rounds = kAutoWarmupPasses;
   int min_repeats = 3;
   int max_repeats = 30;
   double cv_target = 0.03;

@@ -128,7 +128,7 @@ Profile measureWithCupti(LayerChain chain, MeasureOptions measure, std::unique_p
       };
     }
   }
-  timer.setWarmup(measure.warmup_rounds > 0);
+  timer.setWarmup(measure.warmup_rounds != 0);
   auto on_progress = measure.on_progress;
   measure.on_progress = [on_progress, &timer](const MeasureProgress& progress) {
     timer.setWarmup(progress.warmup);
@@ -194,7 +194,7 @@ void checkMeasureOptions(const MeasureOptions& options) {
     throw Error("--min-repeats " + std::to_string(options.min_repeats) + " --max-repeats " +
                 std::to_string(options.max_repeats) + ": need 1 <= min <= max");
   }
-  if (options.warmup_rounds < 0) throw Error("--warmup must be 0 or more");
+  if (options.warmup_rounds < 0 && options.warmup_rounds != kAutoWarmupPasses) throw Error("--warmup must be 0 or more");
   if (!(options.cv_target > 0)) throw Error("--cv-target must be more than 0, e.g. 0.03");
 }
 

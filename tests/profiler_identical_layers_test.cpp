@@ -27,7 +27,6 @@ stagecut::Profile profileOf(int blocks, bool time_every_layer) {
   stagecut::ProfileRequest request;
   request.zoo = tinyGpt(blocks);
   request.measure.microbatch_size = 2;
-  request.measure.warmup_rounds = 0;
   request.measure.min_repeats = 2;
   request.measure.max_repeats = 2;
   request.measure.time_every_layer = time_every_layer;
@@ -76,6 +75,13 @@ TEST_CASE("copied layers take the timed ones' pooled samples and their memory", 
     fastest = std::min(fastest, timed.forward_ms.min);
     slowest = std::max(slowest, timed.forward_ms.max);
   }
+  // Memory is measured once per group, on its first layer: the other samples take it too.
+  for (int other : {4, 6}) {
+    CHECK(profile.layers[static_cast<std::size_t>(other)].activation_bytes == profile.layers[1].activation_bytes);
+    CHECK(profile.layers[static_cast<std::size_t>(other)].weight_pending_bytes == profile.layers[1].weight_pending_bytes);
+  }
+  // On the CPU no warm-up pass runs by default: the memory sweep has run every kind of layer.
+  CHECK(profile.run.warmup == 0);
   for (int copy : {2, 3, 5}) {
     INFO("layer " << copy);
     const auto& layer = profile.layers[static_cast<std::size_t>(copy)];

@@ -164,12 +164,55 @@ TEST_CASE("the whole-model pass times each layer in chain order", "[profiler][me
   CHECK(whole.in_chain_forward_ms[1] < whole.in_chain_forward_ms[2]);
   CHECK(whole.in_chain_backward_ms[0] > whole.in_chain_backward_ms[1]);
   CHECK(whole.in_chain_backward_ms[1] > whole.in_chain_backward_ms[2]);
+  // The layers' own figures are the pass's: each timed in the order a stage runs it.
+  for (std::size_t i = 0; i < 3; ++i) {
+    INFO("layer " << i);
+    CHECK(profile.layers[i].forward_ms.median == whole.in_chain_forward_ms[i]);
+    CHECK(profile.layers[i].backward_ms.median == whole.in_chain_backward_ms[i]);
+    CHECK(profile.layers[i].forward_ms.repeats == profile.run.extra.at("whole_model_repeats").get<int>());
+    // B and W split off the same graph, in the same pass: B runs the output's hook (its sleep).
+    REQUIRE(profile.layers[i].backward_input_ms.has_value());
+    CHECK(profile.layers[i].backward_input_ms->repeats == profile.layers[i].forward_ms.repeats);
+    CHECK(profile.layers[i].backward_input_ms->median >= backward_sleep_ms[i]);
+  }
   // The whole pass is the median of the per-round sums; with 3 rounds it is one of them.
   CHECK(whole.forward_ms == Approx(forward_sum).epsilon(0.25));
   CHECK(whole.backward_ms == Approx(backward_sum).epsilon(0.25));
   for (const auto& layer : chain.layers) {
     for (const auto& parameter : layer.parameters) CHECK_FALSE(parameter.grad().defined());
   }
+}
+
+TEST_CASE("what B keeps for W, counted inside a round, is what a split counted alone keeps", "[profiler][memory]") {
+  // A profile resumed from a finished one runs no round: its B/W memory is counted by the split
+  // alone, the independent count the rounds' must equal.
+  stagecut::pinThreads(1);
+  stagecut::ZooOptions zoo;
+  zoo.family = "gpt";
+  zoo.preset = "gpt-tiny";
+  zoo.layers = 2;
+  zoo.seq = 16;
+  zoo.hidden = 32;
+  zoo.heads = 2;
+  zoo.vocab = 128;
+  LayerChain chain = stagecut::buildZooModel(zoo);
+  MeasureOptions options = quickOptions();
+  stagecut::SizeCheckpoint finished;
+  options.on_checkpoint = [&finished](const stagecut::SizeCheckpoint& samples) { finished = samples; };
+  stagecut::SteadyClockTimer timer;
+  const Profile measured = stagecut::measureLayerChain(chain, options, timer);
+  REQUIRE(finished.complete);
+  options.on_checkpoint = {};
+  options.resume = &finished;
+  const Profile resumed = stagecut::measureLayerChain(chain, options, timer);
+  bool some_pending = false;
+  for (std::size_t i = 0; i < measured.layers.size(); ++i) {
+    INFO(measured.layers[i].name);
+    REQUIRE(measured.layers[i].weight_pending_bytes.has_value());
+    CHECK(measured.layers[i].weight_pending_bytes == resumed.layers[i].weight_pending_bytes);
+    some_pending = some_pending || *measured.layers[i].weight_pending_bytes > 0;
+  }
+  CHECK(some_pending);
 }
 
 TEST_CASE("B + W is close to the whole backward on a large layer", "[profiler][measure]") {

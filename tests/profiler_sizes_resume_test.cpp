@@ -62,26 +62,27 @@ TEST_CASE("an interrupted profile writes no output, keeps its samples, and --res
   const std::string side = out + ".resume.json";
   for (const int signal_number : {SIGINT, SIGTERM}) {
     const CommandResult stopped = runStagecut(kMlp + " --microbatch 1,2 -o " + out,
-                                              "STAGECUT_TEST_INTERRUPT_AFTER=15," + std::to_string(signal_number));
+                                              "STAGECUT_TEST_INTERRUPT_AFTER=16," + std::to_string(signal_number));
     CHECK(stopped.exit_code == 128 + signal_number);
     CHECK(stopped.out.empty());
     CHECK(stopped.err == std::string("stagecut: profile stopped by ") +
                              (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
-                             " at microbatch size 2; nothing written to " + out + "; 15 timed samples kept in " +
+                             " at microbatch size 2; nothing written to " + out + "; 16 timed samples kept in " +
                              side + "; rerun the same command with --resume to continue\n");
     CHECK(dir.list() == std::vector<std::string>{"p.json.resume.json"});
   }
-  // The side file holds the 12 samples of size 1 (complete) and 3 of size 2.
+  // The side file holds the 12 samples of size 1 (complete) and one pass of size 2: the whole
+  // model and its 3 layers.
   const auto progress = nlohmann::json::parse(stagecut::readTextFile(side));
   REQUIRE(progress["sizes"].size() == 2u);
   CHECK(progress["sizes"][0]["complete"] == true);
   CHECK(progress["sizes"][1]["complete"] == false);
 
-  // Interrupted again after 3 more samples: the finished size 1 stays in the side file.
-  const CommandResult again = runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out, "STAGECUT_TEST_INTERRUPT_AFTER=18");
+  // Interrupted again after one more pass: the finished size 1 stays in the side file.
+  const CommandResult again = runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out, "STAGECUT_TEST_INTERRUPT_AFTER=20");
   CHECK(again.exit_code == 130);
-  CHECK(again.err == "stagecut: resuming from " + side + " (15 timed samples kept)\nstagecut: profile stopped by "
-                     "SIGINT at microbatch size 2; nothing written to " + out + "; 18 timed samples kept in " + side +
+  CHECK(again.err == "stagecut: resuming from " + side + " (16 timed samples kept)\nstagecut: profile stopped by "
+                     "SIGINT at microbatch size 2; nothing written to " + out + "; 20 timed samples kept in " + side +
                      "; rerun the same command with --resume to continue\n");
   const auto progress_again = nlohmann::json::parse(stagecut::readTextFile(side));
   CHECK(progress_again["sizes"][0]["complete"] == true);
@@ -94,9 +95,9 @@ TEST_CASE("an interrupted profile writes no output, keeps its samples, and --res
 
   const CommandResult resumed = runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out);
   REQUIRE(resumed.exit_code == 0);
-  CHECK(resumed.err == "stagecut: resuming from " + side + " (18 timed samples kept)\n");
+  CHECK(resumed.err == "stagecut: resuming from " + side + " (20 timed samples kept)\n");
   const stagecut::Profile profile = stagecut::readProfileFile(out);
-  CHECK(profile.run.extra["resumed_samples"] == 18);
+  CHECK(profile.run.extra["resumed_samples"] == 20);
   // Size 1 was not timed again: its repeats stay at 3, and its samples are the side file's.
   CHECK(profile.microbatch_sizes[0].layers[0].forward_ms.repeats == 3);
   double side_min = 1e300;
