@@ -42,6 +42,23 @@ std::string roundList(const nlohmann::json& rounds) {
   return text;
 }
 
+// What the profile cost against the step it measured (run.extra, profiler/layer_profiler.cpp).
+void printProfileCost(std::ostream& out, const Profile& profile) {
+  const nlohmann::json& extra = profile.run.extra;
+  if (!extra.contains("setup_s") || !extra.contains("whole_model_passes") || !profile.whole_model) return;
+  const double elapsed_s = extra.value("elapsed_s", 0.0);
+  const double step_s = (profile.whole_model->forward_ms + profile.whole_model->backward_ms) / 1000.0;
+  const int passes = extra.value("whole_model_passes", 0);
+  out << "  cost           " << formatMs(elapsed_s) << " s: " << formatMs(extra.value("setup_s", 0.0))
+      << " s for the inputs and memory, then " << passes << " pass" << (passes == 1 ? "" : "es") << " of the "
+      << (profile.whole_model->window.empty() ? "whole model" : "window");
+  if (step_s > 0) {
+    out << "; " << formatMs(elapsed_s / step_s) << " times " << (profile.whole_model->window.empty() ? "its" : "the window's")
+        << " step";
+  }
+  out << "\n";
+}
+
 // The reference kernel between rounds (run.extra["pace"], profiler/round_pace.h).
 void printPace(std::ostream& out, const nlohmann::json& extra) {
   const auto pace = extra.find("pace");
@@ -135,6 +152,7 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
     }
   }
   printPace(out, profile.run.extra);
+  printProfileCost(out, profile);
   const auto warmup = profile.device.extra.find("clock_warmup");
   if (warmup != profile.device.extra.end() && warmup->is_object()) {
     out << "  clock warm-up  " << formatMs(warmup->value("first_ms", 0.0)) << " ms of matrix products at first, "

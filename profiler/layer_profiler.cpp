@@ -527,6 +527,9 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
     progress.microbatch_size = options.microbatch_size;
     options.on_progress(progress);
   };
+  // What a profile costs: the sweep that gives the inputs and memory, then whole-model passes.
+  const double setup_s = secondsSince(started);
+  int passes_run = 0;
   const auto in_window = [&](int i) { return i >= window.first && i <= window.second; };
   ChainPass chain_pass;
   chain_pass.window = window;
@@ -546,6 +549,7 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
     namingLayerOnError(chain, -1, [&] {
       timeWholeModel(chain, benches, batch, chain_pass, timer, scratch, scratch_layers, nullptr);
     });
+    ++passes_run;
   }
   first_round_started = Clock::now();
   RoundPace pace(options.pace);
@@ -579,6 +583,7 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
         namingLayerOnError(chain, -1, [&] {
           timeWholeModel(chain, benches, batch, chain_pass, timer, whole_samples, samples.in_chain, &layer_samples);
         });
+        ++passes_run;
         tag_whole(round);
         note_progress();
         any_active = true;
@@ -682,7 +687,9 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
                        {"budget_s_per_layer", options.budget_s_per_layer},
                        {"seed", options.seed},
                        {"whole_model_repeats", static_cast<int>(whole_samples.forward.size())},
-                       {"elapsed_s", secondsSince(started)}};
+                       {"elapsed_s", secondsSince(started)},
+                       {"setup_s", setup_s},
+                       {"whole_model_passes", passes_run}};
   if (options.resume != nullptr && options.resume->sampleCount() > 0) {
     profile.run.extra["resumed_samples"] = options.resume->sampleCount();
   }
