@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/memory_parts.h"
+#include "core/placement.h"
 
 namespace stagecut {
 
@@ -16,7 +17,8 @@ inline constexpr const char* kPartitionFormat = "stagecut.partition/1";
 /// Format tag of `stagecut compare --json` documents: {"format", "splits": [<partition>, ...]}.
 inline constexpr const char* kComparisonFormat = "stagecut.comparison/1";
 
-/// One pipeline stage: the inclusive layer range [first, last] and what it costs per microbatch.
+/// One pipeline stage (one chunk of a chunked split): the inclusive layer range [first, last] and
+/// what it costs per microbatch.
 struct StageCost {
   int first = 0;
   int last = 0;
@@ -25,8 +27,9 @@ struct StageCost {
   double comm_ms = 0.0;  ///< receiving its input and sending its output, both directions
   double cost_ms = 0.0;  ///< (forward + backward + comm) / stage speed
   std::uint64_t params = 0;
-  /// The predicted peak: weights, gradients, optimizer state, activations in flight, buffers and
-  /// the largest op's temporaries at the point of the step where their sum is largest.
+  /// The predicted peak of the rank that runs the stage (in a chunked split, of all its chunks):
+  /// weights, gradients, optimizer state, activations in flight, buffers and the largest op's
+  /// temporaries at the point of the step where their sum is largest.
   std::uint64_t memory_bytes = 0;
   /// memory_bytes by part (absent in files from before it was written, and for imported splits).
   std::optional<MemoryParts> memory_parts;
@@ -44,10 +47,14 @@ struct StageCost {
   bool operator==(const StageCost& other) const;
 };
 
-/// A split of the layer chain into contiguous, non-empty stages, with its predicted figures.
+/// A split of the layer chain into contiguous, non-empty stages, with its predicted figures. In a
+/// chunked split the stages are the N x v chunks in chain order and `placement` says which rank
+/// runs each; bottleneck_ms is then the slowest rank's sum of its chunks' cost_ms.
 struct Partition {
   std::string method;  ///< "compute", "params", "uniform", ...
   std::vector<StageCost> stages;
+  /// How the stages sit on ranks; absent: one stage per rank (Placement::loop(stages, 1)).
+  std::optional<Placement> placement;
   double bottleneck_ms = 0.0;
   double lower_bound_ms = 0.0;
   double predicted_step_ms = 0.0;
@@ -55,6 +62,10 @@ struct Partition {
 
   /// Layers per stage, e.g. {4, 5, 5, 3}.
   std::vector<int> layersPerStage() const;
+  /// `placement`, or one stage per rank.
+  Placement rankPlacement() const {
+    return placement ? *placement : Placement::loop(static_cast<int>(stages.size()), 1);
+  }
   bool operator==(const Partition& other) const;
 };
 

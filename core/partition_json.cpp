@@ -55,6 +55,27 @@ StageCost stageFromJson(const json& item, std::size_t position, const std::strin
   return stage;
 }
 
+Placement placementFromJson(const JsonFields& fields, std::size_t stage_count) {
+  Placement placement;
+  placement.ranks = fields.integer("ranks", 1, std::numeric_limits<int>::max());
+  placement.chunks_per_rank = fields.integer("chunks_per_rank", 1, std::numeric_limits<int>::max());
+  const std::string style = fields.string("style");
+  if (style != placementStyleName(Placement::Style::kLoop) && style != placementStyleName(Placement::Style::kV)) {
+    fields.fail("style", "is \"" + style + "\"; use \"loop\" (chunk c on rank c mod N) or \"v\"");
+  }
+  placement.style = style == "v" ? Placement::Style::kV : Placement::Style::kLoop;
+  if (placement.style == Placement::Style::kV && placement.chunks_per_rank != 2) {
+    fields.fail("chunks_per_rank", "is " + std::to_string(placement.chunks_per_rank) +
+                                       "; a V placement holds 2 chunks per rank");
+  }
+  if (static_cast<std::size_t>(placement.ranks) * static_cast<std::size_t>(placement.chunks_per_rank) != stage_count) {
+    fields.fail("ranks", std::to_string(placement.ranks) + " ranks x " + std::to_string(placement.chunks_per_rank) +
+                             " chunks per rank is not the " + std::to_string(stage_count) +
+                             " stages of the file; write the placement of its stages");
+  }
+  return placement;
+}
+
 }  // namespace
 
 json partitionToJson(const Partition& partition, const FrameworkOutputs& framework_outputs) {
@@ -62,14 +83,20 @@ json partitionToJson(const Partition& partition, const FrameworkOutputs& framewo
   for (const auto& stage : partition.stages) stages.push_back(stageToJson(stage));
   json outputs = json::object();
   for (const auto& [name, text] : framework_outputs) outputs[name] = text;
-  return {{"format", kPartitionFormat},
-          {"method", partition.method},
-          {"stages", std::move(stages)},
-          {"bottleneck_ms", partition.bottleneck_ms},
-          {"lower_bound_ms", partition.lower_bound_ms},
-          {"predicted_step_ms", partition.predicted_step_ms},
-          {"predicted_bubble", partition.predicted_bubble},
-          {"outputs", std::move(outputs)}};
+  json document = {{"format", kPartitionFormat},
+                   {"method", partition.method},
+                   {"stages", std::move(stages)},
+                   {"bottleneck_ms", partition.bottleneck_ms},
+                   {"lower_bound_ms", partition.lower_bound_ms},
+                   {"predicted_step_ms", partition.predicted_step_ms},
+                   {"predicted_bubble", partition.predicted_bubble},
+                   {"outputs", std::move(outputs)}};
+  if (partition.placement) {
+    document["placement"] = {{"ranks", partition.placement->ranks},
+                             {"chunks_per_rank", partition.placement->chunks_per_rank},
+                             {"style", placementStyleName(partition.placement->style)}};
+  }
+  return document;
 }
 
 PartitionDocument partitionDocumentFromJson(const json& document, const std::string& source) {
@@ -96,6 +123,7 @@ PartitionDocument partitionDocumentFromJson(const json& document, const std::str
     }
     partition.stages.push_back(stage);
   }
+  if (top.has("placement")) partition.placement = placementFromJson(top.object("placement"), partition.stages.size());
   partition.bottleneck_ms = top.nonNegative("bottleneck_ms");
   partition.lower_bound_ms = top.nonNegative("lower_bound_ms");
   partition.predicted_step_ms = top.nonNegative("predicted_step_ms");
@@ -173,7 +201,7 @@ bool StageCost::operator==(const StageCost& other) const {
 }
 
 bool Partition::operator==(const Partition& other) const {
-  return method == other.method && stages == other.stages &&
+  return method == other.method && stages == other.stages && placement == other.placement &&
          bottleneck_ms == other.bottleneck_ms && lower_bound_ms == other.lower_bound_ms &&
          predicted_step_ms == other.predicted_step_ms &&
          predicted_bubble == other.predicted_bubble;

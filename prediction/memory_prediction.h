@@ -10,10 +10,10 @@
 
 namespace stagecut {
 
-/// One rank's predicted memory over a step: its terms, the bytes at the peak of each of its ops
+/// One rank's predicted memory over a step: its chunks' terms, the bytes at the peak of each of its ops
 /// and of the optimizer step that ends the step, and the largest of them with its parts.
 struct RankMemory {
-  StageMemoryTerms terms;
+  std::vector<StageMemoryTerms> terms;  ///< per local chunk (one for an N-stage pipeline)
   std::vector<double> op_peak_bytes;  ///< per op of the rank's list, in order
   double optimizer_step_bytes = 0.0;
   double peak_bytes = 0.0;
@@ -29,7 +29,8 @@ struct MemoryPrediction {
 };
 
 /// The memory timeline of `schedule` (its op lists; all-reduce ops included) on `partition`:
-/// stage s's layers on rank s, each stage's recomputation (`recompute[s]`, over the whole chain's
+/// each rank's chunks as the partition places them (an N-stage split under a schedule of v chunks
+/// per rank: 1 / v of stage s on each of rank s's chunks), each stage's recomputation (`recompute[s]`, over the whole chain's
 /// layers; empty: none) and the optimizer's state and step. `partition` must cover the profile
 /// (predictPipeline checks).
 MemoryPrediction predictMemory(const Profile& profile, const Partition& partition, const Schedule& schedule,

@@ -58,8 +58,14 @@ Schedule pipelineSchedule(ScheduleKind kind, int stages, int microbatches, int c
 PipelinePrediction predictPipeline(const Profile& profile, const Partition& partition,
                                    const PredictionOptions& options, const std::string& source) {
   checkPartitionCoversLayers(partition, profile.layerCount(), source);
-  const int stages = static_cast<int>(partition.stages.size());
-  const int chunks = runsChunks(options.schedule) ? options.chunks : 1;
+  const Placement placement = partition.rankPlacement();
+  const int stages = placement.ranks;
+  if (placement.chunked() && !runsChunks(options.schedule)) {
+    throw Error(source + ": the split places " + std::to_string(placement.chunks_per_rank) +
+                " chunks on each rank; " + scheduleName(options.schedule) +
+                " runs one; use --schedule interleaved-1f1b");
+  }
+  const int chunks = placement.chunked() ? placement.chunks_per_rank : runsChunks(options.schedule) ? options.chunks : 1;
   PipelinePrediction prediction;
   prediction.schedule = pipelineSchedule(options.schedule, stages, options.microbatches, chunks, 1);
   const PartitionCosts costs = costsFromPartition(profile, partition, chunks, options.link, source);
@@ -68,7 +74,7 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   prediction.layers_with_w_from_backward = costs.layers_with_w_from_backward;
   std::vector<RecomputeOption> recompute;
   applyRankAdjustments(splitAdjustments(profile, partition, options, source, &prediction.recomputes, &recompute),
-                       stages, &prediction.costs);
+                       prediction.schedule.placement(), &prediction.costs);
   if (options.data_parallel > 1) {
     prediction.pipeline_step_ms = simulate(prediction.schedule, prediction.costs).step_ms;
     prediction.schedule = withGradientAllReduce(prediction.schedule);

@@ -266,6 +266,7 @@ MemoryParts memoryStateParts(const MemoryState& state, const StageMemoryTerms& t
   parts.buffers = state.sent * terms.sent_gradient + (state.received ? terms.received_gradient : 0.0) +
                   state.posted_input * terms.sent_gradient + state.posted_gradient * terms.received_gradient;
   switch (state.transient) {
+    case MemoryState::Transient::kNone: break;
     case MemoryState::Transient::kForward: parts.transient = terms.forward_transient; break;
     case MemoryState::Transient::kBackward: parts.transient = terms.backward_transient; break;
     case MemoryState::Transient::kWeight: parts.transient = terms.weight_transient; break;
@@ -280,20 +281,17 @@ double memoryStateBytes(const MemoryState& state, const StageMemoryTerms& terms)
   return memoryStateParts(state, terms).total();
 }
 
-std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
-                                          bool first_rank, bool last_rank) {
-  const double share = 1.0 / std::max(chunks, 1);
-  std::vector<MemoryState> states;
+std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, int chunks, bool splits_backward,
+                                                            bool recomputes, int first_chunk, int last_chunk) {
+  const std::size_t v = static_cast<std::size_t>(std::max(chunks, 1));
+  std::vector<std::vector<MemoryState>> states;
   states.reserve(ops.size() + 1);
-  double kept = 0.0, pending = 0.0, sent = 0.0;
-  // Gradient buffers outlive the step (zeroed, not freed, as Megatron's and DeepSpeed's are):
-  // from the first backward of training on, so in every step from its start.
-  const bool gradients = true;
+  std::vector<double> kept(v, 0.0), pending(v, 0.0), sent(v, 0.0);
   const auto receivesInput = [&](const PipelineOp& op) {
-    return op.kind == OpKind::kForward && !(first_rank && op.chunk == 0);
+    return op.kind == OpKind::kForward && op.chunk != first_chunk;
   };
   const auto receivesGradient = [&](const PipelineOp& op) {
-    return op.kind == OpKind::kBackward && !(last_rank && op.chunk == chunks - 1);
+    return op.kind == OpKind::kBackward && op.chunk != last_chunk;
   };
   // next_receive[i]: the first op after i that receives, or ops.size().
   std::vector<std::size_t> next_receive(ops.size(), ops.size());
@@ -302,15 +300,19 @@ std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool s
   }
   for (std::size_t index = 0; index < ops.size(); ++index) {
     const PipelineOp& op = ops[index];
-    MemoryState state;
+    const std::size_t own = static_cast<std::size_t>(op.chunk);
+    std::vector<MemoryState> chunk_states(v);
+    for (MemoryState& state : chunk_states) state.transient = MemoryState::Transient::kNone;
+    MemoryState& state = chunk_states[own];
     if (next_receive[index] < ops.size()) {
       const PipelineOp& next = ops[next_receive[index]];
-      state.posted_input = receivesInput(next) ? 1.0 : 0.0;
-      state.posted_gradient = receivesGradient(next) ? 1.0 : 0.0;
+      MemoryState& posted = chunk_states[static_cast<std::size_t>(next.chunk)];
+      posted.posted_input = receivesInput(next) ? 1.0 : 0.0;
+      posted.posted_gradient = receivesGradient(next) ? 1.0 : 0.0;
     }
     switch (op.kind) {
       case OpKind::kForward:
-        kept += share;  // the microbatch's kept bytes build up during F: counted whole
+        kept[own] += 1.0;  // the microbatch's kept bytes build up during F: counted whole
         state.transient = MemoryState::Transient::kForward;
         break;
       case OpKind::kBackward:
@@ -318,7 +320,7 @@ std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool s
         state.received = receivesGradient(op);
         // What B leaves for W (its rebuilt graph too, when it recomputes) is there at its end.
         state.recomputes = recomputes && !splits_backward;
-        if (splits_backward) pending += share;
+        if (splits_backward) pending[own] += 1.0;
         break;
       case OpKind::kWeight:
         state.transient = MemoryState::Transient::kWeight;
@@ -327,25 +329,67 @@ std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool s
         state.transient = MemoryState::Transient::kAllReduce;
         break;
     }
-    state.kept = kept;
-    state.pending = pending;
-    state.gradients = gradients;
-    state.sent = sent;
-    states.push_back(state);
-    const bool sends = !(first_rank && op.chunk == 0);
+    // Gradient buffers outlive the step (zeroed, not freed, as Megatron's and DeepSpeed's are):
+    // from the first backward of training on, so in every step from its start.
+    for (std::size_t c = 0; c < v; ++c) {
+      chunk_states[c].kept = kept[c];
+      chunk_states[c].pending = pending[c];
+      chunk_states[c].sent = sent[c];
+      chunk_states[c].gradients = true;
+    }
+    states.push_back(std::move(chunk_states));
     if (op.kind == OpKind::kBackward) {
-      if (sends) sent += 1.0;
-      if (!splits_backward) kept -= share;
+      if (op.chunk != first_chunk) sent[own] += 1.0;
+      if (!splits_backward) kept[own] -= 1.0;
     } else if (op.kind == OpKind::kWeight) {
-      kept -= share;
-      pending -= share;
+      kept[own] -= 1.0;
+      pending[own] -= 1.0;
     }
   }
   MemoryState step;  // every send delivered, every microbatch done: the optimizer's turn
   step.gradients = true;
   step.transient = MemoryState::Transient::kOptimizer;
-  states.push_back(step);
+  states.emplace_back(v, step);
   return states;
+}
+
+std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
+                                          bool first_rank, bool last_rank) {
+  const int v = std::max(chunks, 1);
+  const double share = 1.0 / v;
+  std::vector<MemoryState> folded;
+  for (const std::vector<MemoryState>& chunk_states :
+       rankChunkMemoryStates(ops, v, splits_backward, recomputes, first_rank ? 0 : -1, last_rank ? v - 1 : -1)) {
+    MemoryState state;
+    state.transient = MemoryState::Transient::kNone;
+    for (const MemoryState& chunk : chunk_states) {
+      state.kept += chunk.kept * share;
+      state.pending += chunk.pending * share;
+      state.sent += chunk.sent;
+      state.posted_input += chunk.posted_input;
+      state.posted_gradient += chunk.posted_gradient;
+      state.gradients = state.gradients || chunk.gradients;
+      state.received = state.received || chunk.received;
+      state.recomputes = state.recomputes || chunk.recomputes;
+      if (chunk.transient != MemoryState::Transient::kNone) state.transient = chunk.transient;
+    }
+    folded.push_back(state);
+  }
+  return folded;
+}
+
+MemoryParts rankStateParts(const std::vector<MemoryState>& states, const std::vector<StageMemoryTerms>& terms) {
+  MemoryParts total;
+  for (std::size_t c = 0; c < states.size(); ++c) {
+    const MemoryParts parts = memoryStateParts(states[c], terms[c]);
+    total.weights += parts.weights;
+    total.gradients += parts.gradients;
+    total.optimizer += parts.optimizer;
+    total.activations += parts.activations;
+    total.buffers += parts.buffers;
+    total.transient = std::max(total.transient, parts.transient);
+  }
+  return total;
 }
 
 std::vector<MemoryState> peakCandidates(const std::vector<MemoryState>& states) {

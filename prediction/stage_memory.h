@@ -130,12 +130,13 @@ class StageMemoryTable {
 StageMemoryTerms stageMemoryTerms(const std::vector<LayerMemoryTerms>& layers, int first, int last,
                                   const StageMemoryRules& rules);
 
-/// What is alive at one point of a rank's step, as multiples of its StageMemoryTerms: the memory
-/// state at the peak of one op (or of the optimizer step that ends the step).
+/// What is alive at one point of a rank's step, as multiples of one chunk's StageMemoryTerms (or
+/// of the rank's, where rankMemoryStates folds its chunks into one): the memory state at the peak
+/// of one op (or of the optimizer step that ends the step).
 struct MemoryState {
-  enum class Transient { kForward, kBackward, kWeight, kAllReduce, kOptimizer };
-  double kept = 0.0;     ///< microbatches whose kept bytes are alive (chunks count 1 / v each)
-  double pending = 0.0;  ///< microbatches between B and W (1 / v each)
+  enum class Transient { kNone, kForward, kBackward, kWeight, kAllReduce, kOptimizer };
+  double kept = 0.0;     ///< microbatches whose kept bytes are alive
+  double pending = 0.0;  ///< microbatches between B and W
   double sent = 0.0;     ///< sent gradients not yet delivered
   bool gradients = false;
   bool received = false;    ///< the op holds a received gradient
@@ -156,12 +157,25 @@ double memoryStateBytes(const MemoryState& state, const StageMemoryTerms& terms)
 /// its buffers, recomputed activations count with the op's temporaries.
 MemoryParts memoryStateParts(const MemoryState& state, const StageMemoryTerms& terms);
 
-/// The state at the peak of each op of `ops` (one per op, in order), then the optimizer step's.
-/// `chunks` = v: each chunk's microbatch holds 1 / v of the rank's per-microbatch bytes. B
-/// receives a gradient on all but the chain's last model stage (the last rank's last chunk) and
-/// sends one on all but the first (rank 0's chunk 0); sent gradients are held until the step ends.
-/// F receives its input on all but the first model stage. While an op runs, the receive of the
-/// next op that receives is posted, its buffer there.
+/// The parts alive on a rank whose local chunk c has terms `terms[c]` and is in state
+/// `states[c]`: the chunks' bytes add up, their temporaries do not (one op runs at a time; the
+/// optimizer step's are those of the rank's largest weight tensor).
+MemoryParts rankStateParts(const std::vector<MemoryState>& states, const std::vector<StageMemoryTerms>& terms);
+
+/// Per op of `ops` (one per op, in order, then the optimizer step's), the state of each of the
+/// rank's `chunks` local chunks at the op's peak. A chunk's kept and pending count its own
+/// microbatches; only the chunk the op runs holds the op's temporaries, its received gradient and
+/// (for the next op that receives) the posted buffer. B receives a gradient on every chunk but
+/// `last_chunk` (the chain's last, or -1 when the rank does not hold it) and sends one on every
+/// chunk but `first_chunk` (the chain's first, or -1); sent gradients are held until the step ends.
+/// F receives its input on every chunk but `first_chunk`.
+std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, int chunks, bool splits_backward,
+                                                            bool recomputes, int first_chunk, int last_chunk);
+
+/// rankChunkMemoryStates folded into one state per op for a rank whose v = `chunks` chunks each
+/// hold 1 / v of its per-microbatch bytes (the rank's terms are those of all its layers): what the
+/// partitioner evaluates for every range. The chain's first model stage is rank 0's chunk 0, its
+/// last the last rank's chunk v - 1.
 std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
                                           bool first_rank, bool last_rank);
 

@@ -50,6 +50,10 @@ std::vector<double> allReduceMsFromPartition(const Profile& profile, const Parti
     stage_bytes.push_back(bytes);
   }
   std::vector<double> result;
+  if (partition.rankPlacement().chunked()) {  // each stage is a chunk, a model stage of its own
+    for (std::uint64_t bytes : stage_bytes) result.push_back(ringAllReduceMs(bytes, replicas, link));
+    return result;
+  }
   for (int chunk = 0; chunk < chunks; ++chunk) {
     for (std::uint64_t bytes : stage_bytes) {
       result.push_back(ringAllReduceMs(bytes / static_cast<std::uint64_t>(chunks), replicas, link));

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/placement.h"
+
 namespace stagecut {
 
 /// What one op of a pipeline schedule computes for one microbatch on one model chunk.
@@ -33,20 +35,24 @@ struct PipelineOp {
 using RankOps = std::vector<PipelineOp>;
 
 /// A pipeline schedule: for each of `stages` ranks, the ordered ops of one training step over
-/// `microbatches` microbatches, with `chunks` model chunks per rank. Rank r's local chunk c is
-/// model stage c * stages + r (Megatron's virtual pipeline layout; c = 0 when chunks = 1).
+/// `microbatches` microbatches, with `chunks` model chunks per rank placed by `style`: rank r's
+/// local chunk c is model stage placement().chunkAt(r, c) (in loop style c * stages + r,
+/// Megatron's virtual pipeline layout; c = 0 when chunks = 1).
 struct Schedule {
   std::string name;
   int stages = 0;        ///< N: pipeline ranks
   int chunks = 1;        ///< v: model chunks per rank
   int microbatches = 0;  ///< M
+  Placement::Style style = Placement::Style::kLoop;
   bool splits_backward = false;  ///< true when B is the input gradient only and W ops exist
   std::vector<RankOps> ranks;    ///< one list per rank, size `stages`
 
   /// Model stages in the chain: N * v.
   int modelStages() const { return stages * chunks; }
+  /// How the schedule's model stages sit on its ranks.
+  Placement placement() const { return Placement{stages, chunks, style}; }
   /// The model stage that rank `rank` runs as its local chunk `chunk`.
-  int modelStage(int rank, int chunk) const { return chunk * stages + rank; }
+  int modelStage(int rank, int chunk) const { return placement().chunkAt(rank, chunk); }
   /// Total ops over all ranks.
   std::size_t opCount() const;
   /// True when some rank's list holds an all-reduce op.

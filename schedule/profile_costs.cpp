@@ -67,6 +67,19 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
     boundary_bytes.push_back(profile.layers[static_cast<std::size_t>(range.last)].output_bytes);
   }
 
+  if (partition.rankPlacement().chunked()) {
+    // Each stage is a chunk, the model stage of its place in the chain.
+    if (partition.rankPlacement().chunks_per_rank != chunks) {
+      throw Error(partition_source + ": the split places " + std::to_string(partition.rankPlacement().chunks_per_rank) +
+                  " chunks on each rank, the schedule runs " + std::to_string(chunks) + "; use --chunks " +
+                  std::to_string(partition.rankPlacement().chunks_per_rank));
+    }
+    result.costs.stages = result.stages;
+    for (std::size_t s = 0; s + 1 < result.stages.size() && !link.isFree(); ++s) {
+      result.costs.comm_ms.push_back(link.transferMs(boundary_bytes[s]));
+    }
+    return result;
+  }
   const auto ranks = result.stages.size();
   // The last rank's output is the loss: its boundary matters only where chunks wrap around to
   // rank 0, and the partition does not say what that tensor is; the largest boundary is the

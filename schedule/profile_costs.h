@@ -41,9 +41,10 @@ struct PartitionCosts {
 /// when the profile timed them as a zero-bubble stage runs them (RunInfo::weightTimedAfterInput):
 /// their sum is then more than the whole backward by what the split costs. In older profiles,
 /// whose W is the gradient of the weights alone (re-running most of a multi-op layer's
-/// backward), a layer's W is its backward minus its B (B capped at the backward). With v > 1 chunks each rank's
-/// stage is divided evenly into its v chunks (the partition fixes a rank's work, not the chunk
-/// layout). Boundary s -> s + 1 carries the output_bytes of rank s's last layer over `link`
+/// backward), a layer's W is its backward minus its B (B capped at the backward). A chunked
+/// partition (Partition::placement) gives each model stage its own chunk, and must place the
+/// schedule's `chunks`; on an N-stage partition with v > 1 chunks each rank's stage is divided
+/// evenly into its v chunks (the partition fixes a rank's work, not the chunk layout). Boundary s -> s + 1 carries the output_bytes of rank s's last layer over `link`
 /// (for a chunked schedule's wrap from the last rank to rank 0, the largest partition boundary).
 /// Throws Error (input) when the partition does not cover the profile's layers.
 PartitionCosts costsFromPartition(const Profile& profile, const Partition& partition, int chunks,

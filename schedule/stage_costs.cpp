@@ -89,30 +89,41 @@ void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs) {
   }
 }
 
-void applyRankAdjustments(const RankAdjustments& adjustments, int ranks, PipelineCosts* costs) {
-  const auto check = [ranks](std::size_t size, const char* what) {
-    if (size != 0 && size != static_cast<std::size_t>(ranks)) {
+void applyRankAdjustments(const RankAdjustments& adjustments, const Placement& placement, PipelineCosts* costs) {
+  const int ranks = placement.ranks;
+  const std::size_t model_stages = static_cast<std::size_t>(placement.chunkCount());
+  const auto check = [&](std::size_t size, const char* what, bool per_chunk) {
+    if (size != 0 && size != static_cast<std::size_t>(ranks) && !(per_chunk && size == model_stages)) {
       throw Error(std::string(what) + ": " + std::to_string(size) + " values for " + std::to_string(ranks) +
                   " ranks; give one per rank");
     }
   };
-  check(adjustments.extra_backward_ms.size(), "recomputation per rank");
-  check(adjustments.kept_activation_bytes.size(), "kept activation bytes per rank");
-  check(adjustments.speed.size(), "--stage-speed");
-  const double chunks = static_cast<double>(costs->stages.size()) / ranks;
+  check(adjustments.extra_backward_ms.size(), "recomputation per rank", true);
+  check(adjustments.kept_activation_bytes.size(), "kept activation bytes per rank", true);
+  check(adjustments.speed.size(), "--stage-speed", false);
+  if (costs->stages.size() != model_stages) {
+    throw Error("costs: " + std::to_string(costs->stages.size()) + " model stages for " + std::to_string(model_stages) +
+                " chunks placed");
+  }
+  // A value per rank is shared by its chunks; one per model stage is that chunk's own.
+  const auto share = [&](const auto& values, std::size_t m) {
+    return values.size() == model_stages && placement.chunked()
+               ? static_cast<double>(values[m])
+               : static_cast<double>(values[static_cast<std::size_t>(placement.rankOf(static_cast<int>(m)))]) /
+                     placement.chunks_per_rank;
+  };
   for (std::size_t m = 0; m < costs->stages.size(); ++m) {
     StageOpCosts& stage = costs->stages[m];
-    const std::size_t rank = m % static_cast<std::size_t>(ranks);
     if (!adjustments.extra_backward_ms.empty()) {
       // The recomputed forward runs before B, whichever way W is split off.
-      stage.backward_ms += adjustments.extra_backward_ms[rank] / chunks;
-      stage.backward_input_ms += adjustments.extra_backward_ms[rank] / chunks;
+      stage.backward_ms += share(adjustments.extra_backward_ms, m);
+      stage.backward_input_ms += share(adjustments.extra_backward_ms, m);
     }
     if (!adjustments.kept_activation_bytes.empty()) {
-      stage.activation_bytes = static_cast<std::uint64_t>(adjustments.kept_activation_bytes[rank] / chunks);
+      stage.activation_bytes = static_cast<std::uint64_t>(share(adjustments.kept_activation_bytes, m));
     }
     if (!adjustments.speed.empty()) {
-      const double speed = adjustments.speed[rank];
+      const double speed = adjustments.speed[static_cast<std::size_t>(placement.rankOf(static_cast<int>(m)))];
       stage.forward_ms /= speed;
       stage.backward_ms /= speed;
       stage.backward_input_ms /= speed;

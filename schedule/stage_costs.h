@@ -47,16 +47,18 @@ PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
 /// the costs as they are.
 struct RankAdjustments {
   /// Activation recomputation: the extra forward a rank runs before each backward, ms per
-  /// microbatch, and the activation bytes a microbatch then keeps on it.
+  /// microbatch, and the activation bytes a microbatch then keeps on it; one per rank (shared
+  /// evenly by its chunks) or, for a chunked split, one per model stage.
   std::vector<double> extra_backward_ms;
   std::vector<std::uint64_t> kept_activation_bytes;
   std::vector<double> speed;  ///< the rank's device speed relative to the profiled one
 };
 
-/// Applies per-rank adjustments to costs of N * v model stages (model stage m on rank m % N;
-/// a rank's extra time and kept bytes are shared evenly by its v chunks, and its speed divides
-/// all its op times). Throws Error (input) when a non-empty vector does not have N entries.
-void applyRankAdjustments(const RankAdjustments& adjustments, int ranks, PipelineCosts* costs);
+/// Applies the adjustments to costs of the N * v model stages `placement` puts on ranks (a
+/// rank's extra time and kept bytes given per rank are shared evenly by its v chunks, and its
+/// speed divides all its op times). Throws Error (input) when a non-empty vector has neither N
+/// entries nor (recomputation) N * v, or the costs do not have N * v model stages.
+void applyRankAdjustments(const RankAdjustments& adjustments, const Placement& placement, PipelineCosts* costs);
 
 /// Checks that `costs` fit `schedule` (one entry per model stage, N * v - 1 boundaries or none,
 /// N * v all-reduce times or none) and hold finite times >= 0. Throws Error (input) naming the stage and the field otherwise.

@@ -237,8 +237,8 @@ TEST_CASE("a stage receives its input and gradient, and holds its sent gradients
   CHECK(predicted.memory.ranks[0].peak_parts.buffers == Approx(200.0));
   // Rank 1 keeps each received input until B and each sent gradient until the step ends.
   CHECK(predicted.memory.ranks[1].peak_bytes == Approx(3 * 100.0));
-  CHECK(predicted.memory.ranks[1].terms.sent_gradient == Approx(100.0));
-  CHECK(predicted.memory.ranks[1].terms.kept == Approx(100.0));
+  CHECK(predicted.memory.ranks[1].terms[0].sent_gradient == Approx(100.0));
+  CHECK(predicted.memory.ranks[1].terms[0].kept == Approx(100.0));
 }
 
 TEST_CASE("the memory tables give every range's terms as the layer-by-layer rules do", "[prediction][memory]") {
@@ -360,4 +360,37 @@ TEST_CASE("a bfloat16 profile's gradients are float32, and adam-mixed's 18 bytes
   CHECK(terms.weights == Approx(2.0 * params));
   CHECK(terms.gradients == Approx(4.0 * params));
   CHECK(terms.optimizer == Approx(12.0 * params));
+}
+
+TEST_CASE("a chunked split's memory counts each chunk's own activations, as the simulator does",
+          "[prediction][memory][chunks]") {
+  // Only activations: no weights, no buffers, no temporaries. Then a rank's predicted peak is
+  // the most kept bytes alive at once, which the event simulator tracks by its own walk.
+  Profile profile = stagecut::testing::makeProfile(8);
+  for (auto& layer : profile.layers) {
+    layer.params = 0;
+    layer.param_bytes = 0;
+    layer.output_bytes = 0;
+    layer.output_shape.reset();
+  }
+  for (const stagecut::Placement placement : {stagecut::Placement::loop(2, 2), stagecut::Placement::loop(2, 3)}) {
+    for (const int microbatches : {2, 4, 6}) {
+      // Uneven chunks, so that which chunk a microbatch holds matters.
+      stagecut::Partition partition = stagecut::testing::makePartition(
+          placement.chunks_per_rank == 2 ? std::vector<int>{1, 3, 2, 2} : std::vector<int>{2, 1, 1, 1, 2, 1});
+      partition.placement = placement;
+      PredictionOptions options;
+      options.schedule = ScheduleKind::kInterleavedOneFOneB;
+      options.microbatches = microbatches;
+      options.optimizer = stagecut::optimizerMemory("none");
+      const PipelinePrediction predicted = stagecut::predictPipeline(profile, partition, options, "chunked");
+      for (int r = 0; r < placement.ranks; ++r) {
+        INFO("v " << placement.chunks_per_rank << ", M " << microbatches << ", rank " << r);
+        CHECK(predicted.memory.ranks[r].peak_bytes ==
+              Approx(static_cast<double>(predicted.simulated.ranks[r].peak_activation_bytes)));
+        CHECK(predicted.simulated.ranks[r].peak_activation_bytes > 0);
+        CHECK(predicted.memory.ranks[r].terms.size() == static_cast<std::size_t>(placement.chunks_per_rank));
+      }
+    }
+  }
 }

@@ -128,7 +128,7 @@ TEST_CASE("rank adjustments share a rank's extra time among its chunks and divid
   adjustments.extra_backward_ms = {4.0, 0.0};
   adjustments.kept_activation_bytes = {10, 20};
   adjustments.speed = {1.0, 0.5};
-  stagecut::applyRankAdjustments(adjustments, 2, &costs);
+  stagecut::applyRankAdjustments(adjustments, stagecut::Placement::loop(2, 2), &costs);
   // Rank 0 holds model stages 0 and 2: 4 ms shared by 2 chunks; rank 1 (1 and 3) runs at half speed.
   CHECK(costs.stages[0].backward_ms == 4.0);
   CHECK(costs.stages[2].backward_input_ms == 3.0);
@@ -137,6 +137,38 @@ TEST_CASE("rank adjustments share a rank's extra time among its chunks and divid
   CHECK(costs.stages[3].backward_weight_ms == 2.0);
   CHECK(costs.stages[3].activation_bytes == 10u);
   adjustments.speed = {1.0};
-  CHECK_THROWS_WITH(stagecut::applyRankAdjustments(adjustments, 2, &costs),
+  CHECK_THROWS_WITH(stagecut::applyRankAdjustments(adjustments, stagecut::Placement::loop(2, 2), &costs),
                     "--stage-speed: 1 values for 2 ranks; give one per rank");
+}
+
+TEST_CASE("a chunked split's adjustments are each chunk's own, and speed follows the chunk's rank",
+          "[schedule][costs]") {
+  stagecut::PipelineCosts costs;
+  costs.stages.assign(4, stagecut::StageOpCosts{1.0, 2.0, 1.0, 1.0, 100});
+  stagecut::RankAdjustments adjustments;
+  adjustments.extra_backward_ms = {1.0, 2.0, 3.0, 4.0};  // per chunk
+  adjustments.speed = {1.0, 0.5};
+  // V placement: rank 0 holds chunks 0 and 3, rank 1 chunks 1 and 2.
+  stagecut::applyRankAdjustments(adjustments, stagecut::Placement{2, 2, stagecut::Placement::Style::kV}, &costs);
+  CHECK(costs.stages[0].backward_ms == 3.0);
+  CHECK(costs.stages[3].backward_ms == 6.0);
+  CHECK(costs.stages[1].backward_ms == (2.0 + 2.0) / 0.5);
+  CHECK(costs.stages[2].backward_ms == (2.0 + 3.0) / 0.5);
+  CHECK(costs.stages[2].forward_ms == 2.0);
+}
+
+TEST_CASE("a chunked partition gives each model stage its own chunk's costs", "[schedule][profile-costs]") {
+  const stagecut::Profile profile = makeProfile(6);
+  stagecut::Partition partition = makePartition({1, 2, 2, 1});
+  partition.placement = stagecut::Placement::loop(2, 2);
+  const stagecut::PartitionCosts costs = costsFromPartition(profile, partition, 2, stagecut::BoundaryLink{0, 1.0}, "p.json");
+  REQUIRE(costs.costs.stages.size() == 4);
+  for (std::size_t s = 0; s < 4; ++s) {
+    double forward = 0;
+    for (int i = partition.stages[s].first; i <= partition.stages[s].last; ++i) forward += profile.layers[i].forward_ms.median;
+    CHECK(costs.costs.stages[s].forward_ms == Approx(forward));
+  }
+  CHECK(costs.costs.comm_ms.size() == 3);
+  CHECK_THROWS_WITH(costsFromPartition(profile, partition, 3, {}, "p.json"),
+                    Catch::Matchers::Contains("places 2 chunks on each rank, the schedule runs 3"));
 }
