@@ -10,6 +10,7 @@
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "partitioner/chunked_partition.h"
 #include "partitioner/framework_formats.h"
 #include "partitioner/split_rules.h"
 #include "partitioner/partition_summary.h"
@@ -91,6 +92,51 @@ PartitionOptions optionsForFormat(PartitionOptions options, const PartitionComma
   return options;
 }
 
+// partition --schedule interleaved-1f1b --chunks v: N x v chunks placed on the ranks, solved as
+// one problem (a rank's load is the sum of its chunks).
+void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& profile, PartitionOptions options,
+                         const std::string& tensor_parallel_note) {
+  const std::string& path = flags.shared.profile_path;
+  if (flags.megatron_first_last || flags.simulate) {
+    throw Error(std::string(flags.simulate ? "--simulate" : "--megatron-first-last") + ": not available with --chunks " +
+                std::to_string(options.chunks) + " (the chunked split is solved with its schedule already); drop it");
+  }
+  const bool megatron = flags.format == "megatron";
+  if (megatron) options.rules = SplitRuleSet::kMegatron;
+  ChunkedSplit search;
+  const Partition partition = partitionChunked(profile, options, path, &search);
+  const std::vector<int> counts = partition.layersPerStage();
+  const std::string text = flags.format == "json" ? std::string() : formatSplit(flags.format, profile, counts, partition.placement);
+  const nlohmann::json document = partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement));
+  const std::optional<OutputPath> output = flags.shared.output();
+  if (output) writeOutputFile(*output, toJsonText(document));
+  if (flags.shared.json || flags.format == "json") {
+    std::cout << toJsonText(document);
+    return;
+  }
+  std::cout << path << ": " << profile.layerCount() << " layers, " << assumptionsNote(flags.shared, options) << "\n";
+  std::cout << communicationNote(flags.shared) << "\n";
+  if (!tensor_parallel_note.empty()) std::cout << tensor_parallel_note << "\n";
+  std::cout << (megatron ? std::string("Megatron's rules: the embedding on chunk 0, the final norm, output layer and loss on "
+                                       "the last chunk")
+                         : rulesNote(options, profile))
+            << "\n";
+  std::cout << options.stages << " ranks x " << options.chunks << " chunks, chunk c on rank c mod " << options.stages
+            << " (Megatron's virtual pipeline); a rank's load is the sum of its chunks\n\n";
+  printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
+  printMemoryParts(std::cout, partition);
+  if (search.exact) {
+    std::cout << "  exact: the search over every chunking ended (" << search.nodes
+              << " nodes); ties broken by the largest chunk, " << formatMs(search.largest_chunk_ms) << " ms\n";
+  } else {
+    std::cout << "  best found in " << search.nodes << " search nodes, not proven optimal: at most "
+              << formatPercent(search.bottleneck_ms / search.lower_bound_ms - 1.0)
+              << " above the lower bound\n";
+  }
+  if (flags.format != "json") printFormat(std::cout, flags.format, text);
+  if (output) std::cout << "\nwrote " << output->path << "\n";
+}
+
 void runPartition(const PartitionCommandFlags& flags) {
   checkFrameworkFormatName(flags.format);
   const std::string& path = flags.shared.profile_path;
@@ -99,6 +145,10 @@ void runPartition(const PartitionCommandFlags& flags) {
                                             flags.shared.tp_latency, &tensor_parallel_note);
   std::vector<int> yours;
   const PartitionOptions options = optionsForFormat(resolvePartitionFlags(flags.shared, profile, &yours), flags);
+  if (runsChunks(options.schedule) && options.chunks > 1 && yours.empty()) {
+    runChunkedPartition(flags, profile, options, tensor_parallel_note);
+    return;
+  }
   const bool megatron = flags.format == "megatron" || flags.megatron_first_last;
   if (megatron && flags.shared.any_split) {
     throw Error("--any-split: Megatron cannot run every split (its embedding first, norm + head + loss last); "

@@ -129,7 +129,9 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     // Before anything indexes the profile's layers by the partition's ranges.
     checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
   }
-  const int stages = static_cast<int>(inputs.partition.stages.size());
+  // A chunked split's stages are its chunks; its ranks are the pipeline's stages.
+  const Placement placement = inputs.partition.rankPlacement();
+  const int stages = placement.ranks;
   if (options.stages_given && options.stages != stages) {
     throw Error("--stages " + std::to_string(options.stages) + ": the partition " +
                 options.partition_path + " has " + std::to_string(stages) +
@@ -167,6 +169,11 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   // The per-stage table: the split as one chunk per rank, as every schedule's costs start.
   PredictionOptions one_chunk_options = inputs.prediction;
   one_chunk_options.microbatches = 1;
+  if (placement.chunked()) {  // its own chunks, as interleaved 1F1B runs them
+    one_chunk_options.schedule = ScheduleKind::kInterleavedOneFOneB;
+    one_chunk_options.chunks = placement.chunks_per_rank;
+    one_chunk_options.microbatches = stages;
+  }
   const PipelinePrediction one_chunk =
       predictPipeline(inputs.profile, inputs.partition, one_chunk_options, options.partition_path);
   report->stage_costs = one_chunk.costs.stages;
@@ -264,7 +271,19 @@ SimulationReport runSimulations(const SimulateOptions& options) {
                              std::to_string(options.microbatches));
       continue;
     }
-    const int chunks = chunked ? options.chunks : 1;
+    const bool own_chunks = inputs && inputs->partition.rankPlacement().chunked();
+    if (own_chunks && !chunked && !listsAll(options.schedules)) {
+      throw Error(options.partition_path + ": the split places " +
+                  std::to_string(inputs->partition.rankPlacement().chunks_per_rank) + " chunks on each rank; " + name +
+                  " runs one; use --schedule interleaved-1f1b");
+    }
+    if (own_chunks && !chunked) {
+      report.notes.push_back(name + " skipped: the partition places " +
+                             std::to_string(inputs->partition.rankPlacement().chunks_per_rank) +
+                             " chunks on each rank, which only interleaved-1f1b runs");
+      continue;
+    }
+    const int chunks = own_chunks ? inputs->partition.rankPlacement().chunks_per_rank : chunked ? options.chunks : 1;
     PipelinePrediction prediction;
     if (inputs) {
       PredictionOptions request = inputs->prediction;
@@ -272,7 +291,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
       request.microbatches = options.microbatches;
       request.chunks = chunks;
       prediction = predictPipeline(inputs->profile, inputs->partition, request, options.partition_path);
-      if (chunked && chunks > 1) {
+      if (chunked && chunks > 1 && !own_chunks) {
         report.notes.push_back("interleaved-1f1b divides each stage's costs evenly into its " +
                                std::to_string(chunks) + " chunks: the partition fixes each " +
                                "rank's work, not the chunk layout");

@@ -148,9 +148,11 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
     if (report.data_parallel > 1) row.push_back(formatMs(report.stage_allreduce_ms[s]));
     if (!report.stage_recompute.empty()) row.push_back(report.stage_recompute[s]);
     for (const SimulatedScheduleFigures& figures : report.schedules) {
-      const RankStats& rank = figures.ranks[s];
-      row.push_back(formatBytes(rank.peak_activation_bytes) + " (" +
-                    std::to_string(rank.peak_in_flight) + ")");
+      // A chunked split's rows are its chunks: each shows the peak of the rank that runs it.
+      const std::size_t ranks = figures.ranks.size();
+      const RankStats& rank = figures.ranks[s % ranks];
+      row.push_back((report.stage_costs.size() > ranks ? "rank " + std::to_string(s % ranks) + ": " : std::string()) +
+                    formatBytes(rank.peak_activation_bytes) + " (" + std::to_string(rank.peak_in_flight) + ")");
     }
     table.addRow(row);
   }

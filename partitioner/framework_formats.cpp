@@ -217,8 +217,38 @@ void checkFrameworkFormatName(const std::string& name) {
   throw Error("--format: unknown format '" + name + "'" + unknownNameHint(name, frameworkFormatNames()));
 }
 
+namespace {
+
+// A chunked split in the words of the frameworks that run chunks on ranks: N x v stages, each
+// framework told N (Megatron's virtual size follows from the layout's length) and the schedule.
+std::string chunkedFormat(const std::string& format, const Profile& profile, const std::vector<int>& counts,
+                          const Placement& placement) {
+  const std::string ranks = std::to_string(placement.ranks);
+  const bool loop = placement.style == Placement::Style::kLoop;
+  if (format == "list") return listFormat(counts);
+  if (format == "megatron") {
+    if (!loop) throw Error("megatron: Megatron-LM runs no V-shaped schedule; use --format torchtitan");
+    return megatronLayoutText(profile, counts) + " --pipeline-model-parallel-size " + ranks;
+  }
+  if (format == "torchtitan") {
+    return torchtitanFormat(profile, counts) + "\npipeline_parallel_degree=" + ranks +
+           "\npipeline_parallel_schedule=\"" + (loop ? "Interleaved1F1B" : "ZBVZeroBubble") + "\"";
+  }
+  if (format == "pippy") {
+    return pippyFormat(profile, counts) + "\nschedule=Schedule" + (loop ? "Interleaved1F1B" : "ZBVZeroBubble") + ", " +
+           std::to_string(placement.chunks_per_rank) + " stages per rank (" +
+           (loop ? "stage i on rank i % " + ranks : "rank r holds stages r and " +
+                                                       std::to_string(placement.chunkCount() - 1) + " - r") + ")";
+  }
+  throw Error(format + ": " + (format == "deepspeed" ? "DeepSpeed's PipelineModule runs" : format + " runs") +
+              " one stage per rank, not " + std::to_string(placement.chunks_per_rank) +
+              " chunks; use --format megatron, torchtitan or pippy");
+}
+
+}  // namespace
+
 std::string formatSplit(const std::string& format, const Profile& profile,
-                        const std::vector<int>& layers_per_stage) {
+                        const std::vector<int>& layers_per_stage, const std::optional<Placement>& placement) {
   checkFrameworkFormatName(format);
   checkSplitShape(layers_per_stage, static_cast<int>(profile.layerCount()),
                   static_cast<int>(layers_per_stage.size()), "--format");
@@ -226,6 +256,7 @@ std::string formatSplit(const std::string& format, const Profile& profile,
     throw Error("--format json: the partition document is written by the command, not formatted here");
   }
   checkRules(format, profile, layers_per_stage);
+  if (placement && placement->chunked()) return chunkedFormat(format, profile, layers_per_stage, *placement);
   if (format == "list") return listFormat(layers_per_stage);
   if (format == "megatron") {
     const std::string flags = megatronFlagsText(profile, layers_per_stage);
@@ -237,13 +268,14 @@ std::string formatSplit(const std::string& format, const Profile& profile,
   return torchtitanFormat(profile, layers_per_stage);
 }
 
-FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage) {
+FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage,
+                                  const std::optional<Placement>& placement) {
   FrameworkOutputs outputs;
   for (const std::string& format : frameworkFormatNames()) {
     if (format == "json") continue;
     try {
-      const std::string text = formatSplit(format, profile, layers_per_stage);
-      if (format != "megatron") {
+      const std::string text = formatSplit(format, profile, layers_per_stage, placement);
+      if (format != "megatron" || (placement && placement->chunked())) {
         outputs[format] = text;
         continue;
       }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,20 @@ void checkFrameworkFormatName(const std::string& name);
 /// stage of only the loss, a split embedding or `L`, Megatron on a chain without an embedding
 /// first and the loss last) or the format cannot name the layers (duplicate names for pippy
 /// and torchtitan).
+/// A chunked split (`placement` with v > 1; the stages are its N x v chunks in chain order) prints
+/// as the frameworks that run chunks take it: megatron the layout of N x v stages with
+/// `--pipeline-model-parallel-size N` (Megatron derives the virtual size from the layout's
+/// length), torchtitan the N x v module lists with `pipeline_parallel_degree` and
+/// `pipeline_parallel_schedule`, pippy the split points with its schedule class; deepspeed,
+/// torchgpipe and fairscale, which run one stage per rank, throw Error (input).
 std::string formatSplit(const std::string& format, const Profile& profile,
-                        const std::vector<int>& layers_per_stage);
+                        const std::vector<int>& layers_per_stage,
+                        const std::optional<Placement>& placement = std::nullopt);
 
 /// Every format that can express the split (json excluded): the `outputs` map of a partition
 /// document. Megatron's two alternatives are two keys: "megatron" (the layout) and
 /// "megatron-flags".
-FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage);
+FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage,
+                                  const std::optional<Placement>& placement = std::nullopt);
 
 }  // namespace stagecut

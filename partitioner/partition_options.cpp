@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -77,6 +78,16 @@ std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages) 
   return caps;
 }
 
+double stageCapBytes(const PartitionOptions& options, int stage) {
+  const std::vector<std::uint64_t>& caps = options.memory_cap_bytes;
+  if (caps.empty()) return std::numeric_limits<double>::infinity();
+  if (caps.size() != 1 && static_cast<int>(caps.size()) != options.stages) {
+    throw Error("--memory-cap: " + std::to_string(caps.size()) + " caps for " + std::to_string(options.stages) +
+                " stages; give one for all stages or one per stage");
+  }
+  return static_cast<double>(caps.size() == 1 ? caps[0] : caps[static_cast<std::size_t>(stage)]);
+}
+
 void checkStageCount(int stages, std::size_t layers) {
   if (stages < 1) {
     throw Error("--stages " + std::to_string(stages) + ": a pipeline needs at least 1 stage");
@@ -101,11 +112,7 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
     throw Error("--stage-speed: " + std::to_string(options.stage_speed.size()) + " values for " +
                 std::to_string(stages) + " stages; give one per stage");
   }
-  if (!options.memory_cap_bytes.empty() && options.memory_cap_bytes.size() != 1 &&
-      static_cast<int>(options.memory_cap_bytes.size()) != stages) {
-    throw Error("--memory-cap: " + std::to_string(options.memory_cap_bytes.size()) + " caps for " +
-                std::to_string(stages) + " stages; give one for all stages or one per stage");
-  }
+  stageCapBytes(options, 0);  // one cap, or one per stage
   if (!(options.bytes_per_param >= 0) || !std::isfinite(options.bytes_per_param)) {
     throw Error("--bytes-per-param: must be a finite number >= 0");
   }
@@ -180,9 +187,7 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
                                                                 s == 0, s + 1 == stages)));
   }
   for (int s = 0; s < stages && !options.memory_cap_bytes.empty(); ++s) {
-    const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
-                                                                    : options.memory_cap_bytes[s];
-    costs.memory_cap_bytes.push_back(static_cast<double>(cap));
+    costs.memory_cap_bytes.push_back(stageCapBytes(options, s));
   }
   costs.cut_allowed = resolvedSplitRules(profile, options).cut_allowed;
   if (options.data_parallel > 1) {

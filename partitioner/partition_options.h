@@ -58,6 +58,10 @@ std::vector<double> parseStageSpeeds(const std::string& text, int stages);
 /// stage) with parseBytes. Throws Error (input) for a bad size or a wrong count.
 std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages);
 
+/// The memory cap of stage (rank) `stage` in bytes, +infinity without caps. Throws Error (input)
+/// when options.memory_cap_bytes holds neither one cap nor one per stage.
+double stageCapBytes(const PartitionOptions& options, int stage);
+
 /// Throws Error (input) for --stages below 1 (`--stages 0: a pipeline needs at least 1 stage`)
 /// or above the layer count (`--stages 9: the profile has 7 layers; use --stages 7 or fewer`).
 void checkStageCount(int stages, std::size_t layers);

@@ -392,13 +392,40 @@ MemoryParts rankStateParts(const std::vector<MemoryState>& states, const std::ve
   return total;
 }
 
-std::vector<MemoryState> peakCandidates(const std::vector<MemoryState>& states) {
-  // b never exceeds a, whatever the terms (all of them are >= 0).
-  const auto dominates = [](const MemoryState& a, const MemoryState& b) {
-    return a.transient == b.transient && a.received == b.received && a.recomputes == b.recomputes &&
-           a.kept >= b.kept && a.pending >= b.pending && a.sent >= b.sent && a.posted_input >= b.posted_input &&
-           a.posted_gradient >= b.posted_gradient && (a.gradients || !b.gradients);
+namespace {
+
+// b never exceeds a, whatever the terms (all of them are >= 0); nor b's temporaries a's when b
+// holds none.
+bool dominates(const MemoryState& a, const MemoryState& b) {
+  return (a.transient == b.transient || b.transient == MemoryState::Transient::kNone) &&
+         (a.received || !b.received) && (a.recomputes || !b.recomputes) && a.kept >= b.kept &&
+         a.pending >= b.pending && a.sent >= b.sent && a.posted_input >= b.posted_input &&
+         a.posted_gradient >= b.posted_gradient && (a.gradients || !b.gradients);
+}
+
+}  // namespace
+
+std::vector<std::vector<MemoryState>> rankPeakCandidates(const std::vector<std::vector<MemoryState>>& states) {
+  const auto dominatesRow = [](const std::vector<MemoryState>& a, const std::vector<MemoryState>& b) {
+    for (std::size_t c = 0; c < a.size(); ++c) {
+      if (!dominates(a[c], b[c])) return false;
+    }
+    return true;
   };
+  std::vector<std::vector<MemoryState>> front;
+  for (const std::vector<MemoryState>& row : states) {
+    bool dominated = false;
+    for (const std::vector<MemoryState>& kept : front) dominated = dominated || dominatesRow(kept, row);
+    if (dominated) continue;
+    front.erase(std::remove_if(front.begin(), front.end(),
+                               [&](const std::vector<MemoryState>& kept) { return dominatesRow(row, kept); }),
+                front.end());
+    front.push_back(row);
+  }
+  return front;
+}
+
+std::vector<MemoryState> peakCandidates(const std::vector<MemoryState>& states) {
   std::vector<MemoryState> sorted = states;
   std::sort(sorted.begin(), sorted.end(), [](const MemoryState& a, const MemoryState& b) {
     if (a.kept != b.kept) return a.kept > b.kept;

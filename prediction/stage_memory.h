@@ -179,6 +179,10 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
 std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
                                           bool first_rank, bool last_rank);
 
+/// The rows of rankChunkMemoryStates (one state per local chunk) that no other row dominates,
+/// chunk by chunk: what a rank's peak is the largest of, for any chunks' terms.
+std::vector<std::vector<MemoryState>> rankPeakCandidates(const std::vector<std::vector<MemoryState>>& states);
+
 /// Whether `option` recomputes some layer of first..last.
 bool recomputesSome(const RecomputeOption* option, int first, int last);
 

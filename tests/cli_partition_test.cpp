@@ -2,6 +2,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -309,4 +310,58 @@ TEST_CASE("partition -o writes through a symlink, a link to standard output and 
                         " (No space left on device); free some space or write to another disk\n");
   REQUIRE(::lstat(dir.file("full").c_str(), &info) == 0);
   CHECK(S_ISCHR(info.st_mode));
+}
+
+TEST_CASE("partition --chunks places N x v chunks on the ranks and prints the virtual pipeline",
+          "[cli][partition][chunks]") {
+  const CommandResult megatron =
+      partition("--stages 2 --schedule interleaved-1f1b --chunks 2 --microbatches 4 --format megatron");
+  REQUIRE(megatron.exit_code == 0);
+  CHECK_THAT(megatron.out, Contains("2 ranks x 2 chunks, chunk c on rank c mod 2"));
+  CHECK_THAT(megatron.out, Contains("exact: the search over every chunking ended"));
+  // The layout has one stage per chunk, the embedding first and L last, and names N.
+  const std::string flag = "--pipeline-model-parallel-layout \"";
+  const std::size_t start = megatron.out.find(flag);
+  REQUIRE(start != std::string::npos);
+  const std::string layout = megatron.out.substr(start + flag.size(), megatron.out.find('"', start + flag.size()) - start - flag.size());
+  CHECK(std::count(layout.begin(), layout.end(), '|') == 3);
+  CHECK(layout.front() == 'E');
+  CHECK(layout.back() == 'L');
+  CHECK_THAT(megatron.out, Contains("\" --pipeline-model-parallel-size 2"));
+
+  const CommandResult json = partition("--stages 2 --schedule interleaved-1f1b --chunks 2 --microbatches 4 --json");
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json document = nlohmann::json::parse(json.out);
+  CHECK(document["placement"] == nlohmann::json({{"ranks", 2}, {"chunks_per_rank", 2}, {"style", "loop"}}));
+  CHECK(document["stages"].size() == 4);
+  CHECK_THAT(document["outputs"]["torchtitan"].get<std::string>(), Contains("pipeline_parallel_schedule=\"Interleaved1F1B\""));
+  CHECK(document["outputs"].count("deepspeed") == 0);
+  // Rank 0's load is its two chunks'.
+  const double rank0 = document["stages"][0]["cost_ms"].get<double>() + document["stages"][2]["cost_ms"].get<double>();
+  const double rank1 = document["stages"][1]["cost_ms"].get<double>() + document["stages"][3]["cost_ms"].get<double>();
+  CHECK(document["bottleneck_ms"].get<double>() == Approx(std::max(rank0, rank1)));
+
+  checkInputError(partition("--stages 2 --schedule interleaved-1f1b --chunks 2 --microbatches 4 --format deepspeed"),
+                  "deepspeed: DeepSpeed's PipelineModule runs one stage per rank, not 2 chunks; use --format megatron, "
+                  "torchtitan or pippy");
+  checkInputError(partition("--stages 4 --schedule interleaved-1f1b --chunks 3 --microbatches 4"),
+                  "--chunks 3: 4 stages x 3 chunks need 12 layers, the profile has 11; use fewer --chunks");
+}
+
+TEST_CASE("a chunked partition file is read back and simulated on its own chunks", "[cli][partition][chunks]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/chunked.json";
+  REQUIRE(partition("--stages 2 --schedule interleaved-1f1b --chunks 2 --microbatches 4 -o '" + path + "'").exit_code == 0);
+  const nlohmann::json written = nlohmann::json::parse(stagecut::readTextFile(path));
+  const CommandResult simulated =
+      runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
+                  "' --schedule interleaved-1f1b --microbatches 4 --json");
+  REQUIRE(simulated.exit_code == 0);
+  const nlohmann::json figures = nlohmann::json::parse(simulated.out);
+  CHECK(figures.dump().find("\"chunks\":2") != std::string::npos);
+  CHECK(written["predicted_step_ms"].get<double>() ==
+        Approx(figures["schedules"][0]["step_time"].get<double>()).epsilon(1e-6));
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
+                              "' --schedule 1f1b --microbatches 4"),
+                  path + ": the split places 2 chunks on each rank; 1f1b runs one; use --schedule interleaved-1f1b");
 }

@@ -1,0 +1,139 @@
+#include "partitioner/chunked_partition.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "partitioner/profile_partitioner.h"
+#include "prediction/pipeline_prediction.h"
+#include "schedule/generators.h"
+
+namespace stagecut {
+
+namespace {
+
+Placement chunkPlacement(const PartitionOptions& options) {
+  if (!runsChunks(options.schedule)) {
+    throw Error(std::string("--chunks: ") + scheduleName(options.schedule) +
+                " runs one chunk per rank; use --schedule interleaved-1f1b to split into chunks");
+  }
+  if (options.chunks < 1) {
+    throw Error("--chunks " + std::to_string(options.chunks) + ": each rank needs at least 1 model chunk");
+  }
+  if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
+    throw Error("--recompute: stagecut does not choose recomputation per chunk yet; split without it, or "
+                "with --chunks 1");
+  }
+  if (options.data_parallel > 1) {
+    throw Error("--data-parallel: stagecut does not price the all-reduce of chunked splits yet; split the "
+                "pipeline without it (the all-reduce adds the same time to any chunking of a rank)");
+  }
+  return Placement::loop(options.stages, options.chunks);
+}
+
+// The chain's chunks as the cost model's stages: chunk c at its rank's speed, without caps (a
+// cap is a rank's, checked on its memory timeline).
+CostModel chunkCostModel(const Profile& profile, const PartitionOptions& options, const Placement& placement,
+                         const std::string& source) {
+  PartitionOptions per_chunk = options;
+  per_chunk.stages = placement.chunkCount();
+  per_chunk.schedule = ScheduleKind::kOneFOneB;
+  per_chunk.memory_cap_bytes.clear();
+  per_chunk.stage_speed.clear();
+  for (int c = 0; c < placement.chunkCount() && !options.stage_speed.empty(); ++c) {
+    per_chunk.stage_speed.push_back(options.stage_speed[static_cast<std::size_t>(placement.rankOf(c))]);
+  }
+  return buildCostModel(profile, per_chunk, source);
+}
+
+}  // namespace
+
+Partition describeChunkedSplit(const Profile& profile, const PartitionOptions& options,
+                               const std::vector<int>& layers_per_chunk, const std::string& method,
+                               const std::string& source, const ChunkedSplit* search) {
+  const Placement placement = chunkPlacement(options);
+  const CostModel model = chunkCostModel(profile, options, placement, source);
+  Partition partition;
+  partition.method = method;
+  partition.placement = placement;
+  std::vector<double> load(static_cast<std::size_t>(placement.ranks), 0.0);
+  int first = 0;
+  for (int c = 0; c < placement.chunkCount(); ++c) {
+    StageCost stage;
+    stage.first = first;
+    stage.last = first + layers_per_chunk[static_cast<std::size_t>(c)] - 1;
+    for (int k = stage.first; k <= stage.last; ++k) {
+      const LayerCost& layer = profile.layers[static_cast<std::size_t>(k)];
+      stage.forward_ms += layer.forward_ms.median;
+      stage.backward_ms += layer.backward_ms.median;
+      stage.params += layer.params;
+    }
+    stage.comm_ms = model.commInMs(stage.first) + model.commOutMs(stage.last);
+    stage.cost_ms = model.stageCostMs(c, stage.first, stage.last);
+    load[static_cast<std::size_t>(placement.rankOf(c))] += stage.cost_ms;
+    partition.stages.push_back(stage);
+    first = stage.last + 1;
+  }
+  partition.bottleneck_ms = *std::max_element(load.begin(), load.end());
+  double speed_sum = 0.0;
+  for (int r = 0; r < placement.ranks; ++r) {
+    speed_sum += options.stage_speed.empty() ? 1.0 : options.stage_speed[static_cast<std::size_t>(r)];
+  }
+  partition.lower_bound_ms = search ? search->lower_bound_ms : model.totalComputeMs() / speed_sum;
+  // The step, bubble and memory of the one prediction path, each chunk showing its rank's peak.
+  const PipelinePrediction predicted = predictPipeline(profile, partition, predictionOptions(options), source);
+  for (int c = 0; c < placement.chunkCount(); ++c) {
+    const RankMemory& rank = predicted.memory.ranks[static_cast<std::size_t>(placement.rankOf(c))];
+    StageCost& stage = partition.stages[static_cast<std::size_t>(c)];
+    stage.memory_bytes = static_cast<std::uint64_t>(std::llround(rank.peak_bytes));
+    MemoryParts parts = rank.peak_parts;
+    for (double* part : {&parts.weights, &parts.gradients, &parts.optimizer, &parts.activations, &parts.buffers,
+                         &parts.transient}) {
+      *part = std::round(*part);
+    }
+    stage.memory_parts = parts;
+  }
+  partition.predicted_step_ms = predicted.simulated.step_ms;
+  partition.predicted_bubble = predicted.simulated.bubble;
+  return partition;
+}
+
+Partition partitionChunked(const Profile& profile, const PartitionOptions& options, const std::string& source,
+                           ChunkedSplit* search) {
+  const Placement placement = chunkPlacement(options);
+  checkStageCount(options.stages, profile.layerCount());
+  if (static_cast<std::size_t>(placement.chunkCount()) > profile.layerCount()) {
+    throw Error("--chunks " + std::to_string(options.chunks) + ": " + std::to_string(options.stages) + " stages x " +
+                std::to_string(options.chunks) + " chunks need " + std::to_string(placement.chunkCount()) +
+                " layers, the profile has " + std::to_string(profile.layerCount()) + "; use fewer --chunks");
+  }
+  const CostModel model = chunkCostModel(profile, options, placement, source);
+  const Schedule schedule =
+      pipelineSchedule(options.schedule, options.stages, options.microbatches, options.chunks, 1);
+  StageMemoryRules rules;
+  rules.splits_backward = schedule.splits_backward;
+  rules.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
+  const StageMemoryTable table(layerMemoryTerms(profile), rules);
+  ChunkedProblem problem;
+  problem.chunks = &model;
+  problem.placement = placement;
+  if (!options.memory_cap_bytes.empty()) {
+    problem.memory.table = &table;
+    const int last_chunk = placement.chunkCount() - 1;
+    for (int r = 0; r < placement.ranks; ++r) {
+      const int first_local = placement.rankOf(0) == r ? placement.localOf(0) : -1;
+      const int last_local = placement.rankOf(last_chunk) == r ? placement.localOf(last_chunk) : -1;
+      problem.memory.rank_states.push_back(rankPeakCandidates(rankChunkMemoryStates(
+          schedule.ranks[static_cast<std::size_t>(r)], options.chunks, schedule.splits_backward, false, first_local,
+          last_local)));
+      problem.memory.rank_cap_bytes.push_back(stageCapBytes(options, r));
+    }
+  }
+  const ChunkedSplit split = solveChunkedSplit(problem);
+  if (search) *search = split;
+  const bool free = options.rules == SplitRuleSet::kAny;
+  return describeChunkedSplit(profile, options, split.layers_per_chunk, free ? kFreeMethod : "compute", source,
+                              &split);
+}
+
+}  // namespace stagecut

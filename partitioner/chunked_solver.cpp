@@ -1,0 +1,357 @@
+#include "partitioner/chunked_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+namespace {
+
+// Loads within this relative distance are equal: sums of the same costs in another order differ
+// by rounding only.
+constexpr double kRelativeTolerance = 1e-9;
+// Dominance entries kept per (chunk, first layer): enough for the loads that recur in chains of
+// identical blocks, few enough that a check stays cheap.
+constexpr std::size_t kEntriesPerState = 48;
+
+bool withinTolerance(double a, double b) { return std::abs(a - b) <= kRelativeTolerance * std::max(std::abs(a), std::abs(b)); }
+bool above(double a, double b) { return a > b && !withinTolerance(a, b); }
+
+class ChunkSearch {
+ public:
+  explicit ChunkSearch(const ChunkedProblem& problem)
+      : problem_(problem),
+        model_(*problem.chunks),
+        placement_(problem.placement),
+        chunks_(placement_.chunkCount()),
+        layers_(model_.layerCount()),
+        load_(static_cast<std::size_t>(placement_.ranks), 0.0),
+        ends_(static_cast<std::size_t>(chunks_), 0),
+        terms_(static_cast<std::size_t>(placement_.ranks),
+               std::vector<StageMemoryTerms>(static_cast<std::size_t>(placement_.chunks_per_rank))),
+        memo_(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(layers_ + 1)) {
+    for (int r = 0; r < placement_.ranks; ++r) {
+      const double speed = model_.costs().stage_speed[static_cast<std::size_t>(placement_.chunkAt(r, 0))];
+      speed_.push_back(speed);
+      speed_sum_ += speed;
+      fastest_ = std::max(fastest_, speed);
+    }
+  }
+
+  ChunkedSplit run() {
+    ChunkedSplit result;
+    tabulateLeastWork();
+    const auto& compute = model_.costs().compute_ms;
+    result.lower_bound_ms =
+        std::max(least_work_[0] / speed_sum_, *std::max_element(compute.begin(), compute.end()) / fastest_);
+    greedyStart(result.lower_bound_ms);
+    if (!best_ends_.empty()) improveLocally();
+    visit(0, 0, 0.0);
+    if (best_ends_.empty()) {
+      throw Error(aborted_ ? "no chunking into " + std::to_string(chunks_) + " chunks found within " +
+                                 std::to_string(problem_.node_budget) + " search nodes; relax --memory-cap"
+                           : "no chunking into " + std::to_string(chunks_) + " chunks fits " +
+                                 (hasCaps() ? "the memory caps and " : std::string()) +
+                                 "the framework's rules; use fewer --chunks or --stages" +
+                                 (hasCaps() ? ", or a larger --memory-cap" : std::string()));
+    }
+    int first = 0;
+    for (int end : best_ends_) {
+      result.layers_per_chunk.push_back(end - first + 1);
+      first = end + 1;
+    }
+    result.bottleneck_ms = best_load_;
+    result.largest_chunk_ms = best_chunk_;
+    result.exact = !aborted_;
+    if (result.exact) result.lower_bound_ms = std::max(result.lower_bound_ms, best_load_);
+    result.nodes = nodes_;
+    return result;
+  }
+
+ private:
+  struct Entry {
+    std::vector<double> load;
+    double largest_chunk;
+  };
+
+  bool hasCaps() const { return problem_.memory.table != nullptr; }
+
+  std::size_t stateKey(int chunk, int first) const {
+    return static_cast<std::size_t>(chunk) * static_cast<std::size_t>(layers_ + 1) + static_cast<std::size_t>(first);
+  }
+
+  // least_work_[(c, p)]: the least work (cost x speed: compute and messages) of chunks c.. over
+  // layers p.., as the cuts allow: all ranks together do at least this much more.
+  void tabulateLeastWork() {
+    least_work_.assign(memo_.size(), std::numeric_limits<double>::infinity());
+    for (int first = layers_ - 1; first >= 0; --first) {
+      const int c = chunks_ - 1;
+      least_work_[stateKey(c, first)] = model_.stageCostMs(c, first, layers_ - 1) * chunkSpeed(c);
+    }
+    for (int c = chunks_ - 2; c >= 0; --c) {
+      for (int first = layers_ - (chunks_ - c); first >= c; --first) {
+        double least = std::numeric_limits<double>::infinity();
+        for (int end = first; end <= lastEnd(c); ++end) {
+          if (!mayEnd(c, end)) continue;
+          least = std::min(least, model_.stageCostMs(c, first, end) * chunkSpeed(c) + least_work_[stateKey(c + 1, end + 1)]);
+        }
+        least_work_[stateKey(c, first)] = least;
+      }
+    }
+  }
+
+  double chunkSpeed(int chunk) const { return speed_[static_cast<std::size_t>(placement_.rankOf(chunk))]; }
+
+  // Whether a chunking whose slowest rank and largest chunk are at least (load, chunk) can beat
+  // the best: the slowest rank first, then the largest chunk.
+  bool canImprove(double load, double chunk) const {
+    if (best_ends_.empty()) return true;
+    if (withinTolerance(load, best_load_)) return chunk < best_chunk_ && !withinTolerance(chunk, best_chunk_);
+    return load < best_load_;
+  }
+
+  // Whether rank `rank`'s placed chunks fit its cap: the whole timeline once its last chunk is
+  // placed, before that the state it holds all step (weights, gradients, optimizer), which only grows.
+  bool fitsCap(int rank, bool complete) const {
+    if (!hasCaps()) return true;
+    const std::size_t r = static_cast<std::size_t>(rank);
+    if (complete) return chunkedRankPeakBytes(problem_.memory, rank, terms_[r]) <= problem_.memory.rank_cap_bytes[r];
+    double held = 0.0;
+    for (const StageMemoryTerms& terms : terms_[r]) held += terms.weights + terms.gradients + terms.optimizer;
+    return held <= problem_.memory.rank_cap_bytes[r];
+  }
+
+  bool lastOfRank(int chunk) const { return placement_.localOf(chunk) + 1 == placement_.chunks_per_rank; }
+
+  // Chunk `chunk` holds first..last (first > last: nothing) as far as its rank's memory goes.
+  void place(int chunk, int first, int last) {
+    if (!hasCaps()) return;
+    const std::size_t r = static_cast<std::size_t>(placement_.rankOf(chunk));
+    const std::size_t local = static_cast<std::size_t>(placement_.localOf(chunk));
+    terms_[r][local] = first <= last ? problem_.memory.table->terms(first, last) : StageMemoryTerms{};
+  }
+
+  // The last layer chunk `chunk` starting at `first` may end at, leaving one layer per later chunk.
+  int lastEnd(int chunk) const { return chunk + 1 == chunks_ ? layers_ - 1 : layers_ - 1 - (chunks_ - chunk - 1); }
+
+  bool mayEnd(int chunk, int end) const { return chunk + 1 == chunks_ ? end == layers_ - 1 : model_.canEndAt(end); }
+
+  // A first incumbent: each chunk fills its rank up to an even pace toward `target`, for targets
+  // from the lower bound up; the best complete chunking that fits the caps.
+  void greedyStart(double lower_bound) {
+    const int v = placement_.chunks_per_rank;
+    for (int step = 0; step <= 200; ++step) {
+      const double target = lower_bound * (1.0 + 0.005 * step);
+      std::vector<double> load(load_.size(), 0.0);
+      std::vector<int> ends;
+      double largest = 0.0;
+      int first = 0;
+      bool complete = true;
+      for (int c = 0; c < chunks_ && complete; ++c) {
+        const std::size_t r = static_cast<std::size_t>(placement_.rankOf(c));
+        const double pace = target * (placement_.localOf(c) + 1) / v;
+        int chosen = -1;
+        for (int end = first; end <= lastEnd(c); ++end) {
+          if (!mayEnd(c, end)) continue;
+          if (chosen >= 0 && load[r] + model_.stageCostMs(c, first, end) > pace) break;
+          place(c, first, end);
+          if (chosen >= 0 && !fitsCap(placement_.rankOf(c), lastOfRank(c))) break;
+          chosen = end;
+        }
+        if (chosen < 0) {
+          complete = false;
+          break;
+        }
+        const double cost = model_.stageCostMs(c, first, chosen);
+        load[r] += cost;
+        largest = std::max(largest, cost);
+        ends.push_back(chosen);
+        place(c, first, chosen);
+        first = chosen + 1;
+      }
+      if (!complete) continue;
+      bool fits = true;
+      for (int r = 0; r < placement_.ranks && fits; ++r) fits = fitsCap(r, true);
+      const double slowest = *std::max_element(load.begin(), load.end());
+      if (fits && canImprove(slowest, largest)) {
+        best_load_ = slowest;
+        best_chunk_ = largest;
+        best_ends_ = ends;
+      }
+    }
+    for (auto& ranks : terms_) std::fill(ranks.begin(), ranks.end(), StageMemoryTerms{});
+  }
+
+  // The ranks' loads of a chunking given by its ends, slowest first, and its largest chunk.
+  std::vector<double> sortedLoads(const std::vector<int>& ends, double* largest) const {
+    std::vector<double> load(load_.size(), 0.0);
+    *largest = 0.0;
+    for (int c = 0, first = 0; c < chunks_; first = ends[static_cast<std::size_t>(c)] + 1, ++c) {
+      const double cost = model_.stageCostMs(c, first, ends[static_cast<std::size_t>(c)]);
+      load[static_cast<std::size_t>(placement_.rankOf(c))] += cost;
+      *largest = std::max(*largest, cost);
+    }
+    std::sort(load.begin(), load.end(), std::greater<double>());
+    return load;
+  }
+
+  // Moves one layer across one chunk boundary at a time while that makes the ranks' loads,
+  // slowest first, smaller: the greedy start's pacing cannot foresee a heavy last chunk.
+  void improveLocally() {
+    std::vector<int> ends = best_ends_;
+    double largest = 0.0;
+    std::vector<double> loads = sortedLoads(ends, &largest);
+    const auto lighter = [](const std::vector<double>& a, const std::vector<double>& b) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        if (!withinTolerance(a[i], b[i])) return a[i] < b[i];
+      }
+      return false;
+    };
+    const auto fits = [&](const std::vector<int>& candidate) {
+      if (!hasCaps()) return true;
+      for (int c = 0, first = 0; c < chunks_; first = candidate[static_cast<std::size_t>(c)] + 1, ++c) {
+        place(c, first, candidate[static_cast<std::size_t>(c)]);
+      }
+      bool all = true;
+      for (int r = 0; r < placement_.ranks && all; ++r) all = fitsCap(r, true);
+      return all;
+    };
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int c = 0; c + 1 < chunks_; ++c) {
+        for (const int step : {-1, 1}) {
+          std::vector<int> candidate = ends;
+          int& end = candidate[static_cast<std::size_t>(c)];
+          end += step;
+          const int first = c == 0 ? 0 : candidate[static_cast<std::size_t>(c) - 1] + 1;
+          if (end < first || end >= candidate[static_cast<std::size_t>(c) + 1] || !model_.canEndAt(end)) continue;
+          double candidate_largest = 0.0;
+          const std::vector<double> candidate_loads = sortedLoads(candidate, &candidate_largest);
+          if (!lighter(candidate_loads, loads) || !fits(candidate)) continue;
+          ends = candidate;
+          loads = candidate_loads;
+          largest = candidate_largest;
+          moved = true;
+        }
+      }
+    }
+    best_ends_ = ends;
+    best_load_ = loads.front();
+    best_chunk_ = largest;
+    for (auto& ranks : terms_) std::fill(ranks.begin(), ranks.end(), StageMemoryTerms{});
+  }
+
+  bool dominated(std::size_t key, double largest_chunk) const {
+    for (const Entry& entry : memo_[key]) {
+      if (entry.largest_chunk > largest_chunk) continue;
+      bool all = true;
+      for (std::size_t r = 0; r < load_.size() && all; ++r) all = entry.load[r] <= load_[r];
+      if (all) return true;
+    }
+    return false;
+  }
+
+  void visit(int chunk, int first, double largest_chunk) {
+    if (aborted_) return;
+    if (++nodes_ > problem_.node_budget) {
+      aborted_ = true;
+      return;
+    }
+    double slowest = 0.0, weighted = 0.0;
+    for (std::size_t r = 0; r < load_.size(); ++r) {
+      slowest = std::max(slowest, load_[r]);
+      weighted += load_[r] * speed_[r];
+    }
+    if (chunk == chunks_) {
+      if (canImprove(slowest, largest_chunk)) {
+        best_load_ = slowest;
+        best_chunk_ = largest_chunk;
+        best_ends_ = ends_;
+      }
+      return;
+    }
+    const double bound = std::max(slowest, (weighted + least_work_[stateKey(chunk, first)]) / speed_sum_);
+    if (!canImprove(bound, largest_chunk)) return;
+    const std::size_t key = stateKey(chunk, first);
+    if (!hasCaps() && dominated(key, largest_chunk)) return;
+
+    const int rank = placement_.rankOf(chunk);
+    const std::size_t r = static_cast<std::size_t>(rank);
+    // The longest chunk whose compute alone keeps the rank within the best; then longest first.
+    int longest = first;
+    for (int end = first; end <= lastEnd(chunk); ++end) {
+      if (!best_ends_.empty() && above(load_[r] + model_.computeMs(first, end) / speed_[r], best_load_)) break;
+      longest = end;
+    }
+    for (int end = longest; end >= first; --end) {
+      if (!mayEnd(chunk, end)) continue;
+      const double cost = model_.stageCostMs(chunk, first, end);
+      const double chunk_max = std::max(largest_chunk, cost);
+      if (!canImprove(std::max(slowest, load_[r] + cost), chunk_max)) continue;
+      place(chunk, first, end);
+      if (fitsCap(rank, lastOfRank(chunk))) {
+        load_[r] += cost;
+        ends_[static_cast<std::size_t>(chunk)] = end;
+        visit(chunk + 1, end + 1, chunk_max);
+        load_[r] -= cost;
+      }
+      place(chunk, 1, 0);
+      if (aborted_) return;
+    }
+    if (!hasCaps()) {
+      std::vector<Entry>& entries = memo_[key];
+      if (entries.size() < kEntriesPerState) entries.push_back(Entry{load_, largest_chunk});
+    }
+  }
+
+  const ChunkedProblem& problem_;
+  const CostModel& model_;
+  Placement placement_;
+  int chunks_;
+  int layers_;
+  std::vector<double> load_;
+  std::vector<double> speed_;
+  double speed_sum_ = 0.0;
+  double fastest_ = 0.0;
+  std::vector<int> ends_;
+  std::vector<std::vector<StageMemoryTerms>> terms_;  // per rank, per local chunk placed (with caps)
+  std::vector<std::vector<Entry>> memo_;        // per (chunk, first layer): explored states
+  std::vector<double> least_work_;              // per (chunk, first layer)
+  std::vector<int> best_ends_;
+  double best_load_ = std::numeric_limits<double>::infinity();
+  double best_chunk_ = std::numeric_limits<double>::infinity();
+  std::int64_t nodes_ = 0;
+  bool aborted_ = false;
+};
+
+}  // namespace
+
+double chunkedRankPeakBytes(const ChunkedMemory& memory, int rank, const std::vector<StageMemoryTerms>& terms) {
+  double peak = 0.0;
+  for (const std::vector<MemoryState>& states : memory.rank_states[static_cast<std::size_t>(rank)]) {
+    peak = std::max(peak, rankStateParts(states, terms).total());
+  }
+  return peak;
+}
+
+ChunkedSplit solveChunkedSplit(const ChunkedProblem& problem) {
+  const int chunks = problem.placement.chunkCount();
+  if (problem.chunks->stageCount() != chunks) {
+    throw Error("chunked split: the cost model prices " + std::to_string(problem.chunks->stageCount()) +
+                " chunks, the placement holds " + std::to_string(chunks));
+  }
+  if (problem.chunks->layerCount() < chunks) {
+    throw Error("--chunks: " + std::to_string(problem.placement.ranks) + " stages x " +
+                std::to_string(problem.placement.chunks_per_rank) + " chunks need " + std::to_string(chunks) +
+                " layers, the profile has " + std::to_string(problem.chunks->layerCount()) +
+                "; use fewer --chunks or --stages");
+  }
+  return ChunkSearch(problem).run();
+}
+
+}  // namespace stagecut

@@ -1,0 +1,239 @@
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <random>
+
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "partitioner/chunked_partition.h"
+#include "partitioner/partition_options.h"
+#include "prediction/pipeline_prediction.h"
+#include "test_support.h"
+
+using stagecut::Partition;
+using stagecut::PartitionOptions;
+using stagecut::Placement;
+using stagecut::Profile;
+
+namespace {
+
+Profile randomChain(std::mt19937& random, int layers, bool loss_last) {
+  Profile profile = stagecut::testing::makeProfile(layers);
+  std::uniform_real_distribution<double> ms(0.1, 5.0);
+  std::uniform_int_distribution<int> size(1, 64);
+  for (auto& layer : profile.layers) {
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(ms(random));
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * ms(random));
+    layer.backward_input_ms.reset();
+    layer.backward_weight_ms.reset();
+    layer.params = 1000u * static_cast<unsigned>(size(random));
+    layer.param_bytes = 4 * layer.params;
+    layer.activation_bytes = 4096u * static_cast<unsigned>(size(random));
+    layer.output_bytes = 1024u * static_cast<unsigned>(size(random));
+  }
+  if (loss_last) {
+    profile.layers.back().name = "loss";
+    profile.layers.back().kind = "CrossEntropyLoss";
+  }
+  return profile;
+}
+
+struct Best {
+  double slowest = std::numeric_limits<double>::infinity();
+  double largest = std::numeric_limits<double>::infinity();
+  bool found = false;
+};
+
+// Every chunking of the chain into N x v non-empty chunks, priced by hand: a chunk costs its
+// layers' forward + backward and a message each way at both of its ends, over its rank's speed;
+// a rank's memory is the prediction path's peak for that chunking.
+Best bruteForce(const Profile& profile, const PartitionOptions& options) {
+  const Placement placement = Placement::loop(options.stages, options.chunks);
+  const int layers = static_cast<int>(profile.layerCount());
+  const std::vector<char> cut_allowed = stagecut::resolvedSplitRules(profile, options).cut_allowed;
+  const stagecut::BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
+  Best best;
+  std::vector<int> counts;
+  const std::function<void(int)> extend = [&](int left) {
+    const int chunk = static_cast<int>(counts.size());
+    if (chunk == placement.chunkCount()) {
+      if (left != 0) return;
+      std::vector<double> load(static_cast<std::size_t>(placement.ranks), 0.0);
+      double largest = 0.0;
+      int first = 0;
+      Partition partition = stagecut::testing::makePartition(counts);
+      partition.placement = placement;
+      for (int c = 0; c < chunk; ++c) {
+        const int last = first + counts[static_cast<std::size_t>(c)] - 1;
+        if (last + 1 < layers && !cut_allowed.empty() && !cut_allowed[static_cast<std::size_t>(last)]) return;
+        double cost = 0.0;
+        for (int k = first; k <= last; ++k) cost += profile.layers[k].forward_ms.median + profile.layers[k].backward_ms.median;
+        if (!link.isFree()) {
+          if (first > 0) cost += 2 * link.transferMs(profile.layers[first - 1].output_bytes);
+          if (last + 1 < layers) cost += 2 * link.transferMs(profile.layers[last].output_bytes);
+        }
+        const int rank = placement.rankOf(c);
+        cost /= options.stage_speed.empty() ? 1.0 : options.stage_speed[static_cast<std::size_t>(rank)];
+        load[static_cast<std::size_t>(rank)] += cost;
+        largest = std::max(largest, cost);
+        first = last + 1;
+      }
+      if (!options.memory_cap_bytes.empty()) {
+        const stagecut::PipelinePrediction predicted =
+            stagecut::predictPipeline(profile, partition, stagecut::predictionOptions(options), "brute");
+        for (const auto& rank : predicted.memory.ranks) {
+          if (rank.peak_bytes > static_cast<double>(options.memory_cap_bytes[0])) return;
+        }
+      }
+      const double slowest = *std::max_element(load.begin(), load.end());
+      const double tolerance = 1e-9 * slowest;
+      if (!best.found || slowest < best.slowest - tolerance ||
+          (std::abs(slowest - best.slowest) <= tolerance && largest < best.largest - tolerance)) {
+        best = Best{slowest, largest, true};
+      }
+      return;
+    }
+    for (int count = 1; count <= left - (placement.chunkCount() - chunk - 1); ++count) {
+      counts.push_back(count);
+      extend(left - count);
+      counts.pop_back();
+    }
+  };
+  extend(layers);
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("the chunked split is the best of every chunking, under links, speeds, rules and memory caps",
+          "[partitioner][chunks]") {
+  std::mt19937 random(20261205);
+  int compared = 0, capped = 0, infeasible = 0;
+  for (int trial = 0; trial < 160; ++trial) {
+    PartitionOptions options;
+    options.stages = std::uniform_int_distribution<int>(1, 3)(random);
+    options.chunks = std::uniform_int_distribution<int>(2, 3)(random);
+    const int layers = std::uniform_int_distribution<int>(options.stages * options.chunks, 10)(random);
+    const bool loss_last = trial % 2 == 0;
+    const Profile profile = randomChain(random, layers, loss_last);
+    options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+    options.microbatches = options.stages * std::uniform_int_distribution<int>(1, 3)(random);
+    options.rules = loss_last ? stagecut::SplitRuleSet::kLossWithLast : stagecut::SplitRuleSet::kAny;
+    if (trial % 3 == 0) {
+      options.bandwidth_bytes_per_s = 1e7;
+      options.latency_ms = 0.05;
+    }
+    if (trial % 4 == 1) {
+      for (int r = 0; r < options.stages; ++r) options.stage_speed.push_back(r % 2 ? 0.5 : 1.0);
+    }
+    if (trial % 5 >= 3 && bruteForce(profile, options).found) {
+      // A cap between the lightest and the heaviest rank of the free optimum binds some of the time.
+      const Partition free = stagecut::partitionChunked(profile, options, "chain");
+      std::uint64_t lightest = ~std::uint64_t{0}, heaviest = 0;
+      for (const auto& stage : free.stages) {
+        lightest = std::min(lightest, stage.memory_bytes);
+        heaviest = std::max(heaviest, stage.memory_bytes);
+      }
+      options.memory_cap_bytes = {(lightest + heaviest) / 2};
+    }
+    INFO("trial " << trial << ": N " << options.stages << ", v " << options.chunks << ", L " << layers);
+    const Best best = bruteForce(profile, options);
+    if (!best.found) {
+      CHECK_THROWS_AS(stagecut::partitionChunked(profile, options, "chain"), stagecut::Error);
+      ++infeasible;
+      continue;
+    }
+    stagecut::ChunkedSplit search;
+    const Partition split = stagecut::partitionChunked(profile, options, "chain", &search);
+    CHECK(search.exact);
+    CHECK(split.bottleneck_ms == Approx(best.slowest).epsilon(1e-9));
+    CHECK(search.largest_chunk_ms == Approx(best.largest).epsilon(1e-9));
+    CHECK(split.stages.size() == static_cast<std::size_t>(options.stages * options.chunks));
+    CHECK(split.lower_bound_ms <= split.bottleneck_ms * (1 + 1e-12));
+    for (const auto& stage : split.stages) {
+      if (!options.memory_cap_bytes.empty()) CHECK(stage.memory_bytes <= options.memory_cap_bytes[0] + 1);
+    }
+    ++compared;
+    if (!options.memory_cap_bytes.empty()) ++capped;
+  }
+  CHECK(compared > 100);
+  CHECK(capped > 20);
+  CHECK(infeasible + compared == 160);
+}
+
+TEST_CASE("a chunked split places chunk c on rank c mod N, and its prediction runs those chunks",
+          "[partitioner][chunks]") {
+  std::mt19937 random(7);
+  const Profile profile = randomChain(random, 12, false);
+  PartitionOptions options;
+  options.stages = 3;
+  options.chunks = 2;
+  options.microbatches = 6;
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  const Partition split = stagecut::partitionChunked(profile, options, "chain");
+  REQUIRE(split.placement);
+  CHECK(*split.placement == Placement::loop(3, 2));
+  std::vector<double> load(3, 0.0);
+  for (std::size_t c = 0; c < split.stages.size(); ++c) load[c % 3] += split.stages[c].cost_ms;
+  CHECK(split.bottleneck_ms == Approx(*std::max_element(load.begin(), load.end())));
+  const stagecut::PipelinePrediction predicted =
+      stagecut::predictPipeline(profile, split, stagecut::predictionOptions(options), "chain");
+  CHECK(split.predicted_step_ms == Approx(predicted.simulated.step_ms));
+  CHECK(predicted.schedule.chunks == 2);
+  // Rank r's chunks share one memory figure: the rank's peak.
+  CHECK(split.stages[0].memory_bytes == split.stages[3].memory_bytes);
+}
+
+TEST_CASE("the chunked split says what it cannot do", "[partitioner][chunks]") {
+  std::mt19937 random(3);
+  const Profile profile = randomChain(random, 6, false);
+  PartitionOptions options;
+  options.stages = 2;
+  options.chunks = 4;
+  options.microbatches = 2;
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  CHECK_THROWS_WITH(stagecut::partitionChunked(profile, options, "chain"),
+                    "--chunks 4: 2 stages x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
+  options.chunks = 2;
+  options.schedule = stagecut::ScheduleKind::kOneFOneB;
+  CHECK_THROWS_WITH(stagecut::partitionChunked(profile, options, "chain"),
+                    Catch::Matchers::Contains("1f1b runs one chunk per rank"));
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  options.memory_cap_bytes = {1};
+  CHECK_THROWS_WITH(stagecut::partitionChunked(profile, options, "chain"),
+                    Catch::Matchers::Contains("a larger --memory-cap"));
+}
+
+TEST_CASE("a chunked search cut short returns its best split, not exact, with a bound below it",
+          "[partitioner][chunks]") {
+  std::mt19937 random(11);
+  const Profile profile = randomChain(random, 24, false);
+  PartitionOptions options;
+  options.stages = 3;
+  options.chunks = 3;
+  options.microbatches = 8;
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  const stagecut::CostModel model = [&] {
+    PartitionOptions per_chunk = options;
+    per_chunk.stages = 9;
+    per_chunk.schedule = stagecut::ScheduleKind::kOneFOneB;
+    return stagecut::buildCostModel(profile, per_chunk, "chain");
+  }();
+  stagecut::ChunkedProblem problem;
+  problem.chunks = &model;
+  problem.placement = Placement::loop(3, 3);
+  problem.node_budget = 50;
+  const stagecut::ChunkedSplit cut = stagecut::solveChunkedSplit(problem);
+  CHECK_FALSE(cut.exact);
+  CHECK(cut.layers_per_chunk.size() == 9);
+  CHECK(cut.lower_bound_ms < cut.bottleneck_ms);
+  problem.node_budget = 100'000'000;
+  const stagecut::ChunkedSplit full = stagecut::solveChunkedSplit(problem);
+  CHECK(full.exact);
+  CHECK(full.bottleneck_ms <= cut.bottleneck_ms);
+  CHECK(full.lower_bound_ms == Approx(full.bottleneck_ms));
+}
