@@ -95,7 +95,7 @@ PartitionOptions optionsForFormat(PartitionOptions options, const PartitionComma
 // partition --schedule interleaved-1f1b --chunks v: N x v chunks placed on the ranks, solved as
 // one problem (a rank's load is the sum of its chunks).
 void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& profile, PartitionOptions options,
-                         const std::string& tensor_parallel_note) {
+                         const std::string& tensor_parallel_note, const std::vector<int>& yours) {
   const std::string& path = flags.shared.profile_path;
   if (flags.megatron_first_last || flags.simulate) {
     throw Error(std::string(flags.simulate ? "--simulate" : "--megatron-first-last") + ": not available with --chunks " +
@@ -104,7 +104,8 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   const bool megatron = flags.format == "megatron";
   if (megatron) options.rules = SplitRuleSet::kMegatron;
   ChunkedSplit search;
-  const Partition partition = partitionChunked(profile, options, path, &search);
+  const Partition best = partitionChunked(profile, options, path, &search);
+  const Partition partition = yours.empty() ? best : describeChunkedSplit(profile, options, yours, "yours", path);
   const std::vector<int> counts = partition.layersPerStage();
   const std::string text = flags.format == "json" ? std::string() : formatSplit(flags.format, profile, counts, partition.placement);
   const nlohmann::json document = partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement));
@@ -117,14 +118,24 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   std::cout << path << ": " << profile.layerCount() << " layers, " << assumptionsNote(flags.shared, options) << "\n";
   std::cout << communicationNote(flags.shared) << "\n";
   if (!tensor_parallel_note.empty()) std::cout << tensor_parallel_note << "\n";
-  std::cout << (megatron ? std::string("Megatron's rules: the embedding on chunk 0, the final norm, output layer and loss on "
-                                       "the last chunk")
-                         : rulesNote(options, profile))
-            << "\n";
+  if (!yours.empty()) {
+    std::cout << "your split, as given (--split " << flags.shared.split_text << ")\n";
+  } else {
+    std::cout << (megatron ? std::string("Megatron's rules: the embedding on chunk 0, the final norm, output layer and "
+                                         "loss on the last chunk")
+                           : rulesNote(options, profile))
+              << "\n";
+  }
   std::cout << options.stages << " ranks x " << options.chunks << " chunks, chunk c on rank c mod " << options.stages
             << " (Megatron's virtual pipeline); a rank's load is the sum of its chunks\n\n";
   printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
   printMemoryParts(std::cout, partition);
+  if (!yours.empty()) {
+    std::cout << "  best chunking (" << rulesNote(options, profile) << "): " << joinNumbers(best.layersPerStage())
+              << ", slowest rank " << formatMs(best.bottleneck_ms) << " ms, step " << formatMs(best.predicted_step_ms)
+              << " ms, " << formatSignedPercent(best.predicted_step_ms / partition.predicted_step_ms - 1.0)
+              << " against yours\n";
+  }
   if (search.exact) {
     std::cout << "  exact: the search over every chunking ended (" << search.nodes
               << " nodes); ties broken by the largest chunk, " << formatMs(search.largest_chunk_ms) << " ms\n";
@@ -144,9 +155,11 @@ void runPartition(const PartitionCommandFlags& flags) {
   const Profile profile = readPricedProfile(path, flags.shared.microbatch_size, flags.shared.tp_bandwidth,
                                             flags.shared.tp_latency, &tensor_parallel_note);
   std::vector<int> yours;
-  const PartitionOptions options = optionsForFormat(resolvePartitionFlags(flags.shared, profile, &yours), flags);
-  if (runsChunks(options.schedule) && options.chunks > 1 && yours.empty()) {
-    runChunkedPartition(flags, profile, options, tensor_parallel_note);
+  Placement placement;
+  const PartitionOptions options =
+      optionsForFormat(resolvePartitionFlags(flags.shared, profile, &yours, &placement), flags);
+  if (runsChunks(options.schedule) && options.chunks > 1 && (yours.empty() || placement.chunked())) {
+    runChunkedPartition(flags, profile, options, tensor_parallel_note, yours);
     return;
   }
   const bool megatron = flags.format == "megatron" || flags.megatron_first_last;

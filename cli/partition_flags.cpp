@@ -91,19 +91,22 @@ std::string rulesNote(const PartitionOptions& options, const Profile& profile) {
 }
 
 PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile,
-                                       std::vector<int>* user_split) {
+                                       std::vector<int>* user_split, Placement* user_placement) {
   if (const auto output = flags.output()) checkOutputPath(*output);
   // A command that registers --stages itself (report) always has one.
   const bool stages_given = flags.stages_option == nullptr || flags.stages_option->count() > 0;
   std::vector<int> split;
+  Placement placement;
   if (flags.split_option != nullptr && flags.split_option->count() > 0) {
-    split = parseSplitText(flags.split_text, profile, stages_given ? std::max(flags.stages, 1) : 0, "--split");
+    split = parseSplitText(flags.split_text, profile, stages_given ? std::max(flags.stages, 1) : 0, "--split",
+                           user_placement ? &placement : nullptr);
   }
   if (user_split) *user_split = split;
+  if (user_placement) *user_placement = placement;
   if (!stages_given && split.empty()) {
     throw Error("--stages is required: give the pipeline's stage count, e.g. --stages 4");
   }
-  const int stages = stages_given ? flags.stages : static_cast<int>(split.size());
+  const int stages = stages_given ? flags.stages : placement.chunked() ? placement.ranks : static_cast<int>(split.size());
   checkStageCount(stages, profile.layerCount());
   PartitionOptions options;
   options.stages = stages;
@@ -118,6 +121,13 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
     throw Error("--chunks " + std::to_string(flags.chunks) + ": each rank needs at least 1 model chunk");
   }
   options.chunks = flags.chunks;
+  if (placement.chunked()) {
+    if (!runsChunks(options.schedule)) {
+      throw Error("--split: a virtual-pipeline layout of " + std::to_string(placement.chunks_per_rank) +
+                  " chunks per rank; " + scheduleName(options.schedule) + " runs one, add --schedule interleaved-1f1b");
+    }
+    options.chunks = placement.chunks_per_rank;
+  }
   if (!flags.recompute_spec.empty()) {
     options.recompute = parseRecomputePolicy(flags.recompute_spec, profile);
   } else if (flags.recompute) {

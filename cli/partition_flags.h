@@ -61,8 +61,11 @@ std::string rulesNote(const PartitionOptions& options, const Profile& profile);
 /// Checks and converts the flags against the profile. Throws Error (input) with the flag's
 /// name for anything out of range or unparsable. `user_split`, when given, receives --split as
 /// layers per stage (parseSplitText; empty without --split), which sets the stage count.
+/// `user_placement`, when given, lets --split be a virtual-pipeline layout (its chunks in
+/// `user_split`, its ranks and chunks per rank here, --chunks taken from it; the schedule must run
+/// chunks); without it such a layout is refused.
 PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile,
-                                       std::vector<int>* user_split = nullptr);
+                                       std::vector<int>* user_split = nullptr, Placement* user_placement = nullptr);
 
 /// The line that says how communication is modelled: "no communication cost modelled (...)" or
 /// "communication: 25 GB/s, 10 us latency per message".

@@ -113,9 +113,11 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
                                      options.tp_latency, &tensor_parallel_note);
   if (!tensor_parallel_note.empty() && report) report->notes.push_back(tensor_parallel_note);
   if (options.split_given) {
-    const std::vector<int> counts =
-        parseSplitText(options.split_text, inputs.profile, options.stages_given ? options.stages : 0, "--split");
+    Placement placement;
+    const std::vector<int> counts = parseSplitText(options.split_text, inputs.profile,
+                                                   options.stages_given ? options.stages : 0, "--split", &placement);
     inputs.partition.method = "yours";
+    if (placement.chunked()) inputs.partition.placement = placement;
     int first = 0;
     for (int count : counts) {
       StageCost stage;

@@ -132,8 +132,34 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
   const ChunkedSplit split = solveChunkedSplit(problem);
   if (search) *search = split;
   const bool free = options.rules == SplitRuleSet::kAny;
-  return describeChunkedSplit(profile, options, split.layers_per_chunk, free ? kFreeMethod : "compute", source,
-                              &split);
+  const std::string method = free ? kFreeMethod : "compute";
+  // Among chunkings whose slowest rank is no slower, the schedule's own step decides: moves of
+  // one layer across one chunk boundary while the simulated step shrinks and every cap holds.
+  Partition best = describeChunkedSplit(profile, options, split.layers_per_chunk, method, source, &split);
+  const double tolerance = 1e-9 * best.bottleneck_ms;
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (std::size_t c = 0; c + 1 < best.stages.size(); ++c) {
+      for (const int step : {-1, 1}) {
+        std::vector<int> counts = best.layersPerStage();
+        counts[c] += step;
+        counts[c + 1] -= step;
+        const int end = best.stages[c].last + step;
+        if (counts[c] < 1 || counts[c + 1] < 1 || !model.canEndAt(end)) continue;
+        Partition candidate = describeChunkedSplit(profile, options, counts, method, source, &split);
+        bool fits = candidate.bottleneck_ms <= best.bottleneck_ms + tolerance &&
+                    candidate.predicted_step_ms < best.predicted_step_ms - tolerance;
+        for (int r = 0; r < placement.ranks && fits && !options.memory_cap_bytes.empty(); ++r) {
+          fits = static_cast<double>(candidate.stages[static_cast<std::size_t>(placement.chunkAt(r, 0))].memory_bytes) <=
+                 stageCapBytes(options, r);
+        }
+        if (!fits) continue;
+        best = std::move(candidate);
+        moved = true;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace stagecut

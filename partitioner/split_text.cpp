@@ -138,9 +138,10 @@ void requireBlockCount(std::optional<int> num_layers, const MegatronGroups& grou
 
 // A layout of `layout_stages` stages on the --pipeline-model-parallel-size (`size`), --stages
 // or, without either, as many ranks: Megatron's virtual pipeline puts layout_stages / ranks
-// chunks on each rank, which stagecut does not split or run yet.
-void requireOneChunkPerRank(int layout_stages, std::optional<int> size, std::optional<int> virtual_stages, int stages,
-                            const std::string& flag, const std::string& text) {
+// chunks on each rank, chunk i on rank i mod ranks. Sets `placement` to that; a caller that
+// reads no chunks (nullptr) is refused a layout of several chunks per rank.
+void placeLayout(int layout_stages, std::optional<int> size, std::optional<int> virtual_stages, int stages,
+                 Placement* placement, const std::string& flag, const std::string& text) {
   if (size && stages > 0 && *size != stages) {
     fail(flag, text,
          "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
@@ -159,18 +160,19 @@ void requireOneChunkPerRank(int layout_stages, std::optional<int> size, std::opt
              std::to_string(layout_stages) + " stages for " + std::to_string(ranks) + " ranks (" +
              std::to_string(chunks) + " each)");
   }
-  if (chunks > 1) {
+  if (chunks > 1 && placement == nullptr) {
     fail(flag, text, "a virtual-pipeline layout, " + std::to_string(layout_stages) + " stages on " +
                          std::to_string(ranks) + " ranks (" + std::to_string(chunks) +
-                         " model chunks each): stagecut splits and runs one chunk per rank so far; give a layout of " +
+                         " model chunks each): this command takes one chunk per rank; give a layout of " +
                          std::to_string(ranks) + " stages");
   }
+  if (placement) *placement = Placement::loop(ranks, chunks);
 }
 
 // The layout with what Megatron takes beside it: --pipeline-model-parallel-size,
 // --num-virtual-stages-per-pipeline-rank and --num-layers, in any order.
 std::vector<int> fromLayoutFlags(const std::vector<std::string>& words, const Profile& profile, int stages,
-                                 const std::string& flag, const std::string& text) {
+                                 Placement* placement, const std::string& flag, const std::string& text) {
   std::string layout;
   std::optional<int> size, virtual_stages, num_layers;
   for (std::size_t at = 0; at < words.size(); ++at) {
@@ -191,7 +193,7 @@ std::vector<int> fromLayoutFlags(const std::vector<std::string>& words, const Pr
   }
   requireBlockCount(num_layers, megatronGroups(profile), flag, text);
   std::vector<int> counts = fromLayout(layout, profile, flag, text);
-  requireOneChunkPerRank(static_cast<int>(counts.size()), size, virtual_stages, stages, flag, text);
+  placeLayout(static_cast<int>(counts.size()), size, virtual_stages, stages, placement, flag, text);
   return counts;
 }
 
@@ -323,7 +325,9 @@ std::string withoutTensorParallelFlags(const std::string& raw, const Profile& pr
 
 }  // namespace
 
-std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, int stages, const std::string& flag) {
+std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, int stages, const std::string& flag,
+                                Placement* placement) {
+  if (placement) *placement = Placement{};
   const std::string text = trimmed(withoutTensorParallelFlags(raw, profile, flag));
   const int layers = static_cast<int>(profile.layerCount());
   const int modules = layers - trailingLossLayers(profile);
@@ -334,7 +338,7 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
     const std::vector<std::string> words = commandWords(text);
     const bool has_layout =
         std::find(words.begin(), words.end(), "--pipeline-model-parallel-layout") != words.end();
-    counts = has_layout ? fromLayoutFlags(words, profile, stages, flag, text)
+    counts = has_layout ? fromLayoutFlags(words, profile, stages, placement, flag, text)
                         : fromMegatronFlags(words, profile, stages, flag, text);
   } else if (text.rfind("split_spec={", 0) == 0) {
     counts = fromSplitSpec(text, profile, flag);
@@ -357,7 +361,7 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
   } else if (text.find_first_not_of("Et*0123456789|L(),") == std::string::npos &&
              text.find_first_of("EtL") != std::string::npos) {
     counts = fromLayout(text, profile, flag, text);
-    requireOneChunkPerRank(static_cast<int>(counts.size()), std::nullopt, std::nullopt, stages, flag, text);
+    placeLayout(static_cast<int>(counts.size()), std::nullopt, std::nullopt, stages, placement, flag, text);
   } else {
     const auto values = integerList(text);
     if (!values) fail(flag, text, std::string("not a split stagecut reads; ") + kForms);
@@ -377,9 +381,11 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
                               ? " (" + std::to_string(modules) + " before the loss)"
                               : ""));
   }
-  if (stages > 0 && static_cast<int>(counts.size()) != stages) {
+  const bool chunked = placement && placement->chunked();
+  if (stages > 0 && !chunked && static_cast<int>(counts.size()) != stages) {
     fail(flag, text, std::to_string(counts.size()) + " stages, --stages is " + std::to_string(stages));
   }
+  if (placement && !chunked) *placement = Placement::loop(static_cast<int>(counts.size()), 1);
   return counts;
 }
 

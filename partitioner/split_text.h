@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "core/placement.h"
 #include "core/profile.h"
 
 namespace stagecut {
@@ -21,6 +22,11 @@ namespace stagecut {
 /// `flag` names the option in messages. Throws Error (input), in one line, for text in none of
 /// these forms and for a split that does not cover the chain ("--split 4,4,4: 12 layers, the
 /// profile has 9"). Rules are not checked here (ruleViolation does).
-std::vector<int> parseSplitText(const std::string& text, const Profile& profile, int stages, const std::string& flag);
+/// A Megatron layout of N x v stages on N ranks (N from --pipeline-model-parallel-size, else
+/// `stages`) is a virtual pipeline: with `placement`, its N x v chunks are returned and
+/// `placement` set to Placement::loop(N, v) (loop(stages, 1) for any other split); without, it is
+/// refused.
+std::vector<int> parseSplitText(const std::string& text, const Profile& profile, int stages, const std::string& flag,
+                                Placement* placement = nullptr);
 
 }  // namespace stagecut

@@ -365,3 +365,26 @@ TEST_CASE("a chunked partition file is read back and simulated on its own chunks
                               "' --schedule 1f1b --microbatches 4"),
                   path + ": the split places 2 chunks on each rank; 1f1b runs one; use --schedule interleaved-1f1b");
 }
+
+TEST_CASE("partition --split reads a virtual-pipeline layout as chunks on ranks and sets it beside the best",
+          "[cli][partition][chunks]") {
+  const std::string layout = "--split '--pipeline-model-parallel-layout \"Et*3|t*3|t*2|L\" --pipeline-model-parallel-size 2'";
+  const CommandResult text = partition("--schedule interleaved-1f1b --microbatches 4 " + layout);
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("your split, as given"));
+  CHECK_THAT(text.out, Contains("2 ranks x 2 chunks"));
+  CHECK_THAT(text.out, Contains("against yours"));
+  const CommandResult json = partition("--schedule interleaved-1f1b --microbatches 4 --json " + layout);
+  REQUIRE(json.exit_code == 0);
+  const nlohmann::json document = nlohmann::json::parse(json.out);
+  CHECK(document["method"] == "yours");
+  CHECK(document["placement"]["chunks_per_rank"] == 2);
+  CHECK(document["stages"][3]["first"] == 9);
+  checkInputError(partition("--microbatches 4 " + layout),
+                  "--split: a virtual-pipeline layout of 2 chunks per rank; 1f1b runs one, add --schedule "
+                  "interleaved-1f1b");
+  const CommandResult simulated = runStagecut("simulate '" + kExampleGptProfile +
+                                              "' --schedule interleaved-1f1b --microbatches 4 --json " + layout);
+  REQUIRE(simulated.exit_code == 0);
+  CHECK(nlohmann::json::parse(simulated.out)["schedules"][0]["chunks"] == 2);
+}

@@ -568,12 +568,22 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
   const auto error = [&](const std::string& text, int stages) {
     return stagecut::testing::inputErrorOf([&] { stagecut::parseSplitText(text, profile, stages, "--split"); });
   };
-  // Megatron's virtual pipeline: 6 stages on 3 ranks is 2 chunks a rank, which stagecut does not
-  // split yet: never read as a 6-stage pipeline.
+  // Megatron's virtual pipeline: 6 stages on 3 ranks is 2 chunks a rank, never read as a 6-stage
+  // pipeline: its chunks and their placement where the caller takes chunks, refused where not.
   const std::string vpp = "--pipeline-model-parallel-layout Et|t|t|t|t|tL --pipeline-model-parallel-size 3";
   CHECK(error(vpp, 0) == "--split " + vpp + ": a virtual-pipeline layout, 6 stages on 3 ranks (2 model chunks "
-                                            "each): stagecut splits and runs one chunk per rank so far; give a "
+                                            "each): this command takes one chunk per rank; give a "
                                             "layout of 3 stages");
+  for (const auto& [text, stages] : {std::pair<std::string, int>{vpp, 0}, {"Et|t|t|t|t|tL", 3},
+                                     {"--pipeline-model-parallel-layout=\"Et|(t|)*4,tL\" --pipeline-model-parallel-size=3", 3}}) {
+    INFO(text);
+    stagecut::Placement placement;
+    CHECK(stagecut::parseSplitText(text, profile, stages, "--split", &placement) == std::vector<int>{2, 1, 1, 1, 1, 3});
+    CHECK(placement == stagecut::Placement::loop(3, 2));
+  }
+  stagecut::Placement one_chunk;
+  CHECK(stagecut::parseSplitText("4,3,2", profile, 0, "--split", &one_chunk) == split);
+  CHECK(one_chunk == stagecut::Placement::loop(3, 1));
   CHECK(error("Et|t|t|t|t|tL", 3).find("a virtual-pipeline layout, 6 stages on 3 ranks") != std::string::npos);
   CHECK(error("--num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L", 0) ==
         "--split --num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L: "
