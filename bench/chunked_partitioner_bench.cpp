@@ -64,7 +64,7 @@ int main() {
       {"blocks copied, binding cap", false, false, true},
       {"every block timed, binding cap", true, false, true},
   };
-  std::printf("%-28s %4s %3s %4s %10s %12s %6s %8s\n", "case", "N", "v", "M", "median ms", "nodes", "exact", "gap");
+  std::printf("%-31s %4s %3s %4s %10s %12s %6s %8s\n", "case", "N", "v", "M", "median ms", "nodes", "exact", "gap");
   for (const Row& row : rows) {
     const stagecut::Profile profile = llama70bChain(row.every_block_timed);
     stagecut::PartitionOptions options;
@@ -93,14 +93,14 @@ int main() {
       try {
         stagecut::partitionChunked(profile, options, "bench", &search);
       } catch (const stagecut::Error& error) {
-        std::printf("%-28s %s\n", row.name, error.what());
+        std::printf("%-31s %s\n", row.name, error.what());
         failed = true;
         break;
       }
       samples.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     if (failed) continue;
-    std::printf("%-28s %4d %3d %4d %10.1f %12lld %6s %7.2f%%\n", row.name, options.stages, options.chunks,
+    std::printf("%-31s %4d %3d %4d %10.1f %12lld %6s %7.2f%%\n", row.name, options.stages, options.chunks,
                 options.microbatches, stagecut::medianOf(std::move(samples)), static_cast<long long>(search.nodes),
                 search.exact ? "yes" : "no", 100.0 * (search.bottleneck_ms / search.lower_bound_ms - 1.0));
   }

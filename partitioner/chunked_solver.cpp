@@ -19,6 +19,10 @@ constexpr double kRelativeTolerance = 1e-9;
 // identical blocks, few enough that a check stays cheap.
 constexpr std::size_t kEntriesPerState = 48;
 
+// The packing bound's slack for rounding in sums of layers: far inside kRelativeTolerance, so
+// that a bound met by the best split proves it.
+constexpr double kBoundSlack = 1e-12;
+
 bool withinTolerance(double a, double b) { return std::abs(a - b) <= kRelativeTolerance * std::max(std::abs(a), std::abs(b)); }
 bool above(double a, double b) { return a > b && !withinTolerance(a, b); }
 
@@ -50,7 +54,10 @@ class ChunkSearch {
     result.lower_bound_ms =
         std::max(least_work_[0] / speed_sum_, *std::max_element(compute.begin(), compute.end()) / fastest_);
     greedyStart(result.lower_bound_ms);
-    if (!best_ends_.empty()) improveLocally();
+    if (!best_ends_.empty()) {
+      improveLocally();
+      result.lower_bound_ms = std::max(result.lower_bound_ms, packingBound(result.lower_bound_ms));
+    }
     visit(0, 0, 0.0);
     if (best_ends_.empty()) {
       throw Error(aborted_ ? "no chunking into " + std::to_string(chunks_) + " chunks found within " +
@@ -67,7 +74,8 @@ class ChunkSearch {
     }
     result.bottleneck_ms = best_load_;
     result.largest_chunk_ms = best_chunk_;
-    result.exact = !aborted_;
+    // A search cut short still proves its slowest rank when that equals the packing bound.
+    result.exact = !aborted_ || !above(best_load_, result.lower_bound_ms);
     if (result.exact) result.lower_bound_ms = std::max(result.lower_bound_ms, best_load_);
     result.nodes = nodes_;
     return result;
@@ -103,6 +111,68 @@ class ChunkSearch {
         least_work_[stateKey(c, first)] = least;
       }
     }
+  }
+
+  // A bound that counts what each rank can hold rather than the average: the layers as items
+  // shared out among the ranks, each rank's compute within T x its speed (contiguity dropped, the
+  // layers the cuts force onto the first and last chunk kept there, messages at their cheapest). Rank r holds at
+  // most k free layers, k how many of the smallest fit its room, and at most min(room, the k
+  // largest) of their compute, so T is too small when the ranks together cannot hold the chain's
+  // layers or its compute. Against the average this sees that 80 equal blocks and a head heavier
+  // than a block cannot keep 8 ranks under 11 blocks.
+  // The least T that passes, by bisection from `below` (too small or equal) to the best found.
+  double packingBound(double below) const {
+    int head_end = 0;
+    while (!model_.canEndAt(head_end)) ++head_end;
+    int tail_first = layers_ - 1;
+    while (tail_first > head_end + 1 && !model_.canEndAt(tail_first - 1)) --tail_first;
+    std::vector<double> forced(speed_.size(), 0.0);
+    forced[static_cast<std::size_t>(placement_.rankOf(0))] += model_.computeMs(0, head_end);
+    if (tail_first > head_end) {
+      forced[static_cast<std::size_t>(placement_.rankOf(chunks_ - 1))] += model_.computeMs(tail_first, layers_ - 1);
+    }
+    std::vector<double> free_layers;
+    for (int layer = head_end + 1; layer < tail_first; ++layer) free_layers.push_back(model_.computeMs(layer, layer));
+    std::sort(free_layers.begin(), free_layers.end());
+    std::vector<double> smallest_sum{0.0}, largest_sum{0.0};
+    for (std::size_t i = 0; i < free_layers.size(); ++i) {
+      smallest_sum.push_back(smallest_sum.back() + free_layers[i]);
+      largest_sum.push_back(largest_sum.back() + free_layers[free_layers.size() - 1 - i]);
+    }
+    // Each chunk sends and receives at its ends but the chain's, at least the cheapest message.
+    double least_message = 0.0;
+    if (model_.hasCommunication()) {
+      least_message = std::numeric_limits<double>::infinity();
+      for (int end = head_end; end < tail_first; ++end) {
+        if (model_.canEndAt(end)) least_message = std::min(least_message, model_.commOutMs(end));
+      }
+      for (std::size_t r = 0; r < forced.size(); ++r) {
+        const int rank = static_cast<int>(r);
+        const int messages = 2 * placement_.chunks_per_rank - (placement_.rankOf(0) == rank ? 1 : 0) -
+                             (placement_.rankOf(chunks_ - 1) == rank ? 1 : 0);
+        forced[r] += messages * least_message;
+      }
+    }
+    const double total = model_.totalComputeMs() + (2.0 * chunks_ - 2.0) * least_message;
+    const auto holds_chain = [&](double slowest) {
+      double held = 0.0;
+      std::size_t count = 0;
+      for (std::size_t r = 0; r < speed_.size(); ++r) {
+        const double room = slowest * speed_[r] - forced[r];
+        if (above(forced[r], slowest * speed_[r])) return false;
+        const auto fitting = std::upper_bound(smallest_sum.begin(), smallest_sum.end(), std::max(room, 0.0) * (1.0 + kBoundSlack)) - smallest_sum.begin() - 1;
+        held += forced[r] + std::min(std::max(room, 0.0), largest_sum[static_cast<std::size_t>(fitting)]);
+        count += static_cast<std::size_t>(fitting);
+      }
+      return count >= free_layers.size() && !above(total, held);
+    };
+    double low = below, high = best_load_;
+    if (holds_chain(low)) return low;
+    for (int step = 0; step < 100 && high - low > kBoundSlack * high; ++step) {
+      const double middle = 0.5 * (low + high);
+      (holds_chain(middle) ? high : low) = middle;
+    }
+    return low;
   }
 
   double chunkSpeed(int chunk) const { return speed_[static_cast<std::size_t>(placement_.rankOf(chunk))]; }
@@ -142,49 +212,59 @@ class ChunkSearch {
   bool mayEnd(int chunk, int end) const { return chunk + 1 == chunks_ ? end == layers_ - 1 : model_.canEndAt(end); }
 
   // A first incumbent: each chunk fills its rank up to an even pace toward `target`, for targets
-  // from the lower bound up; the best complete chunking that fits the caps.
+  // from the lower bound up; the best complete chunking that fits the caps. A rank over its cap
+  // gets a smaller share of the target and the same target is tried again, so that the others
+  // take the layers it cannot hold.
   void greedyStart(double lower_bound) {
-    const int v = placement_.chunks_per_rank;
     for (int step = 0; step <= 200; ++step) {
       const double target = lower_bound * (1.0 + 0.005 * step);
-      std::vector<double> load(load_.size(), 0.0);
-      std::vector<int> ends;
-      double largest = 0.0;
-      int first = 0;
-      bool complete = true;
-      for (int c = 0; c < chunks_ && complete; ++c) {
-        const std::size_t r = static_cast<std::size_t>(placement_.rankOf(c));
-        const double pace = target * (placement_.localOf(c) + 1) / v;
-        int chosen = -1;
-        for (int end = first; end <= lastEnd(c); ++end) {
-          if (!mayEnd(c, end)) continue;
-          if (chosen >= 0 && load[r] + model_.stageCostMs(c, first, end) > pace) break;
-          place(c, first, end);
-          if (chosen >= 0 && !fitsCap(placement_.rankOf(c), lastOfRank(c))) break;
-          chosen = end;
-        }
-        if (chosen < 0) {
-          complete = false;
-          break;
-        }
-        const double cost = model_.stageCostMs(c, first, chosen);
-        load[r] += cost;
-        largest = std::max(largest, cost);
-        ends.push_back(chosen);
-        place(c, first, chosen);
-        first = chosen + 1;
-      }
-      if (!complete) continue;
-      bool fits = true;
-      for (int r = 0; r < placement_.ranks && fits; ++r) fits = fitsCap(r, true);
-      const double slowest = *std::max_element(load.begin(), load.end());
-      if (fits && canImprove(slowest, largest)) {
-        best_load_ = slowest;
-        best_chunk_ = largest;
-        best_ends_ = ends;
+      std::vector<double> share(load_.size(), 1.0);
+      for (int retry = 0; retry <= (hasCaps() ? 40 : 0); ++retry) {
+        std::vector<int> over_cap;
+        pacedChunking(target, share, &over_cap);
+        if (over_cap.empty()) break;
+        for (int rank : over_cap) share[static_cast<std::size_t>(rank)] *= 0.97;
       }
     }
     for (auto& ranks : terms_) std::fill(ranks.begin(), ranks.end(), StageMemoryTerms{});
+  }
+
+  // One paced chunking (rank r's pace: target x share[r]); kept when it is the best so far. Ranks
+  // whose memory does not fit go to `over_cap`.
+  void pacedChunking(double target, const std::vector<double>& share, std::vector<int>* over_cap) {
+    const int v = placement_.chunks_per_rank;
+    std::vector<double> load(load_.size(), 0.0);
+    std::vector<int> ends;
+    double largest = 0.0;
+    int first = 0;
+    for (int c = 0; c < chunks_; ++c) {
+      const std::size_t r = static_cast<std::size_t>(placement_.rankOf(c));
+      const double pace = target * share[r] * (placement_.localOf(c) + 1) / v;
+      int chosen = -1;
+      for (int end = first; end <= lastEnd(c); ++end) {
+        if (!mayEnd(c, end)) continue;
+        if (chosen >= 0 && load[r] + model_.stageCostMs(c, first, end) > pace) break;
+        place(c, first, end);
+        if (chosen >= 0 && !fitsCap(placement_.rankOf(c), lastOfRank(c))) break;
+        chosen = end;
+      }
+      if (chosen < 0) return;
+      const double cost = model_.stageCostMs(c, first, chosen);
+      load[r] += cost;
+      largest = std::max(largest, cost);
+      ends.push_back(chosen);
+      place(c, first, chosen);
+      first = chosen + 1;
+    }
+    for (int r = 0; r < placement_.ranks; ++r) {
+      if (!fitsCap(r, true)) over_cap->push_back(r);
+    }
+    const double slowest = *std::max_element(load.begin(), load.end());
+    if (over_cap->empty() && canImprove(slowest, largest)) {
+      best_load_ = slowest;
+      best_chunk_ = largest;
+      best_ends_ = ends;
+    }
   }
 
   // The ranks' loads of a chunking given by its ends, slowest first, and its largest chunk.

@@ -237,3 +237,39 @@ TEST_CASE("a chunked search cut short returns its best split, not exact, with a 
   CHECK(full.bottleneck_ms <= cut.bottleneck_ms);
   CHECK(full.lower_bound_ms == Approx(full.bottleneck_ms));
 }
+
+TEST_CASE("a chunked search cut short is still exact when its slowest rank meets the packing bound",
+          "[partitioner][chunks]") {
+  // 16 equal blocks between a light embedding and a head heavier than a block, on 4 ranks x 2
+  // chunks: the average load is 4.4 blocks, but no rank can hold 4.4 blocks, so some rank holds 5.
+  Profile profile = stagecut::testing::makeProfile(18);
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+    const double ms = i == 0 ? 0.1 : i + 1 == profile.layers.size() ? 1.5 : 1.0;
+    profile.layers[i].forward_ms = stagecut::TimeStatsMs::exactly(ms / 3);
+    profile.layers[i].backward_ms = stagecut::TimeStatsMs::exactly(2 * ms / 3);
+    profile.layers[i].backward_input_ms.reset();
+    profile.layers[i].backward_weight_ms.reset();
+  }
+  PartitionOptions options;
+  options.stages = 4;
+  options.chunks = 2;
+  options.microbatches = 8;
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  PartitionOptions per_chunk = options;
+  per_chunk.stages = 8;
+  per_chunk.schedule = stagecut::ScheduleKind::kOneFOneB;
+  const stagecut::CostModel model = stagecut::buildCostModel(profile, per_chunk, "chain");
+  stagecut::ChunkedProblem problem;
+  problem.chunks = &model;
+  problem.placement = Placement::loop(4, 2);
+  problem.node_budget = 1;
+  const stagecut::ChunkedSplit cut = stagecut::solveChunkedSplit(problem);
+  const Best best = bruteForce(profile, options);
+  REQUIRE(best.found);
+  CHECK(best.slowest == Approx(5.0));
+  CHECK(cut.bottleneck_ms == Approx(best.slowest));
+  CHECK(cut.lower_bound_ms == Approx(best.slowest));
+  CHECK(cut.exact);
+  CHECK(cut.nodes > problem.node_budget);
+}
