@@ -105,7 +105,7 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   if (megatron) options.rules = SplitRuleSet::kMegatron;
   ChunkedSplit search;
   const Partition best = partitionChunked(profile, options, path, &search);
-  const Partition partition = yours.empty() ? best : describeChunkedSplit(profile, options, yours, "yours", path);
+  const Partition partition = yours.empty() ? best : describeChunkedSplit(profile, options, yours, "yours", path, &search);
   const std::vector<int> counts = partition.layersPerStage();
   const std::string text = flags.format == "json" ? std::string() : formatSplit(flags.format, profile, counts, partition.placement);
   const nlohmann::json document = partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement));
@@ -137,12 +137,14 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
               << " against yours\n";
   }
   if (search.exact) {
-    std::cout << "  exact: the search over every chunking ended (" << search.nodes
-              << " nodes); ties broken by the largest chunk, " << formatMs(search.largest_chunk_ms) << " ms\n";
+    std::cout << "  exact: "
+              << (search.search_complete ? "the search over every chunking ended (" + std::to_string(search.nodes) + " nodes)"
+                                         : std::string("the slowest rank meets the packing bound (docs/partitioner.md)"))
+              << "; among chunkings as slow, the simulated step chose\n";
   } else {
+    const double gap = search.bottleneck_ms / search.lower_bound_ms - 1.0;
     std::cout << "  best found in " << search.nodes << " search nodes, not proven optimal: at most "
-              << formatPercent(search.bottleneck_ms / search.lower_bound_ms - 1.0)
-              << " above the lower bound\n";
+              << formatPercent(gap, gap < 0.01 ? 2 : 1) << " above the lower bound\n";
   }
   if (flags.format != "json") printFormat(std::cout, flags.format, text);
   if (output) std::cout << "\nwrote " << output->path << "\n";

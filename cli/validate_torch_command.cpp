@@ -92,6 +92,11 @@ int checkRequest(ValidateCommandOptions& options) {
   const ValidateRequest& request = options.request;
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
+  if (partition.rankPlacement().chunked()) {
+    throw Error(request.partition_path + ": a chunked split (" + std::to_string(partition.rankPlacement().chunks_per_rank) +
+                " chunks per rank); validate runs one model chunk per rank: partition without --chunks, and use "
+                "simulate for this one");
+  }
   const ScheduleKind schedule = parseScheduleName(request.schedule);
   pipelineSchedule(schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1, 1);
   if (runsChunks(schedule)) {

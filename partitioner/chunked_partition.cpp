@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "partitioner/profile_partitioner.h"
+#include "partitioner/simulated_refinement.h"
 #include "prediction/pipeline_prediction.h"
 #include "schedule/generators.h"
 
@@ -44,6 +46,57 @@ CostModel chunkCostModel(const Profile& profile, const PartitionOptions& options
     per_chunk.stage_speed.push_back(options.stage_speed[static_cast<std::size_t>(placement.rankOf(c))]);
   }
   return buildCostModel(profile, per_chunk, source);
+}
+
+// The slowest rank's load of a chunking, from the cost model alone (no simulation); +infinity
+// where a chunk would end at a forbidden cut or hold no layer.
+double slowestRankMs(const CostModel& model, const Placement& placement, const std::vector<int>& counts) {
+  std::vector<double> load(static_cast<std::size_t>(placement.ranks), 0.0);
+  int first = 0;
+  for (int c = 0; c < placement.chunkCount(); ++c) {
+    const int last = first + counts[static_cast<std::size_t>(c)] - 1;
+    if (last < first || !model.canEndAt(last)) return std::numeric_limits<double>::infinity();
+    load[static_cast<std::size_t>(placement.rankOf(c))] += model.stageCostMs(c, first, last);
+    first = last + 1;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Moves of one layer from one chunk to another (the chunks between shift by one layer) while the
+// simulated step shrinks, the slowest rank does not grow and every cap holds. Chunks far apart
+// matter: the fill and drain favour a rank's extra layer in one chunk over another, and a move
+// between neighbours often has to pass a rank that is already the slowest.
+Partition refinedBySimulatedStep(const Profile& profile, const PartitionOptions& options, const CostModel& model,
+                                 Partition best, const std::string& source, const ChunkedSplit& split) {
+  const Placement placement = *best.placement;
+  const int chunks = placement.chunkCount();
+  const double tolerance = 1e-9 * best.bottleneck_ms;
+  const PredictionOptions prediction = predictionOptions(options);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int from = 0; from < chunks; ++from) {
+      for (int to = 0; to < chunks; ++to) {
+        std::vector<int> counts = best.layersPerStage();
+        if (from == to || counts[static_cast<std::size_t>(from)] < 2) continue;
+        --counts[static_cast<std::size_t>(from)];
+        ++counts[static_cast<std::size_t>(to)];
+        if (slowestRankMs(model, placement, counts) > best.bottleneck_ms + tolerance) continue;
+        if (!(simulatedSplitStepMs(profile, prediction, model, counts, placement) < best.predicted_step_ms - tolerance)) {
+          continue;
+        }
+        Partition candidate = describeChunkedSplit(profile, options, counts, best.method, source, &split);
+        bool fits = true;
+        for (int r = 0; r < placement.ranks && fits && !options.memory_cap_bytes.empty(); ++r) {
+          fits = static_cast<double>(candidate.stages[static_cast<std::size_t>(placement.chunkAt(r, 0))].memory_bytes) <=
+                 stageCapBytes(options, r);
+        }
+        if (!fits) continue;
+        best = std::move(candidate);
+        moved = true;
+      }
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -133,31 +186,14 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
   if (search) *search = split;
   const bool free = options.rules == SplitRuleSet::kAny;
   const std::string method = free ? kFreeMethod : "compute";
-  // Among chunkings whose slowest rank is no slower, the schedule's own step decides: moves of
-  // one layer across one chunk boundary while the simulated step shrinks and every cap holds.
-  Partition best = describeChunkedSplit(profile, options, split.layers_per_chunk, method, source, &split);
-  const double tolerance = 1e-9 * best.bottleneck_ms;
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (std::size_t c = 0; c + 1 < best.stages.size(); ++c) {
-      for (const int step : {-1, 1}) {
-        std::vector<int> counts = best.layersPerStage();
-        counts[c] += step;
-        counts[c + 1] -= step;
-        const int end = best.stages[c].last + step;
-        if (counts[c] < 1 || counts[c + 1] < 1 || !model.canEndAt(end)) continue;
-        Partition candidate = describeChunkedSplit(profile, options, counts, method, source, &split);
-        bool fits = candidate.bottleneck_ms <= best.bottleneck_ms + tolerance &&
-                    candidate.predicted_step_ms < best.predicted_step_ms - tolerance;
-        for (int r = 0; r < placement.ranks && fits && !options.memory_cap_bytes.empty(); ++r) {
-          fits = static_cast<double>(candidate.stages[static_cast<std::size_t>(placement.chunkAt(r, 0))].memory_bytes) <=
-                 stageCapBytes(options, r);
-        }
-        if (!fits) continue;
-        best = std::move(candidate);
-        moved = true;
-      }
-    }
+  // Among chunkings whose slowest rank is no slower, the schedule's own step decides.
+  Partition best = refinedBySimulatedStep(
+      profile, options, model, describeChunkedSplit(profile, options, split.layers_per_chunk, method, source, &split),
+      source, split);
+  if (search) {
+    // The refinement may have found a slower chunk of a slower rank a faster place, meeting the bound.
+    search->bottleneck_ms = best.bottleneck_ms;
+    search->exact = search->exact || best.bottleneck_ms <= search->lower_bound_ms * (1.0 + 1e-9);
   }
   return best;
 }

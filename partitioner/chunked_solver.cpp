@@ -55,7 +55,8 @@ class ChunkSearch {
         std::max(least_work_[0] / speed_sum_, *std::max_element(compute.begin(), compute.end()) / fastest_);
     greedyStart(result.lower_bound_ms);
     if (!best_ends_.empty()) {
-      improveLocally();
+      // The greedy start's pacing cannot foresee a heavy last chunk.
+      best_ends_ = descended(best_ends_, &best_load_, &best_chunk_);
       result.lower_bound_ms = std::max(result.lower_bound_ms, packingBound(result.lower_bound_ms));
     }
     visit(0, 0, 0.0);
@@ -67,15 +68,12 @@ class ChunkSearch {
                                  "the framework's rules; use fewer --chunks or --stages" +
                                  (hasCaps() ? ", or a larger --memory-cap" : std::string()));
     }
-    int first = 0;
-    for (int end : best_ends_) {
-      result.layers_per_chunk.push_back(end - first + 1);
-      first = end + 1;
-    }
+    result.layers_per_chunk = chunkSizes(best_ends_);
     result.bottleneck_ms = best_load_;
     result.largest_chunk_ms = best_chunk_;
     // A search cut short still proves its slowest rank when that equals the packing bound.
-    result.exact = !aborted_ || !above(best_load_, result.lower_bound_ms);
+    result.search_complete = !aborted_;
+    result.exact = result.search_complete || !above(best_load_, result.lower_bound_ms);
     if (result.exact) result.lower_bound_ms = std::max(result.lower_bound_ms, best_load_);
     result.nodes = nodes_;
     return result;
@@ -88,6 +86,16 @@ class ChunkSearch {
   };
 
   bool hasCaps() const { return problem_.memory.table != nullptr; }
+
+  static std::vector<int> chunkSizes(const std::vector<int>& ends) {
+    std::vector<int> sizes;
+    int first = 0;
+    for (int end : ends) {
+      sizes.push_back(end - first + 1);
+      first = end + 1;
+    }
+    return sizes;
+  }
 
   std::size_t stateKey(int chunk, int first) const {
     return static_cast<std::size_t>(chunk) * static_cast<std::size_t>(layers_ + 1) + static_cast<std::size_t>(first);
@@ -280,10 +288,9 @@ class ChunkSearch {
     return load;
   }
 
-  // Moves one layer across one chunk boundary at a time while that makes the ranks' loads,
-  // slowest first, smaller: the greedy start's pacing cannot foresee a heavy last chunk.
-  void improveLocally() {
-    std::vector<int> ends = best_ends_;
+  // `ends` after one-boundary moves while they make the ranks' loads, slowest first, lighter
+  // (its slowest rank never grows); `largest` its largest chunk.
+  std::vector<int> descended(std::vector<int> ends, double* slowest, double* largest_out) {
     double largest = 0.0;
     std::vector<double> loads = sortedLoads(ends, &largest);
     const auto lighter = [](const std::vector<double>& a, const std::vector<double>& b) {
@@ -320,10 +327,10 @@ class ChunkSearch {
         }
       }
     }
-    best_ends_ = ends;
-    best_load_ = loads.front();
-    best_chunk_ = largest;
+    *slowest = loads.front();
+    *largest_out = largest;
     for (auto& ranks : terms_) std::fill(ranks.begin(), ranks.end(), StageMemoryTerms{});
+    return ends;
   }
 
   bool dominated(std::size_t key, double largest_chunk) const {

@@ -30,13 +30,15 @@ struct ChunkedProblem {
 
 /// The best chunking found: layers per chunk in chain order, the slowest rank's load (the sum of
 /// its chunks' costs) and the largest chunk's cost, a proven lower bound of the slowest rank over
-/// every chunking, and whether the search was complete (then the split is optimal).
+/// every chunking, whether its slowest rank is proven optimal (the search ended, or the split
+/// meets the bound) and whether the search ended (then its largest chunk is the least too).
 struct ChunkedSplit {
   std::vector<int> layers_per_chunk;
   double bottleneck_ms = 0.0;
   double largest_chunk_ms = 0.0;
   double lower_bound_ms = 0.0;
   bool exact = false;
+  bool search_complete = false;
   std::int64_t nodes = 0;
 };
 

@@ -9,13 +9,10 @@
 
 namespace stagecut {
 
-namespace {
-
-// The candidate as a split of its own (its ranges and each stage's recompute choice), predicted
-// the way every command predicts a split.
-double simulatedStepMs(const Profile& profile, const PredictionOptions& prediction, const CostModel& model,
-                       const std::vector<int>& counts) {
+double simulatedSplitStepMs(const Profile& profile, PredictionOptions prediction, const CostModel& model,
+                            const std::vector<int>& counts, const std::optional<Placement>& placement) {
   Partition candidate;
+  candidate.placement = placement;
   int first = 0;
   for (int s = 0; s < model.stageCount(); ++s) {
     StageCost stage;
@@ -25,17 +22,16 @@ double simulatedStepMs(const Profile& profile, const PredictionOptions& predicti
     candidate.stages.push_back(stage);
     first = stage.last + 1;
   }
+  prediction.memory = false;
   return predictPipeline(profile, candidate, prediction, "the refined split").simulated.step_ms;
 }
-
-}  // namespace
 
 SimulatedRefinement refineBySimulatedStep(const Profile& profile, const PartitionOptions& options,
                                           const CostModel& model, const std::vector<int>& exact_split) {
   const PredictionOptions prediction = predictionOptions(options);
   SimulatedRefinement result;
   result.layers_per_stage = exact_split;
-  result.exact_split_simulated_ms = simulatedStepMs(profile, prediction, model, exact_split);
+  result.exact_split_simulated_ms = simulatedSplitStepMs(profile, prediction, model, exact_split, std::nullopt);
   result.simulated_step_ms = result.exact_split_simulated_ms;
   result.candidates = 1;
 
@@ -64,7 +60,7 @@ SimulatedRefinement refineBySimulatedStep(const Profile& profile, const Partitio
         return;
       }
       ++result.candidates;
-      const double step_ms = simulatedStepMs(profile, prediction, model, counts);
+      const double step_ms = simulatedSplitStepMs(profile, prediction, model, counts, std::nullopt);
       if (clearlyLess(step_ms, result.simulated_step_ms)) {
         result.simulated_step_ms = step_ms;
         result.layers_per_stage = counts;

@@ -1,11 +1,13 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/profile.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/partition_options.h"
+#include "prediction/pipeline_prediction.h"
 
 namespace stagecut {
 
@@ -17,6 +19,12 @@ struct SimulatedRefinement {
   int candidates = 0;                    ///< optimal-bottleneck splits simulated
   bool truncated = false;                ///< more existed than kMaxCandidates
 };
+
+/// The simulated step of the split with `counts` layers per stage (chunks, with a placement), each
+/// stage's recompute choice from `model`, predicted the way every command predicts a split but
+/// without the memory timeline: for searches that compare many splits' steps.
+double simulatedSplitStepMs(const Profile& profile, PredictionOptions prediction, const CostModel& model,
+                            const std::vector<int>& counts, const std::optional<Placement>& placement);
 
 /// How many optimal-bottleneck splits refineBySimulatedStep() simulates at most.
 inline constexpr int kMaxRefinementCandidates = 256;

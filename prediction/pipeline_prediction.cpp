@@ -85,7 +85,9 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   }
   prediction.simulated = simulate(prediction.schedule, prediction.costs);
   if (options.data_parallel <= 1) prediction.pipeline_step_ms = prediction.simulated.step_ms;
-  prediction.memory = predictMemory(profile, partition, prediction.schedule, recompute, options.optimizer);
+  if (options.memory) {
+    prediction.memory = predictMemory(profile, partition, prediction.schedule, recompute, options.optimizer);
+  }
   return prediction;
 }
 

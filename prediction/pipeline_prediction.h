@@ -25,6 +25,8 @@ struct PredictionOptions {
   BoundaryLink link;                ///< between pipeline stages
   BoundaryLink dp_link;             ///< between the replicas of a stage (ring all-reduce)
   OptimizerMemory optimizer;        ///< the optimizer state and step the memory timeline charges
+  /// false: leave `memory` empty, for searches that compare the steps of many splits first.
+  bool memory = true;
 };
 
 /// One split's predicted step: the op lists every rank runs, the costs they were simulated on

@@ -273,3 +273,38 @@ TEST_CASE("a chunked search cut short is still exact when its slowest rank meets
   CHECK(cut.exact);
   CHECK(cut.nodes > problem.node_budget);
 }
+
+TEST_CASE("among chunkings as slow, the chunked split takes the faster simulated step, here against a hand layout",
+          "[partitioner][chunks]") {
+  // A LLaMA-70B-shaped chain (embedding, 80 equal blocks, a head of 1.2 blocks, the loss) at
+  // N = 8, v = 5, M = 32, and the layout Megatron users write for it by hand:
+  // Et*2|(t*2|)*34,t*3|(t*2|)*3,tL.
+  Profile profile = stagecut::testing::makeProfile(83);
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+    const double ms = i == 0 ? 0.6 : i == 81 ? 1.2 : i == 82 ? 0.1 : 1.0;
+    profile.layers[i].forward_ms = stagecut::TimeStatsMs::exactly(ms / 3);
+    profile.layers[i].backward_ms = stagecut::TimeStatsMs::exactly(2 * ms / 3);
+    profile.layers[i].backward_input_ms.reset();
+    profile.layers[i].backward_weight_ms.reset();
+  }
+  PartitionOptions options;
+  options.stages = 8;
+  options.chunks = 5;
+  options.microbatches = 32;
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  stagecut::ChunkedSplit search;
+  const Partition best = stagecut::partitionChunked(profile, options, "chain", &search);
+  std::vector<int> hand{3};
+  for (int c = 1; c <= 34; ++c) hand.push_back(2);
+  hand.push_back(3);
+  for (int c = 36; c <= 38; ++c) hand.push_back(2);
+  hand.push_back(3);
+  const Partition by_hand = stagecut::describeChunkedSplit(profile, options, hand, "yours", "chain");
+  const Partition searched = stagecut::describeChunkedSplit(profile, options, search.layers_per_chunk, "compute", "chain");
+  CHECK(best.bottleneck_ms <= by_hand.bottleneck_ms * (1 + 1e-9));
+  CHECK(best.bottleneck_ms <= searched.bottleneck_ms * (1 + 1e-9));
+  CHECK(best.predicted_step_ms <= by_hand.predicted_step_ms * (1 + 1e-9));
+  CHECK(best.predicted_step_ms <= searched.predicted_step_ms * (1 + 1e-9));
+  CHECK(search.exact);
+}

@@ -161,6 +161,14 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, "
                       "1f1b or zb-h1\n");
+  result = runStagecut("partition " + dir.file("p.json") +
+                       " --stages 2 --chunks 2 --schedule interleaved-1f1b --microbatches 4 --any-split -o " +
+                       dir.file("chunks.json"));
+  REQUIRE(result.exit_code == 0);
+  result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("chunks.json") + " --microbatches 4");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: " + dir.file("chunks.json") + ": a chunked split (2 chunks per rank); validate runs "
+                      "one model chunk per rank: partition without --chunks, and use simulate for this one\n");
   result = runStagecut("validate " + files + " --steps 0");
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --steps 0: use 1 to 100000 measured steps\n");
