@@ -2,6 +2,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include <catch2/catch.hpp>
@@ -105,6 +106,33 @@ Best bruteForce(const Profile& profile, const PartitionOptions& options) {
   return best;
 }
 
+// A chain of an embedding, `blocks` equal blocks, a head and optionally a loss, in blocks' time
+// (forward a third, backward two thirds; no B/W split).
+Profile chainOfBlocks(double embedding, int blocks, double head, std::optional<double> loss) {
+  std::vector<double> ms{embedding};
+  ms.insert(ms.end(), static_cast<std::size_t>(blocks), 1.0);
+  ms.push_back(head);
+  if (loss) ms.push_back(*loss);
+  Profile profile = stagecut::testing::makeProfile(static_cast<int>(ms.size()));
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    profile.layers[i].forward_ms = stagecut::TimeStatsMs::exactly(ms[i] / 3);
+    profile.layers[i].backward_ms = stagecut::TimeStatsMs::exactly(2 * ms[i] / 3);
+    profile.layers[i].backward_input_ms.reset();
+    profile.layers[i].backward_weight_ms.reset();
+  }
+  return profile;
+}
+
+PartitionOptions interleaved(int stages, int chunks, int microbatches) {
+  PartitionOptions options;
+  options.stages = stages;
+  options.chunks = chunks;
+  options.microbatches = microbatches;
+  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("the chunked split is the best of every chunking, under links, speeds, rules and memory caps",
@@ -167,12 +195,7 @@ TEST_CASE("a chunked split places chunk c on rank c mod N, and its prediction ru
           "[partitioner][chunks]") {
   std::mt19937 random(7);
   const Profile profile = randomChain(random, 12, false);
-  PartitionOptions options;
-  options.stages = 3;
-  options.chunks = 2;
-  options.microbatches = 6;
-  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
-  options.rules = stagecut::SplitRuleSet::kAny;
+  PartitionOptions options = interleaved(3, 2, 6);
   const Partition split = stagecut::partitionChunked(profile, options, "chain");
   REQUIRE(split.placement);
   CHECK(*split.placement == Placement::loop(3, 2));
@@ -190,11 +213,7 @@ TEST_CASE("a chunked split places chunk c on rank c mod N, and its prediction ru
 TEST_CASE("the chunked split says what it cannot do", "[partitioner][chunks]") {
   std::mt19937 random(3);
   const Profile profile = randomChain(random, 6, false);
-  PartitionOptions options;
-  options.stages = 2;
-  options.chunks = 4;
-  options.microbatches = 2;
-  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+  PartitionOptions options = interleaved(2, 4, 2);
   CHECK_THROWS_WITH(stagecut::partitionChunked(profile, options, "chain"),
                     "--chunks 4: 2 stages x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
   options.chunks = 2;
@@ -211,12 +230,7 @@ TEST_CASE("a chunked search cut short returns its best split, not exact, with a 
           "[partitioner][chunks]") {
   std::mt19937 random(11);
   const Profile profile = randomChain(random, 24, false);
-  PartitionOptions options;
-  options.stages = 3;
-  options.chunks = 3;
-  options.microbatches = 8;
-  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
-  options.rules = stagecut::SplitRuleSet::kAny;
+  PartitionOptions options = interleaved(3, 3, 8);
   const stagecut::CostModel model = [&] {
     PartitionOptions per_chunk = options;
     per_chunk.stages = 9;
@@ -242,20 +256,8 @@ TEST_CASE("a chunked search cut short is still exact when its slowest rank meets
           "[partitioner][chunks]") {
   // 16 equal blocks between a light embedding and a head heavier than a block, on 4 ranks x 2
   // chunks: the average load is 4.4 blocks, but no rank can hold 4.4 blocks, so some rank holds 5.
-  Profile profile = stagecut::testing::makeProfile(18);
-  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
-    const double ms = i == 0 ? 0.1 : i + 1 == profile.layers.size() ? 1.5 : 1.0;
-    profile.layers[i].forward_ms = stagecut::TimeStatsMs::exactly(ms / 3);
-    profile.layers[i].backward_ms = stagecut::TimeStatsMs::exactly(2 * ms / 3);
-    profile.layers[i].backward_input_ms.reset();
-    profile.layers[i].backward_weight_ms.reset();
-  }
-  PartitionOptions options;
-  options.stages = 4;
-  options.chunks = 2;
-  options.microbatches = 8;
-  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
-  options.rules = stagecut::SplitRuleSet::kAny;
+  const Profile profile = chainOfBlocks(0.1, 16, 1.5, {});
+  const PartitionOptions options = interleaved(4, 2, 8);
   PartitionOptions per_chunk = options;
   per_chunk.stages = 8;
   per_chunk.schedule = stagecut::ScheduleKind::kOneFOneB;
@@ -279,20 +281,8 @@ TEST_CASE("among chunkings as slow, the chunked split takes the faster simulated
   // A LLaMA-70B-shaped chain (embedding, 80 equal blocks, a head of 1.2 blocks, the loss) at
   // N = 8, v = 5, M = 32, and the layout Megatron users write for it by hand:
   // Et*2|(t*2|)*34,t*3|(t*2|)*3,tL.
-  Profile profile = stagecut::testing::makeProfile(83);
-  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
-    const double ms = i == 0 ? 0.6 : i == 81 ? 1.2 : i == 82 ? 0.1 : 1.0;
-    profile.layers[i].forward_ms = stagecut::TimeStatsMs::exactly(ms / 3);
-    profile.layers[i].backward_ms = stagecut::TimeStatsMs::exactly(2 * ms / 3);
-    profile.layers[i].backward_input_ms.reset();
-    profile.layers[i].backward_weight_ms.reset();
-  }
-  PartitionOptions options;
-  options.stages = 8;
-  options.chunks = 5;
-  options.microbatches = 32;
-  options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
-  options.rules = stagecut::SplitRuleSet::kAny;
+  const Profile profile = chainOfBlocks(0.6, 80, 1.2, 0.1);
+  const PartitionOptions options = interleaved(8, 5, 32);
   stagecut::ChunkedSplit search;
   const Partition best = stagecut::partitionChunked(profile, options, "chain", &search);
   std::vector<int> hand{3};
