@@ -8,6 +8,7 @@
 #include "core/units.h"
 #include "schedule/ascii_gantt.h"
 #include "schedule/closed_form.h"
+#include "schedule/schedule_kind.h"
 #include "schedule/svg_gantt.h"
 
 namespace stagecut {
@@ -156,8 +157,14 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
     }
     table.addRow(row);
   }
-  out << "\n  Per stage: costs per microbatch (B and W as zb-h1 runs them; the others run B + W as\n"
-      << "  one backward), the transfer to the next stage, and each schedule's peak activation\n"
+  bool splits_backward = false;
+  for (const SimulatedScheduleFigures& figures : report.schedules) {
+    splits_backward = splits_backward || splitsBackward(parseScheduleName(figures.schedule));
+  }
+  out << "\n  Per stage: costs per microbatch ("
+      << (splits_backward ? "B and W as zb-h1 runs them; the others run B + W as\n  one backward"
+                          : "B and W as the profile split them; the schedules run B + W as\n  one backward")
+      << "), the transfer to the next stage, and each schedule's peak activation\n"
       << "  memory (microbatches in flight):\n\n";
   table.print(out, "  ");
 }

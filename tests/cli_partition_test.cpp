@@ -361,6 +361,11 @@ TEST_CASE("a chunked partition file is read back and simulated on its own chunks
   CHECK(figures.dump().find("\"chunks\":2") != std::string::npos);
   CHECK(written["predicted_step_ms"].get<double>() ==
         Approx(figures["schedules"][0]["step_time"].get<double>()).epsilon(1e-6));
+  const CommandResult all = runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
+                                        "' --schedule all --microbatches 4");
+  REQUIRE(all.exit_code == 0);
+  CHECK_THAT(all.out, Contains("zb-h1 skipped: the partition places 2 chunks on each rank"));
+  CHECK_THAT(all.out, !Contains("as zb-h1 runs them"));
   checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
                               "' --schedule 1f1b --microbatches 4"),
                   path + ": the split places 2 chunks on each rank; 1f1b runs one; use --schedule interleaved-1f1b");
