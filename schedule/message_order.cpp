@@ -29,6 +29,7 @@ std::string tensorOf(const PipelineOp& op, int chunks) {
 
 std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
   const int model_stages = schedule.modelStages();
+  const Placement placement = schedule.placement();
   // Keyed by (sender, receiver).
   std::map<std::pair<int, int>, Channel> channels;
   for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
@@ -38,8 +39,13 @@ std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
       // F sends its output down the chain and waits for its input from up it; B the reverse.
       const int to = op.kind == OpKind::kForward ? stage + 1 : stage - 1;
       const int from = op.kind == OpKind::kForward ? stage - 1 : stage + 1;
-      if (to >= 0 && to < model_stages) channels[{rank, to % schedule.stages}].sent.push_back(op);
-      if (from >= 0 && from < model_stages) channels[{from % schedule.stages, rank}].received.push_back(op);
+      // Between two chunks of one rank (a V placement's turn) nothing travels.
+      if (to >= 0 && to < model_stages && placement.rankOf(to) != rank) {
+        channels[{rank, placement.rankOf(to)}].sent.push_back(op);
+      }
+      if (from >= 0 && from < model_stages && placement.rankOf(from) != rank) {
+        channels[{placement.rankOf(from), rank}].received.push_back(op);
+      }
     }
   }
   for (const auto& [ends, channel] : channels) {

@@ -43,6 +43,7 @@ class Simulation {
  public:
   Simulation(const Schedule& schedule, const PipelineCosts& costs)
       : schedule_(schedule),
+        placement_(schedule.placement()),
         costs_(costs),
         slots_(schedule.modelStages(), schedule.microbatches),
         end_ms_(slots_.count(), kNotDone),
@@ -150,11 +151,10 @@ class Simulation {
 
   // An input from model stage `from_stage`, crossing boundary `boundary` (s -> s + 1).
   Dependency across(int rank, OpKind kind, int from_stage, int m, int boundary) const {
-    const int from_rank = from_stage % schedule_.stages;
+    const int from_rank = placement_.rankOf(from_stage);
     const double transfer_ms =
         from_rank == rank || costs_.comm_ms.empty() ? 0.0 : costs_.comm_ms[boundary];
-    return {slots_.of(kind, from_stage, m), from_rank, transfer_ms,
-            {kind, m, from_stage / schedule_.stages}};
+    return {slots_.of(kind, from_stage, m), from_rank, transfer_ms, {kind, m, placement_.localOf(from_stage)}};
   }
 
   double duration(const PipelineOp& op, int stage) const {
@@ -236,6 +236,7 @@ class Simulation {
   }
 
   const Schedule& schedule_;
+  const Placement placement_;
   const PipelineCosts& costs_;
   OpSlots slots_;
   std::vector<double> end_ms_;

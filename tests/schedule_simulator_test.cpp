@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "schedule/generators.h"
+#include "schedule/message_order.h"
 #include "schedule/simulator.h"
 
 using stagecut::generateSchedule;
@@ -52,6 +53,31 @@ TEST_CASE("a two-stage 1F1B step worked out by hand, with transfers", "[schedule
   CHECK(result.ranks[0].busy_ms == Approx(3.0));
   CHECK(result.ranks[1].idle_ms == Approx(4.0));
   CHECK(result.bubble == Approx(8.0 / 14.0));
+}
+
+TEST_CASE("a V placement's turn on one rank is free, its other boundaries are charged, worked out by hand",
+          "[schedule][simulator]") {
+  // Rank 0 holds model stages 0 and 3, rank 1 stages 1 and 2. F = 1, B = 2, 0.5 per transfer
+  // between ranks: F0 [0, 1], F1 [1.5, 2.5], F2 [2.5, 3.5] (same rank), F3 [4, 5], B3 [5, 7],
+  // B2 [7.5, 9.5], B1 [9.5, 11.5] (same rank), B0 [12, 14].
+  Schedule schedule;
+  schedule.name = "v by hand";
+  schedule.stages = 2;
+  schedule.chunks = 2;
+  schedule.microbatches = 1;
+  schedule.style = stagecut::Placement::Style::kV;
+  for (int rank = 0; rank < 2; ++rank) {
+    schedule.ranks.push_back({{OpKind::kForward, 0, 0}, {OpKind::kForward, 0, 1}, {OpKind::kBackward, 0, 1},
+                              {OpKind::kBackward, 0, 0}});
+  }
+  PipelineCosts costs = equalCosts(schedule, 1.0, 2.0, 0.0);
+  costs.comm_ms = {0.5, 0.5, 0.5};
+  const SimulationResult result = simulate(schedule, costs);
+  CHECK(result.op_times[1][1].start_ms == Approx(2.5));
+  CHECK(result.op_times[0][1].start_ms == Approx(4.0));
+  CHECK(result.op_times[1][3].start_ms == Approx(9.5));
+  CHECK(result.step_ms == Approx(14.0));
+  CHECK_FALSE(stagecut::firstMessageOrderMismatch(schedule).has_value());
 }
 
 TEST_CASE("GPipe and 1F1B leave (N-1)/(M+N-1) idle for all N <= 16, M <= 64",
