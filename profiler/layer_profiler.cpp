@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/sample_stats.h"
+#include "profiler/layer_memory.h"
 #include "profiler/memory_counter.h"
 #include "profiler/weight_gradient_split.h"
 #include "profiler/whole_model_window.h"
@@ -71,85 +72,11 @@ TimeStatsMs statsOf(const std::vector<double>& samples) {
   return stats;
 }
 
-std::uint64_t tensorBytes(const torch::Tensor& tensor) {
-  return static_cast<std::uint64_t>(tensor.numel()) * tensor.element_size();
-}
-
 // A round's input: a fresh leaf, as a stage's input would be.
 torch::Tensor freshInput(const LayerBench& bench) {
   auto input = bench.input.detach();
   if (bench.input_has_grad) input = input.requires_grad_(true);
   return input;
-}
-
-// What the layer is given: the leaf itself, or a copy of it for a layer that writes into its
-// input (made before the timer starts; its backward only passes the gradient on to the leaf).
-torch::Tensor layerInput(const ChainLayer& layer, const torch::Tensor& leaf) {
-  return layer.modifies_input ? leaf.clone() : leaf;
-}
-
-std::uint64_t positivePart(std::int64_t bytes) { return bytes > 0 ? static_cast<std::uint64_t>(bytes) : 0; }
-
-// One forward as a stage runs it, counted. The layer's input is an intermediate (a clone of a
-// leaf that requires grad: a leaf would be held by its AccumulateGrad node whether the layer
-// saves it or not), dropped after the forward: freed unless the layer saved it. It is allocated
-// under the counter, as CPU frees are reported only for memory allocated while counting.
-struct CountedForward {
-  torch::Tensor output;  ///< its graph kept for the backward
-  std::uint64_t activation = 0;
-  std::uint64_t input_kept = 0;
-  std::uint64_t forward_transient = 0;
-};
-
-CountedForward countedForward(const ChainLayer& layer, const torch::Tensor& input, const torch::Tensor& target) {
-  torch::Tensor leaf = input.detach();
-  if (leaf.is_floating_point()) leaf.requires_grad_(true);
-  CountedForward counted;
-  MemoryCounter counter(input.device().type());
-  torch::Tensor given = leaf.clone();
-  const auto given_bytes = static_cast<std::int64_t>(tensorBytes(given));
-  counter.resetPeak();
-  counted.output = layer.forward(layerInput(layer, given), target);
-  const std::int64_t after_forward = counter.liveBytes();
-  counted.forward_transient = positivePart(counter.peakBytes() - after_forward);
-  given = torch::Tensor();
-  const std::int64_t after_drop = counter.liveBytes();
-  counted.input_kept = positivePart(given_bytes - (after_forward - after_drop));
-  counted.activation = positivePart(after_drop - static_cast<std::int64_t>(tensorBytes(counted.output)));
-  return counted;
-}
-
-// What B allocates and keeps for W beyond the input's gradient it returns: `count` runs from the
-// split's set-up through B.
-std::uint64_t pendingForWeights(const MemoryCounter& count, const std::vector<torch::Tensor>& input_grads) {
-  std::int64_t returned = 0;
-  for (const auto& grad : input_grads) returned += grad.defined() ? static_cast<std::int64_t>(tensorBytes(grad)) : 0;
-  return positivePart(count.liveBytes() - returned);
-}
-
-// A layer's memory from one counted forward and backward on `input`, the weights' gradients
-// allocated first (from a step's second microbatch on, the backward's new gradient is a
-// temporary). Everything but weight_pending, which the first B/W split of the rounds counts.
-LayerMemoryBytes measureForwardBackwardMemory(const ChainLayer& layer, const CountedForward& forward,
-                                              const torch::Tensor& upstream_grad) {
-  LayerMemoryBytes bytes;
-  bytes.activation = forward.activation;
-  bytes.input_kept = forward.input_kept;
-  bytes.forward_transient = forward.forward_transient;
-  for (const auto& parameter : layer.parameters) {
-    bytes.largest_parameter = std::max(bytes.largest_parameter, tensorBytes(parameter));
-    if (parameter.requires_grad() && !parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
-  }
-  if (forward.output.requires_grad()) {
-    MemoryCounter counter(forward.output.device().type());
-    torch::autograd::backward({forward.output}, {upstream_grad});
-    bytes.backward_transient = positivePart(counter.peakBytes());
-  }
-  for (const auto& parameter : layer.parameters) {
-    if (parameter.grad().defined()) bytes.gradients += tensorBytes(parameter.grad());
-    parameter.mutable_grad() = torch::Tensor();
-  }
-  return bytes;
 }
 
 // Runs the chain once, building each layer that is not built and releasing it after unless
@@ -377,26 +304,6 @@ std::uint64_t parameterBytes(const ChainLayer& layer) {
   std::uint64_t bytes = 0;
   for (const auto& parameter : layer.parameters) bytes += tensorBytes(parameter);
   return bytes;
-}
-
-}  // namespace
-
-std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
-                                     const torch::Tensor& target) {
-  return countedForward(layer, input, target).activation;
-}
-
-namespace {
-
-// What B keeps for W, counted alone: for a layer no round split (every sample resumed).
-std::uint64_t measureWeightPending(const ChainLayer& layer, const LayerBench& bench, const torch::Tensor& target) {
-  if (layer.parameters.empty() || !bench.input_has_grad) return 0;
-  const torch::Tensor input = freshInput(bench);
-  const torch::Tensor output = layer.forward(layerInput(layer, input), target);
-  if (!output.requires_grad()) return 0;
-  MemoryCounter counter(output.device().type());
-  WeightGradientSplit split(output, {input}, layer.parameters);
-  return pendingForWeights(counter, torch::autograd::grad({output}, {input}, {bench.upstream_grad}, true, false, true));
 }
 
 }  // namespace
@@ -630,7 +537,9 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
   // A measured layer that no round split (all its samples resumed) is counted alone.
   for (int i = 0; i < layer_count; ++i) {
     if (weight_pending[i]) continue;
-    weight_pending[i] = namingLayerOnError(chain, i, [&] { return measureWeightPending(chain.layers[i], benches[i], batch.target); });
+    weight_pending[i] = namingLayerOnError(chain, i, [&] {
+      return measureWeightPending(chain.layers[i], freshInput(benches[i]), benches[i].upstream_grad, batch.target);
+    });
   }
   for (int i = 0; i < layer_count; ++i) {
     profile.layers[i].weight_pending_bytes = *weight_pending[static_cast<std::size_t>(memory_from[i])];

@@ -26,24 +26,4 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
 /// All empty with `time_every_layer`.
 std::vector<std::vector<int>> identicalLayerSamples(const LayerChain& chain, bool time_every_layer);
 
-/// Bytes that a layer keeps alive for its backward when run on `input`: memory alive after its
-/// forward, counting its own copy of the input (freed unless saved), minus its output. Measured
-/// with MemoryCounter.
-std::uint64_t measureActivationBytes(const ChainLayer& layer, const torch::Tensor& input,
-                                     const torch::Tensor& target);
-
-/// What one layer's memory needs on `input`, bytes per microbatch, measured with MemoryCounter
-/// (on one layer of each group of identical ones, on the way to the first round's inputs; W's
-/// share at the layer's first B/W split) as a pipeline stage runs it (the input allocated before, by the stage; the weights' gradients
-/// allocated, as from the second microbatch of a step on). The profile's memory fields.
-struct LayerMemoryBytes {
-  std::uint64_t activation = 0;         ///< measureActivationBytes
-  std::uint64_t input_kept = 0;         ///< of `activation`, the input itself
-  std::uint64_t forward_transient = 0;  ///< peak of the forward above what is alive after it
-  std::uint64_t backward_transient = 0; ///< peak of the backward above what was alive before it
-  std::uint64_t weight_pending = 0;     ///< what a B/W split's B keeps for W, beyond the input's gradient
-  std::uint64_t gradients = 0;          ///< bytes of the weights' gradients
-  std::uint64_t largest_parameter = 0;  ///< the largest weight tensor
-};
-
 }  // namespace stagecut

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "profiler/layer_memory.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/memory_counter.h"
 #include "profiler/torch_runtime.h"
