@@ -24,7 +24,8 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
                       "gpipe, 1f1b, interleaved-1f1b or zb-h1: how many microbatches' activations each "
                       "stage keeps")
       ->capture_default_str();
-  command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b")->capture_default_str();
+  flags.chunks_option =
+      command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b")->capture_default_str();
   command->add_option("--memory-cap", flags.memory_cap,
                       "Memory per stage, e.g. 80GiB, or one per stage: 80GiB,80GiB,40GiB,80GiB");
   command->add_option("--bandwidth", flags.bandwidth,
@@ -119,6 +120,10 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
   options.schedule = parseScheduleName(flags.schedule);
   if (runsChunks(options.schedule) && flags.chunks < 1) {
     throw Error("--chunks " + std::to_string(flags.chunks) + ": each rank needs at least 1 model chunk");
+  }
+  if (!runsChunks(options.schedule) && flags.chunks_option && flags.chunks_option->count() > 0) {
+    throw Error("--chunks " + std::to_string(flags.chunks) + ": " + scheduleName(options.schedule) +
+                " runs one model chunk per rank; add --schedule interleaved-1f1b");
   }
   options.chunks = flags.chunks;
   if (placement.chunked()) {

@@ -24,6 +24,7 @@ struct PartitionFlags {
   CLI::Option* microbatches_option = nullptr;  ///< unset: 4 x stages
   std::string schedule = "1f1b";
   int chunks = 2;  ///< --chunks: v for interleaved-1f1b
+  CLI::Option* chunks_option = nullptr;  ///< given: the schedule must run chunks
   std::string memory_cap;
   std::string bandwidth;
   std::string latency;

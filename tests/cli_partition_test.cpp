@@ -344,6 +344,8 @@ TEST_CASE("partition --chunks places N x v chunks on the ranks and prints the vi
   checkInputError(partition("--stages 2 --schedule interleaved-1f1b --chunks 2 --microbatches 4 --format deepspeed"),
                   "deepspeed: DeepSpeed's PipelineModule runs one stage per rank, not 2 chunks; use --format megatron, "
                   "torchtitan or pippy");
+  checkInputError(partition("--stages 2 --chunks 3 --microbatches 4"),
+                  "--chunks 3: 1f1b runs one model chunk per rank; add --schedule interleaved-1f1b");
   checkInputError(partition("--stages 4 --schedule interleaved-1f1b --chunks 3 --microbatches 4"),
                   "--chunks 3: 4 stages x 3 chunks need 12 layers, the profile has 11; use fewer --chunks");
 }
