@@ -191,7 +191,8 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
       profile, options, model, describeChunkedSplit(profile, options, split.layers_per_chunk, method, source, &split),
       source, split);
   if (search) {
-    // The refinement may have found a slower chunk of a slower rank a faster place, meeting the bound.
+    // A search cut short may leave the slowest rank above the bound; the refinement may bring it
+    // down to the bound, which then proves it.
     search->bottleneck_ms = best.bottleneck_ms;
     search->exact = search->exact || best.bottleneck_ms <= search->lower_bound_ms * (1.0 + 1e-9);
   }
