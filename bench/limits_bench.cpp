@@ -76,7 +76,7 @@ void runOneSize(int layers, int stages, int microbatches) {
 
   start = std::chrono::steady_clock::now();
   const auto schedule = stagecut::generateSchedule("1f1b", stages, microbatches);
-  const auto costs = stagecut::costsFromPartition(profile, partition, 1, {25e9, 0.01}, "limits");
+  const auto costs = stagecut::costsFromPartition(profile, partition, stagecut::Placement::loop(stages, 1), {25e9, 0.01}, "limits");
   const auto result = stagecut::simulate(schedule, costs.costs);
   const double simulate_ms = msSince(start);
   const double rss_end = peakRssMiB();

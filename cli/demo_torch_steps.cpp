@@ -134,7 +134,7 @@ DemoSimulations simulateSchedules(const Profile& profile, const Partition& compu
   DemoSimulations simulations;
   const int stages = static_cast<int>(compute.stages.size());
   for (ScheduleKind kind : allScheduleKinds()) {
-    if (runsChunks(kind) && plan.microbatches % stages != 0) continue;
+    if (needsMicrobatchesPerStageGroup(kind) && plan.microbatches % stages != 0) continue;
     PredictionOptions options;
     options.schedule = kind;
     options.microbatches = plan.microbatches;

@@ -92,8 +92,8 @@ PartitionOptions optionsForFormat(PartitionOptions options, const PartitionComma
   return options;
 }
 
-// partition --schedule interleaved-1f1b --chunks v: N x v chunks placed on the ranks, solved as
-// one problem (a rank's load is the sum of its chunks).
+// partition --schedule interleaved-1f1b --chunks v (or zb-v's V): N x v chunks placed on the ranks,
+// solved as one problem (a rank's load is the sum of its chunks).
 void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& profile, PartitionOptions options,
                          const std::string& tensor_parallel_note, const std::vector<int>& yours) {
   const std::string& path = flags.shared.profile_path;
@@ -102,6 +102,10 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
                 std::to_string(options.chunks) + " (the chunked split is solved with its schedule already); drop it");
   }
   const bool megatron = flags.format == "megatron";
+  if (megatron && chunkStyle(options.schedule) == Placement::Style::kV) {
+    throw Error("--format megatron: Megatron-LM runs no V-shaped schedule (" + std::string(scheduleName(options.schedule)) +
+                "); use --format torchtitan or pippy");
+  }
   if (megatron) options.rules = SplitRuleSet::kMegatron;
   ChunkedSplit search;
   const Partition best = partitionChunked(profile, options, path, &search);
@@ -126,8 +130,13 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
                            : rulesNote(options, profile))
               << "\n";
   }
-  std::cout << options.stages << " ranks x " << options.chunks << " chunks, chunk c on rank c mod " << options.stages
-            << " (Megatron's virtual pipeline); a rank's load is the sum of its chunks\n\n";
+  if (chunkStyle(options.schedule) == Placement::Style::kV) {
+    std::cout << options.stages << " ranks x 2 chunks in a V, rank r holding chunks r and " << 2 * options.stages - 1
+              << " - r (the turn stays on rank " << options.stages - 1 << "); a rank's load is the sum of its chunks\n\n";
+  } else {
+    std::cout << options.stages << " ranks x " << options.chunks << " chunks, chunk c on rank c mod " << options.stages
+              << " (Megatron's virtual pipeline); a rank's load is the sum of its chunks\n\n";
+  }
   printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
   printMemoryParts(std::cout, partition);
   if (!yours.empty()) {

@@ -21,11 +21,11 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   flags.microbatches_option = command->add_option("--microbatches,-m", flags.microbatches,
                       "Microbatches per step M (default: 4 x stages)");
   command->add_option("--schedule", flags.schedule,
-                      "gpipe, 1f1b, interleaved-1f1b or zb-h1: how many microbatches' activations each "
+                      "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-v: how many microbatches' activations each "
                       "stage keeps")
       ->capture_default_str();
   flags.chunks_option =
-      command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b")->capture_default_str();
+      command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b (zb-v always runs 2, in a V)")->capture_default_str();
   command->add_option("--memory-cap", flags.memory_cap,
                       "Memory per stage, e.g. 80GiB, or one per stage: 80GiB,80GiB,40GiB,80GiB");
   command->add_option("--bandwidth", flags.bandwidth,
@@ -118,18 +118,23 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
                 ": a step needs at least 1 microbatch");
   }
   options.schedule = parseScheduleName(flags.schedule);
-  if (runsChunks(options.schedule) && flags.chunks < 1) {
+  if (choosesChunks(options.schedule) && flags.chunks < 1) {
     throw Error("--chunks " + std::to_string(flags.chunks) + ": each rank needs at least 1 model chunk");
   }
-  if (!runsChunks(options.schedule) && flags.chunks_option && flags.chunks_option->count() > 0) {
+  const bool chunks_given = flags.chunks_option && flags.chunks_option->count() > 0;
+  const int scheduled_chunks = chunksPerRank(options.schedule, flags.chunks);
+  if (chunks_given && flags.chunks != scheduled_chunks) {
     throw Error("--chunks " + std::to_string(flags.chunks) + ": " + scheduleName(options.schedule) +
-                " runs one model chunk per rank; add --schedule interleaved-1f1b");
+                (scheduled_chunks == 1 ? std::string(" runs one model chunk per rank; add --schedule interleaved-1f1b")
+                                       : " runs " + std::to_string(scheduled_chunks) +
+                                             " model chunks per rank (a V); leave --chunks out"));
   }
-  options.chunks = flags.chunks;
+  options.chunks = scheduled_chunks;
   if (placement.chunked()) {
-    if (!runsChunks(options.schedule)) {
+    if (!choosesChunks(options.schedule) || placement.style != chunkStyle(options.schedule)) {
       throw Error("--split: a virtual-pipeline layout of " + std::to_string(placement.chunks_per_rank) +
-                  " chunks per rank; " + scheduleName(options.schedule) + " runs one, add --schedule interleaved-1f1b");
+                  " chunks per rank; " + scheduleName(options.schedule) + " runs " +
+                  (runsChunks(options.schedule) ? "its 2 chunks in a V" : "one") + ", add --schedule interleaved-1f1b");
     }
     options.chunks = placement.chunks_per_rank;
   }

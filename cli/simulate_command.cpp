@@ -171,10 +171,10 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   // The per-stage table: the split as one chunk per rank, as every schedule's costs start.
   PredictionOptions one_chunk_options = inputs.prediction;
   one_chunk_options.microbatches = 1;
-  if (placement.chunked()) {  // its own chunks, as interleaved 1F1B runs them
-    one_chunk_options.schedule = ScheduleKind::kInterleavedOneFOneB;
+  if (placement.chunked()) {  // its own chunks, as the schedule that runs them does
+    one_chunk_options.schedule = scheduleRunningChunks(placement.style);
     one_chunk_options.chunks = placement.chunks_per_rank;
-    one_chunk_options.microbatches = stages;
+    if (needsMicrobatchesPerStageGroup(one_chunk_options.schedule)) one_chunk_options.microbatches = stages;
   }
   const PipelinePrediction one_chunk =
       predictPipeline(inputs.profile, inputs.partition, one_chunk_options, options.partition_path);
@@ -186,21 +186,30 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
                             "before the backward and keep only what the mode keeps");
   }
   report->boundary_comm_ms = one_chunk.costs.comm_ms;
+  for (std::size_t s = 0; s < report->boundary_comm_ms.size() && placement.chunked(); ++s) {
+    // A V's turn stays on its rank: nothing is sent.
+    if (!placement.crossesRanks(static_cast<int>(s))) report->boundary_comm_ms[s] = 0.0;
+  }
   report->stage_layers = layerIndexRanges(inputs.partition);
   // Both notes are about how W is built, which only a schedule that splits W off uses.
-  const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
-  const bool splits_w = std::any_of(kinds.begin(), kinds.end(), [](ScheduleKind kind) { return splitsBackward(kind); });
-  if (splits_w && one_chunk.layers_with_even_split > 0) {
-    report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
-                            std::to_string(inputs.profile.layerCount()) +
-                            " layers have no separate B and W times; zb-h1 splits their backward "
-                            "evenly into B and W");
+  std::vector<std::string> splitting;  // the schedules shown that split W off
+  for (ScheduleKind kind : parseScheduleList(options.schedules)) {
+    if (splitsBackward(kind)) splitting.push_back(scheduleName(kind));
   }
-  if (splits_w && one_chunk.layers_with_w_from_backward > 0) {
+  const std::string who = splitting.size() == 2 ? splitting[0] + " and " + splitting[1]
+                          : splitting.empty()   ? std::string()
+                                                : splitting[0];
+  const bool one = splitting.size() == 1;
+  if (!splitting.empty() && one_chunk.layers_with_even_split > 0) {
+    report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
+                            std::to_string(inputs.profile.layerCount()) + " layers have no separate B and W times; " +
+                            who + (one ? " splits" : " split") + " their backward evenly into B and W");
+  }
+  if (!splitting.empty() && one_chunk.layers_with_w_from_backward > 0) {
     report->notes.push_back(std::to_string(one_chunk.layers_with_w_from_backward) + " of " +
                             std::to_string(inputs.profile.layerCount()) +
-                            " layers have B + W, each timed alone, over their whole backward; zb-h1 "
-                            "runs W as the backward minus B, the work left once B has run");
+                            " layers have B + W, each timed alone, over their whole backward; " + who +
+                            (one ? " runs" : " run") + " W as the backward minus B, the work left once B has run");
   }
   return inputs;
 }
@@ -266,26 +275,29 @@ SimulationReport runSimulations(const SimulateOptions& options) {
 
   for (ScheduleKind kind : kinds) {
     const std::string name = scheduleName(kind);
-    const bool chunked = runsChunks(kind);
-    if (chunked && options.microbatches % stages != 0 && listsAll(options.schedules)) {
-      report.notes.push_back("interleaved-1f1b skipped: it needs --microbatches a multiple of " +
+    if (needsMicrobatchesPerStageGroup(kind) && options.microbatches % stages != 0 && listsAll(options.schedules)) {
+      report.notes.push_back(name + " skipped: it needs --microbatches a multiple of " +
                              std::to_string(stages) + ", not " +
                              std::to_string(options.microbatches));
       continue;
     }
-    const bool own_chunks = inputs && inputs->partition.rankPlacement().chunked();
-    if (own_chunks && !chunked && !listsAll(options.schedules)) {
-      throw Error(options.partition_path + ": the split places " +
-                  std::to_string(inputs->partition.rankPlacement().chunks_per_rank) + " chunks on each rank; " + name +
-                  " runs one; use --schedule interleaved-1f1b");
-    }
-    if (own_chunks && !chunked) {
-      report.notes.push_back(name + " skipped: the partition places " +
-                             std::to_string(inputs->partition.rankPlacement().chunks_per_rank) +
-                             " chunks on each rank, which only interleaved-1f1b runs");
+    const Placement own = inputs ? inputs->partition.rankPlacement() : Placement{};
+    const bool own_chunks = own.chunked();
+    if (own_chunks && !runsPlacement(kind, own)) {
+      const std::string placed = "places " + std::to_string(own.chunks_per_rank) + " chunks on each rank" +
+                                 (own.style == Placement::Style::kV ? " in a V" : "");
+      const std::string runner = scheduleName(scheduleRunningChunks(own.style));
+      if (!listsAll(options.schedules)) {
+        throw Error(options.partition_path + ": the split " + placed + "; " + name + " runs " +
+                    (!runsChunks(kind)                              ? "one"
+                     : chunkStyle(kind) == Placement::Style::kV ? "its chunks in a V"
+                                                                : "its chunks in loop order") +
+                    "; use --schedule " + runner);
+      }
+      report.notes.push_back(name + " skipped: the partition " + placed + ", which only " + runner + " runs");
       continue;
     }
-    const int chunks = own_chunks ? inputs->partition.rankPlacement().chunks_per_rank : chunked ? options.chunks : 1;
+    const int chunks = own_chunks ? own.chunks_per_rank : chunksPerRank(kind, options.chunks);
     PipelinePrediction prediction;
     if (inputs) {
       PredictionOptions request = inputs->prediction;
@@ -293,8 +305,8 @@ SimulationReport runSimulations(const SimulateOptions& options) {
       request.microbatches = options.microbatches;
       request.chunks = chunks;
       prediction = predictPipeline(inputs->profile, inputs->partition, request, options.partition_path);
-      if (chunked && chunks > 1 && !own_chunks) {
-        report.notes.push_back("interleaved-1f1b divides each stage's costs evenly into its " +
+      if (chunks > 1 && !own_chunks) {
+        report.notes.push_back(name + " divides each stage's costs evenly into its " +
                                std::to_string(chunks) + " chunks: the partition fixes each " +
                                "rank's work, not the chunk layout");
       }
@@ -417,10 +429,10 @@ void addSimulateCommand(CLI::App& app) {
   command->add_option("--microbatches,-m", options->microbatches, "Microbatches per step M")
       ->capture_default_str();
   command->add_option("--schedule,-s", options->schedules,
-                      "Comma-separated schedules: gpipe, 1f1b, interleaved-1f1b, zb-h1, or all")
+                      "Comma-separated schedules: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, or all")
       ->capture_default_str();
   command->add_option("--chunks,-v", options->chunks,
-                      "Model chunks per rank for interleaved-1f1b")
+                      "Model chunks per rank for interleaved-1f1b (zb-v always runs 2, in a V)")
       ->capture_default_str();
   command->add_option("--bandwidth", options->bandwidth,
                       "Link bandwidth between stages, e.g. 25GB/s (with a profile)");

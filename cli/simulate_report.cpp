@@ -118,7 +118,7 @@ void printScheduleTable(std::ostream& out, const SimulationReport& report) {
   table.print(out, "  ");
   out << "\n  Peak in flight: microbatches whose activations a stage holds at once\n  (forward done, "
       << (splits ? "backward or W" : "backward") << " not yet)";
-  out << (chunked ? "; interleaved-1f1b counts (microbatch, chunk) pairs.\n" : ".\n");
+  out << (chunked ? "; a chunked schedule counts (microbatch, chunk) pairs.\n" : ".\n");
   if (data_parallel) {
     out << "  All-reduce: the slowest rank's; exposed: how much longer the step is than without "
         << "all-reduce.\n";
@@ -148,11 +148,13 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
                                            : formatMs(report.boundary_comm_ms[s])};
     if (report.data_parallel > 1) row.push_back(formatMs(report.stage_allreduce_ms[s]));
     if (!report.stage_recompute.empty()) row.push_back(report.stage_recompute[s]);
-    for (const SimulatedScheduleFigures& figures : report.schedules) {
+    for (std::size_t j = 0; j < report.schedules.size(); ++j) {
       // A chunked split's rows are its chunks: each shows the peak of the rank that runs it.
-      const std::size_t ranks = figures.ranks.size();
-      const RankStats& rank = figures.ranks[s % ranks];
-      row.push_back((report.stage_costs.size() > ranks ? "rank " + std::to_string(s % ranks) + ": " : std::string()) +
+      const SimulatedScheduleFigures& figures = report.schedules[j];
+      const bool chunk_rows = report.stage_costs.size() > figures.ranks.size();
+      const int rank_index = chunk_rows ? report.runs[j].schedule.placement().rankOf(static_cast<int>(s)) : static_cast<int>(s);
+      const RankStats& rank = figures.ranks[static_cast<std::size_t>(rank_index)];
+      row.push_back((chunk_rows ? "rank " + std::to_string(rank_index) + ": " : std::string()) +
                     formatBytes(rank.peak_activation_bytes) + " (" + std::to_string(rank.peak_in_flight) + ")");
     }
     table.addRow(row);
@@ -162,7 +164,7 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
     splits_backward = splits_backward || splitsBackward(parseScheduleName(figures.schedule));
   }
   out << "\n  Per stage: costs per microbatch ("
-      << (splits_backward ? "B and W as zb-h1 runs them; the others run B + W as\n  one backward"
+      << (splits_backward ? "B and W as zb-h1 and zb-v run them; the others run B + W as\n  one backward"
                           : "B and W as the profile split them; the schedules run B + W as\n  one backward")
       << "), the transfer to the next stage, and each schedule's peak activation\n"
       << "  memory (microbatches in flight):\n\n";

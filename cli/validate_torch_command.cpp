@@ -98,10 +98,10 @@ int checkRequest(ValidateCommandOptions& options) {
                 "simulate for this one");
   }
   const ScheduleKind schedule = parseScheduleName(request.schedule);
-  pipelineSchedule(schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1, 1);
   if (runsChunks(schedule)) {
-    throw Error("--schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1");
+    throw Error("--schedule " + request.schedule + ": validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1");
   }
+  pipelineSchedule(schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1, 1);
   requireWholeInRange("--steps", request.steps, 1, 100000, "measured steps");
   requireWholeInRange("--warmup-steps", request.warmup_steps, 0, 100000, "untimed steps");
   requireWholeInRange("--microbatches", request.microbatches, 1, 100000, "microbatches per step");

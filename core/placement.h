@@ -34,6 +34,12 @@ struct Placement {
     if (style == Style::kV) return local == 0 ? rank : 2 * ranks - 1 - rank;
     return local * ranks + rank;
   }
+  /// Rank `rank`'s local chunk holding the chain's first layer (chunk 0), or -1 when another
+  /// rank's does: that chunk receives no input.
+  int firstLocalOn(int rank) const { return rankOf(0) == rank ? localOf(0) : -1; }
+  /// Rank `rank`'s local chunk holding the chain's last layer, or -1: that chunk sends no output
+  /// (rank N - 1 in loop order, rank 0 in a V).
+  int lastLocalOn(int rank) const { return rankOf(chunkCount() - 1) == rank ? localOf(chunkCount() - 1) : -1; }
   /// Whether chunks `chunk` and `chunk` + 1 run on different ranks (their boundary is a message).
   bool crossesRanks(int chunk) const { return rankOf(chunk) != rankOf(chunk + 1); }
 

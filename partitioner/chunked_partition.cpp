@@ -17,7 +17,7 @@ namespace {
 Placement chunkPlacement(const PartitionOptions& options) {
   if (!runsChunks(options.schedule)) {
     throw Error(std::string("--chunks: ") + scheduleName(options.schedule) +
-                " runs one chunk per rank; use --schedule interleaved-1f1b to split into chunks");
+                " runs one chunk per rank; use --schedule interleaved-1f1b or zb-v to split into chunks");
   }
   if (options.chunks < 1) {
     throw Error("--chunks " + std::to_string(options.chunks) + ": each rank needs at least 1 model chunk");
@@ -30,7 +30,7 @@ Placement chunkPlacement(const PartitionOptions& options) {
     throw Error("--data-parallel: stagecut does not price the all-reduce of chunked splits yet; split the "
                 "pipeline without it (the all-reduce adds the same time to any chunking of a rank)");
   }
-  return Placement::loop(options.stages, options.chunks);
+  return schedulePlacement(options.schedule, options.stages, options.chunks);
 }
 
 // The chain's chunks as the cost model's stages: chunk c at its rank's speed, without caps (a
@@ -56,7 +56,7 @@ double slowestRankMs(const CostModel& model, const Placement& placement, const s
   for (int c = 0; c < placement.chunkCount(); ++c) {
     const int last = first + counts[static_cast<std::size_t>(c)] - 1;
     if (last < first || !model.canEndAt(last)) return std::numeric_limits<double>::infinity();
-    load[static_cast<std::size_t>(placement.rankOf(c))] += model.stageCostMs(c, first, last);
+    load[static_cast<std::size_t>(placement.rankOf(c))] += chunkCostMs(model, placement, c, first, last);
     first = last + 1;
   }
   return *std::max_element(load.begin(), load.end());
@@ -121,8 +121,8 @@ Partition describeChunkedSplit(const Profile& profile, const PartitionOptions& o
       stage.backward_ms += layer.backward_ms.median;
       stage.params += layer.params;
     }
-    stage.comm_ms = model.commInMs(stage.first) + model.commOutMs(stage.last);
-    stage.cost_ms = model.stageCostMs(c, stage.first, stage.last);
+    stage.comm_ms = chunkCommMs(model, placement, c, stage.first, stage.last);
+    stage.cost_ms = chunkCostMs(model, placement, c, stage.first, stage.last);
     load[static_cast<std::size_t>(placement.rankOf(c))] += stage.cost_ms;
     partition.stages.push_back(stage);
     first = stage.last + 1;
@@ -156,8 +156,8 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
   const Placement placement = chunkPlacement(options);
   checkStageCount(options.stages, profile.layerCount());
   if (static_cast<std::size_t>(placement.chunkCount()) > profile.layerCount()) {
-    throw Error("--chunks " + std::to_string(options.chunks) + ": " + std::to_string(options.stages) + " stages x " +
-                std::to_string(options.chunks) + " chunks need " + std::to_string(placement.chunkCount()) +
+    throw Error("--chunks " + std::to_string(placement.chunks_per_rank) + ": " + std::to_string(options.stages) +
+                " stages x " + std::to_string(placement.chunks_per_rank) + " chunks need " + std::to_string(placement.chunkCount()) +
                 " layers, the profile has " + std::to_string(profile.layerCount()) + "; use fewer --chunks");
   }
   const CostModel model = chunkCostModel(profile, options, placement, source);
@@ -172,13 +172,10 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
   problem.placement = placement;
   if (!options.memory_cap_bytes.empty()) {
     problem.memory.table = &table;
-    const int last_chunk = placement.chunkCount() - 1;
     for (int r = 0; r < placement.ranks; ++r) {
-      const int first_local = placement.rankOf(0) == r ? placement.localOf(0) : -1;
-      const int last_local = placement.rankOf(last_chunk) == r ? placement.localOf(last_chunk) : -1;
       problem.memory.rank_states.push_back(rankPeakCandidates(rankChunkMemoryStates(
-          schedule.ranks[static_cast<std::size_t>(r)], options.chunks, schedule.splits_backward, false, first_local,
-          last_local)));
+          schedule.ranks[static_cast<std::size_t>(r)], placement.chunks_per_rank, schedule.splits_backward, false,
+          placement.firstLocalOn(r), placement.lastLocalOn(r))));
       problem.memory.rank_cap_bytes.push_back(stageCapBytes(options, r));
     }
   }

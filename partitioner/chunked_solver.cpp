@@ -107,14 +107,14 @@ class ChunkSearch {
     least_work_.assign(memo_.size(), std::numeric_limits<double>::infinity());
     for (int first = layers_ - 1; first >= 0; --first) {
       const int c = chunks_ - 1;
-      least_work_[stateKey(c, first)] = model_.stageCostMs(c, first, layers_ - 1) * chunkSpeed(c);
+      least_work_[stateKey(c, first)] = chunkMs(c, first, layers_ - 1) * chunkSpeed(c);
     }
     for (int c = chunks_ - 2; c >= 0; --c) {
       for (int first = layers_ - (chunks_ - c); first >= c; --first) {
         double least = std::numeric_limits<double>::infinity();
         for (int end = first; end <= lastEnd(c); ++end) {
           if (!mayEnd(c, end)) continue;
-          least = std::min(least, model_.stageCostMs(c, first, end) * chunkSpeed(c) + least_work_[stateKey(c + 1, end + 1)]);
+          least = std::min(least, chunkMs(c, first, end) * chunkSpeed(c) + least_work_[stateKey(c + 1, end + 1)]);
         }
         least_work_[stateKey(c, first)] = least;
       }
@@ -147,21 +147,23 @@ class ChunkSearch {
       smallest_sum.push_back(smallest_sum.back() + free_layers[i]);
       largest_sum.push_back(largest_sum.back() + free_layers[free_layers.size() - 1 - i]);
     }
-    // Each chunk sends and receives at its ends but the chain's, at least the cheapest message.
+    // Each chunk sends and receives at its ends but the chain's and a V's turn, at least the
+    // cheapest message.
     double least_message = 0.0;
+    int messages = 0;
     if (model_.hasCommunication()) {
       least_message = std::numeric_limits<double>::infinity();
       for (int end = head_end; end < tail_first; ++end) {
         if (model_.canEndAt(end)) least_message = std::min(least_message, model_.commOutMs(end));
       }
-      for (std::size_t r = 0; r < forced.size(); ++r) {
-        const int rank = static_cast<int>(r);
-        const int messages = 2 * placement_.chunks_per_rank - (placement_.rankOf(0) == rank ? 1 : 0) -
-                             (placement_.rankOf(chunks_ - 1) == rank ? 1 : 0);
-        forced[r] += messages * least_message;
+      for (int boundary = 0; boundary + 1 < chunks_; ++boundary) {
+        if (!placement_.crossesRanks(boundary)) continue;
+        forced[static_cast<std::size_t>(placement_.rankOf(boundary))] += least_message;
+        forced[static_cast<std::size_t>(placement_.rankOf(boundary + 1))] += least_message;
+        messages += 2;
       }
     }
-    const double total = model_.totalComputeMs() + (2.0 * chunks_ - 2.0) * least_message;
+    const double total = model_.totalComputeMs() + (messages > 0 ? messages * least_message : 0.0);
     const auto holds_chain = [&](double slowest) {
       double held = 0.0;
       std::size_t count = 0;
@@ -182,6 +184,8 @@ class ChunkSearch {
     }
     return low;
   }
+
+  double chunkMs(int chunk, int first, int last) const { return chunkCostMs(model_, placement_, chunk, first, last); }
 
   double chunkSpeed(int chunk) const { return speed_[static_cast<std::size_t>(placement_.rankOf(chunk))]; }
 
@@ -251,13 +255,13 @@ class ChunkSearch {
       int chosen = -1;
       for (int end = first; end <= lastEnd(c); ++end) {
         if (!mayEnd(c, end)) continue;
-        if (chosen >= 0 && load[r] + model_.stageCostMs(c, first, end) > pace) break;
+        if (chosen >= 0 && load[r] + chunkMs(c, first, end) > pace) break;
         place(c, first, end);
         if (chosen >= 0 && !fitsCap(placement_.rankOf(c), lastOfRank(c))) break;
         chosen = end;
       }
       if (chosen < 0) return;
-      const double cost = model_.stageCostMs(c, first, chosen);
+      const double cost = chunkMs(c, first, chosen);
       load[r] += cost;
       largest = std::max(largest, cost);
       ends.push_back(chosen);
@@ -280,7 +284,7 @@ class ChunkSearch {
     std::vector<double> load(load_.size(), 0.0);
     *largest = 0.0;
     for (int c = 0, first = 0; c < chunks_; first = ends[static_cast<std::size_t>(c)] + 1, ++c) {
-      const double cost = model_.stageCostMs(c, first, ends[static_cast<std::size_t>(c)]);
+      const double cost = chunkMs(c, first, ends[static_cast<std::size_t>(c)]);
       load[static_cast<std::size_t>(placement_.rankOf(c))] += cost;
       *largest = std::max(*largest, cost);
     }
@@ -377,7 +381,7 @@ class ChunkSearch {
     }
     for (int end = longest; end >= first; --end) {
       if (!mayEnd(chunk, end)) continue;
-      const double cost = model_.stageCostMs(chunk, first, end);
+      const double cost = chunkMs(chunk, first, end);
       const double chunk_max = std::max(largest_chunk, cost);
       if (!canImprove(std::max(slowest, load_[r] + cost), chunk_max)) continue;
       place(chunk, first, end);
@@ -424,6 +428,19 @@ double chunkedRankPeakBytes(const ChunkedMemory& memory, int rank, const std::ve
     peak = std::max(peak, rankStateParts(states, terms).total());
   }
   return peak;
+}
+
+double chunkCommMs(const CostModel& model, const Placement& placement, int chunk, int first, int last) {
+  const bool receives = chunk > 0 && placement.crossesRanks(chunk - 1);
+  const bool sends = chunk + 1 < placement.chunkCount() && placement.crossesRanks(chunk);
+  return (receives ? model.commInMs(first) : 0.0) + (sends ? model.commOutMs(last) : 0.0);
+}
+
+double chunkCostMs(const CostModel& model, const Placement& placement, int chunk, int first, int last) {
+  // Chunked splits run without recomputation or an all-reduce (chunkPlacement refuses them), so
+  // a chunk's cost is its compute and messages over its speed, as stageCostMs prices a stage.
+  return (model.computeMs(first, last) + chunkCommMs(model, placement, chunk, first, last)) /
+         model.costs().stage_speed[static_cast<std::size_t>(chunk)];
 }
 
 ChunkedSplit solveChunkedSplit(const ChunkedProblem& problem) {

@@ -42,6 +42,15 @@ struct ChunkedSplit {
   std::int64_t nodes = 0;
 };
 
+/// The messages of chunk `chunk` holding layers first..last, ms per microbatch: those at its ends,
+/// but none at an end whose neighbouring chunk runs on the same rank (a V's turn, or every
+/// boundary of a one-rank pipeline).
+double chunkCommMs(const CostModel& model, const Placement& placement, int chunk, int first, int last);
+
+/// What chunk `chunk` holding layers first..last costs its rank per microbatch: its compute and
+/// chunkCommMs over its rank's speed. The chunked search and its summary price chunks with it alone.
+double chunkCostMs(const CostModel& model, const Placement& placement, int chunk, int first, int last);
+
 /// The chunking into N x v contiguous non-empty chunks that minimizes the slowest rank, then the
 /// largest chunk (the fill and drain of an interleaved pipeline are made of chunks), under the cost
 /// model's cuts and each rank's memory cap. Branch and bound over chunk ends in chain order, with

@@ -56,7 +56,7 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
     }
     for (ScheduleKind kind : options.schedules) {
       const std::string name = scheduleName(kind);
-      if (runsChunks(kind) && microbatches % stages != 0) {
+      if (needsMicrobatchesPerStageGroup(kind) && microbatches % stages != 0) {
         result.notes.push_back(layout + " " + name + " left out: M = " +
                                std::to_string(microbatches) + " is not a multiple of N = " +
                                std::to_string(stages));

@@ -242,7 +242,7 @@ std::string chunkedFormat(const std::string& format, const Profile& profile, con
   }
   throw Error(format + ": " + (format == "deepspeed" ? "DeepSpeed's PipelineModule runs" : format + " runs") +
               " one stage per rank, not " + std::to_string(placement.chunks_per_rank) +
-              " chunks; use --format megatron, torchtitan or pippy");
+              " chunks; use --format " + (loop ? "megatron, torchtitan or pippy" : "torchtitan or pippy"));
 }
 
 }  // namespace

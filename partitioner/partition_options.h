@@ -20,7 +20,7 @@ struct PartitionOptions {
   int microbatches = 1;  ///< M per step
   /// The schedule whose in-flight activations the memory term charges (schedule/in_flight.h).
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
-  int chunks = 2;  ///< v: model chunks per rank, for interleaved-1f1b only
+  int chunks = 2;  ///< --chunks: v for interleaved-1f1b (the schedule decides: chunksPerRank())
   RecomputePolicy recompute;  ///< activation checkpointing: more forward, less memory
   /// D: replicas of every stage; with D > 1 each stage's gradient all-reduce (ring, over the
   /// dp link) is charged where it does not hide behind later stages' cool-down.

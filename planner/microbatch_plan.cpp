@@ -20,7 +20,7 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   if (request.global_batch < 1) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": must be 1 or more samples per step");
   }
-  if (runsChunks(request.partition.schedule) && request.partition.chunks < 2) {
+  if (choosesChunks(request.partition.schedule) && request.partition.chunks < 2) {
     throw Error("--chunks " + std::to_string(request.partition.chunks) +
                 ": interleaved-1f1b needs 2 or more chunks per rank");
   }
@@ -170,13 +170,12 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
                           plan.measured_sizes.end();
     const int microbatches = per_replica / size;
     const int stages = request.partition.stages;
-    const bool chunked = runsChunks(request.partition.schedule);
-    if (chunked && microbatches % stages != 0) {
+    if (needsMicrobatchesPerStageGroup(request.partition.schedule) && microbatches % stages != 0) {
       plan.skipped.push_back({size, "interleaved-1f1b needs the microbatches (" + std::to_string(microbatches) +
                                         ") a multiple of the " + std::to_string(stages) + " stages"});
       continue;
     }
-    const int chunks = chunked ? request.partition.chunks : 1;
+    const int chunks = chunksPerRank(request.partition.schedule, request.partition.chunks);
     if (static_cast<std::int64_t>(stages) * microbatches * chunks > kMaxForwardOps) {
       plan.skipped.push_back({size, "more than " + formatCount(kMaxForwardOps) + " forward ops per step"});
       continue;

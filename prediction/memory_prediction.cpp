@@ -64,12 +64,9 @@ MemoryPrediction predictMemory(const Profile& profile, const Partition& partitio
     } else {
       rank.terms.assign(static_cast<std::size_t>(chunks), evenChunkShare(stageTerms(r, &recomputes), chunks));
     }
-    const int last_chunk = runs.chunkCount() - 1;
-    const int first_local = runs.rankOf(0) == r ? runs.localOf(0) : -1;
-    const int last_local = runs.rankOf(last_chunk) == r ? runs.localOf(last_chunk) : -1;
     const RankOps& ops = schedule.ranks[static_cast<std::size_t>(r)];
-    const std::vector<std::vector<MemoryState>> states =
-        rankChunkMemoryStates(ops, chunks, schedule.splits_backward, recomputes, first_local, last_local);
+    const std::vector<std::vector<MemoryState>> states = rankChunkMemoryStates(
+        ops, chunks, schedule.splits_backward, recomputes, runs.firstLocalOn(r), runs.lastLocalOn(r));
     for (std::size_t i = 0; i < states.size(); ++i) {
       const MemoryParts parts = rankStateParts(states[i], rank.terms);
       const double bytes = parts.total();

@@ -49,7 +49,7 @@ RankAdjustments splitAdjustments(const Profile& profile, const Partition& partit
 }  // namespace
 
 Schedule pipelineSchedule(ScheduleKind kind, int stages, int microbatches, int chunks, int data_parallel) {
-  Schedule schedule = generateSchedule(kind, stages, microbatches, runsChunks(kind) ? chunks : 1);
+  Schedule schedule = generateSchedule(kind, stages, microbatches, chunksPerRank(kind, chunks));
   ringAllReduceCost(data_parallel, BoundaryLink{});  // the one check of D
   if (data_parallel > 1) schedule = withGradientAllReduce(schedule);
   return schedule;
@@ -63,12 +63,14 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   if (placement.chunked() && !runsChunks(options.schedule)) {
     throw Error(source + ": the split places " + std::to_string(placement.chunks_per_rank) +
                 " chunks on each rank; " + scheduleName(options.schedule) +
-                " runs one; use --schedule interleaved-1f1b");
+                " runs one; use --schedule " + scheduleName(scheduleRunningChunks(placement.style)));
   }
-  const int chunks = placement.chunked() ? placement.chunks_per_rank : runsChunks(options.schedule) ? options.chunks : 1;
+  const Placement scheduled =
+      schedulePlacement(options.schedule, stages, placement.chunked() ? placement.chunks_per_rank : options.chunks);
+  const int chunks = scheduled.chunks_per_rank;
   PipelinePrediction prediction;
   prediction.schedule = pipelineSchedule(options.schedule, stages, options.microbatches, chunks, 1);
-  const PartitionCosts costs = costsFromPartition(profile, partition, chunks, options.link, source);
+  const PartitionCosts costs = costsFromPartition(profile, partition, scheduled, options.link, source);
   prediction.costs = costs.costs;
   prediction.layers_with_even_split = costs.layers_with_even_split;
   prediction.layers_with_w_from_backward = costs.layers_with_w_from_backward;
@@ -79,7 +81,7 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
     prediction.pipeline_step_ms = simulate(prediction.schedule, prediction.costs).step_ms;
     prediction.schedule = withGradientAllReduce(prediction.schedule);
     prediction.costs.allreduce_ms =
-        allReduceMsFromPartition(profile, partition, chunks, options.data_parallel, options.dp_link);
+        allReduceMsFromPartition(profile, partition, scheduled, options.data_parallel, options.dp_link);
   } else {
     ringAllReduceCost(options.data_parallel, options.dp_link);  // D < 1 is refused as everywhere
   }

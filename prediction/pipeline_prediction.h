@@ -19,7 +19,7 @@ namespace stagecut {
 struct PredictionOptions {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int microbatches = 1;  ///< M per step
-  int chunks = 1;        ///< v, for schedules that runsChunks(); the others run 1
+  int chunks = 1;        ///< --chunks: v where the schedule lets the user choose it (chunksPerRank())
   std::vector<double> stage_speed;  ///< per partition stage, relative to the profiled device; empty: all 1
   int data_parallel = 1;            ///< D replicas: each rank's list ends with its gradient all-reduce
   BoundaryLink link;                ///< between pipeline stages

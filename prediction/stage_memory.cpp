@@ -354,12 +354,12 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
 }
 
 std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
-                                          bool first_rank, bool last_rank) {
+                                          int first_chunk, int last_chunk) {
   const int v = std::max(chunks, 1);
   const double share = 1.0 / v;
   std::vector<MemoryState> folded;
   for (const std::vector<MemoryState>& chunk_states :
-       rankChunkMemoryStates(ops, v, splits_backward, recomputes, first_rank ? 0 : -1, last_rank ? v - 1 : -1)) {
+       rankChunkMemoryStates(ops, v, splits_backward, recomputes, first_chunk, last_chunk)) {
     MemoryState state;
     state.transient = MemoryState::Transient::kNone;
     for (const MemoryState& chunk : chunk_states) {

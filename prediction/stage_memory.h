@@ -174,10 +174,10 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
 
 /// rankChunkMemoryStates folded into one state per op for a rank whose v = `chunks` chunks each
 /// hold 1 / v of its per-microbatch bytes (the rank's terms are those of all its layers): what the
-/// partitioner evaluates for every range. The chain's first model stage is rank 0's chunk 0, its
-/// last the last rank's chunk v - 1.
+/// partitioner evaluates for every range. `first_chunk` and `last_chunk` as for
+/// rankChunkMemoryStates (Placement::firstLocalOn, lastLocalOn).
 std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
-                                          bool first_rank, bool last_rank);
+                                          int first_chunk, int last_chunk);
 
 /// The rows of rankChunkMemoryStates (one state per local chunk) that no other row dominates,
 /// chunk by chunk: what a rank's peak is the largest of, for any chunks' terms.

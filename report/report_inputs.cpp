@@ -19,8 +19,7 @@ void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& option
   const int stages = static_cast<int>(inputs->chosen.stages.size());
   for (ScheduleKind kind : options.kinds) {
     const std::string name = scheduleName(kind);
-    const bool chunked = runsChunks(kind);
-    if (chunked && (inputs->microbatches % stages != 0 || stages < 2)) {
+    if (needsMicrobatchesPerStageGroup(kind) && (inputs->microbatches % stages != 0 || stages < 2)) {
       inputs->notes.push_back("Interleaved 1F1B is not shown: it needs the microbatches (" +
                               std::to_string(inputs->microbatches) + ") to be a multiple of the " +
                               std::to_string(stages) + " stages");
@@ -35,9 +34,9 @@ void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& option
     prediction.link = options.link;
     prediction.dp_link = options.dp_link;
     PipelinePrediction predicted = predictPipeline(inputs->profile, inputs->chosen, prediction, inputs->profile_source);
-    if (chunked && options.chunks > 1) {
-      inputs->notes.push_back("Interleaved 1F1B divides each stage's costs evenly into its " +
-                              std::to_string(options.chunks) + " chunks: the split fixes each rank's " +
+    if (predicted.schedule.chunks > 1) {
+      inputs->notes.push_back(scheduleDisplayName(name) + " divides each stage's costs evenly into its " +
+                              std::to_string(predicted.schedule.chunks) + " chunks: the split fixes each rank's " +
                               "work, not the chunk layout");
     }
     if (predicted.schedule.splits_backward && predicted.layers_with_even_split > 0) {

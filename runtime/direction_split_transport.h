@@ -14,7 +14,8 @@ namespace stagecut {
 /// this rank's receive behind its send. So `downstream` carries what a rank sends to later ranks
 /// (activations, the link probe's ping) and `upstream` what it sends to earlier ones (input
 /// gradients, the probe's reply): each carries one direction, in the order both ends issue it,
-/// which every schedule keeps (firstMessageOrderMismatch, schedule/message_order.h). Barriers go
+/// which every schedule keeps (firstMessageOrderMismatch, schedule/message_order.h: with one
+/// chunk per rank, as validate runs them, a direction carries one kind of tensor). Barriers go
 /// through `control`, which must outlive this transport.
 class DirectionSplitTransport : public StageTransport {
  public:

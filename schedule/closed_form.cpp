@@ -47,6 +47,16 @@ double zeroBubbleH1BubbleFraction(int stages, int microbatches) {
   return (stages - 1.0) / (3.0 * microbatches + stages - 1);
 }
 
+double zeroBubbleVBubbleFraction(int stages, int microbatches) {
+  checkShape(stages, microbatches);
+  if (microbatches < 2 * stages - 1) {
+    throw Error("--microbatches " + std::to_string(microbatches) +
+                ": the ZB-V closed form holds for M >= 2N - 1 = " + std::to_string(2 * stages - 1) +
+                "; simulate it instead");
+  }
+  return (stages - 1.0) / (6.0 * microbatches + stages - 1);
+}
+
 std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
                                        bool equal_f_b_w) {
   if (stages < 1 || microbatches < 1 || chunks < 1) return std::nullopt;
@@ -60,6 +70,9 @@ std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microb
     case ScheduleKind::kZeroBubbleH1:
       if (!equal_f_b_w || microbatches < stages) return std::nullopt;
       return zeroBubbleH1BubbleFraction(stages, microbatches);
+    case ScheduleKind::kZeroBubbleV:
+      if (!equal_f_b_w || microbatches < 2 * stages - 1) return std::nullopt;
+      return zeroBubbleVBubbleFraction(stages, microbatches);
   }
   return std::nullopt;
 }
@@ -73,6 +86,8 @@ std::string closedFormText(ScheduleKind kind) {
       return "(N-1)/(vM+N-1)";
     case ScheduleKind::kZeroBubbleH1:
       return "(N-1)/(3M+N-1)";
+    case ScheduleKind::kZeroBubbleV:
+      return "(N-1)/(6M+N-1)";
   }
   return "";
 }

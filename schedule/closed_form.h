@@ -26,13 +26,21 @@ double interleavedBubbleFraction(int stages, int microbatches, int chunks);
 /// Throws Error (input) when N < 1 or M < N.
 double zeroBubbleH1BubbleFraction(int stages, int microbatches);
 
+/// Bubble of ZB-V with F = B = W on every chunk and no communication, for M >= 2N - 1: the step
+/// is 6M + N - 1 chunk slots, so the bubble is (N - 1) / (6M + N - 1). No schedule can do
+/// better: rank N - 1 cannot start before microbatch 0's forward has crossed the N - 1 chunks
+/// above it, and then has 6M slots of its own work. Throws Error (input) when N < 1 or
+/// M < 2N - 1.
+double zeroBubbleVBubbleFraction(int stages, int microbatches);
+
 /// The closed-form bubble of schedule `kind` where one is known for equal stage costs and no
 /// communication: gpipe and 1f1b (any F : B), interleaved-1f1b (any F : B, M a multiple of N),
-/// zb-h1 (only when `equal_f_b_w`, and M >= N). std::nullopt otherwise.
+/// zb-h1 (only when `equal_f_b_w`, and M >= N), zb-v (only when `equal_f_b_w`, and
+/// M >= 2N - 1). std::nullopt otherwise.
 std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
                                        bool equal_f_b_w);
 
-/// "(N-1)/(M+N-1)", "(N-1)/(vM+N-1)", "(N-1)/(3M+N-1)": the formula closedFormBubble() uses for
+/// "(N-1)/(M+N-1)", "(N-1)/(vM+N-1)", "(N-1)/(3M+N-1)", "(N-1)/(6M+N-1)": the formula closedFormBubble() uses for
 /// `kind`, for tables; "" where it has none.
 std::string closedFormText(ScheduleKind kind);
 

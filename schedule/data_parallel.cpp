@@ -39,7 +39,7 @@ double ringAllReduceMs(std::uint64_t bytes, int replicas, const BoundaryLink& li
 }
 
 std::vector<double> allReduceMsFromPartition(const Profile& profile, const Partition& partition,
-                                             int chunks, int replicas, const BoundaryLink& link) {
+                                             const Placement& placement, int replicas, const BoundaryLink& link) {
   checkPartitionCoversLayers(partition, profile.layerCount(), "partition");
   std::vector<std::uint64_t> stage_bytes;
   for (const StageCost& range : partition.stages) {
@@ -54,10 +54,9 @@ std::vector<double> allReduceMsFromPartition(const Profile& profile, const Parti
     for (std::uint64_t bytes : stage_bytes) result.push_back(ringAllReduceMs(bytes, replicas, link));
     return result;
   }
-  for (int chunk = 0; chunk < chunks; ++chunk) {
-    for (std::uint64_t bytes : stage_bytes) {
-      result.push_back(ringAllReduceMs(bytes / static_cast<std::uint64_t>(chunks), replicas, link));
-    }
+  for (int stage = 0; stage < placement.chunkCount(); ++stage) {
+    const std::uint64_t bytes = stage_bytes.at(static_cast<std::size_t>(placement.rankOf(stage)));
+    result.push_back(ringAllReduceMs(bytes / static_cast<std::uint64_t>(placement.chunks_per_rank), replicas, link));
   }
   return result;
 }

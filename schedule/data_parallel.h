@@ -39,9 +39,10 @@ double ringAllReduceMs(std::uint64_t bytes, int replicas, const BoundaryLink& li
 
 /// Per model stage (N * v, in the order of PipelineCosts::stages) the all-reduce time of its
 /// gradients, the param_bytes of its layers (a chunked partition's own chunk, or a rank's
-/// partition stage divided evenly among its v chunks), over `replicas` on `link`. Throws Error (input) when the partition does not cover
-/// the profile's layers or replicas < 1.
+/// partition stage divided evenly among the v chunks `placement` gives it), over `replicas` on
+/// `link`. Throws Error (input) when the partition does not cover the profile's layers or
+/// replicas < 1.
 std::vector<double> allReduceMsFromPartition(const Profile& profile, const Partition& partition,
-                                             int chunks, int replicas, const BoundaryLink& link);
+                                             const Placement& placement, int replicas, const BoundaryLink& link);
 
 }  // namespace stagecut

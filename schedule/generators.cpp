@@ -91,22 +91,25 @@ std::vector<ScheduleKind> parseScheduleList(const std::string& list) {
 
 Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
   checkPipelineShape(stages, microbatches, chunks);
-  if (runsChunks(kind)) return generateInterleavedOneFOneB(stages, microbatches, chunks);
-  if (chunks != 1) {
-    throw Error("--chunks " + std::to_string(chunks) + ": " + scheduleName(kind) +
-                " runs one model chunk per rank; use --chunks 1, or interleaved-1f1b for " +
-                "several chunks");
+  if (chunks != chunksPerRank(kind, chunks)) {
+    const int runs = chunksPerRank(kind, chunks);
+    throw Error("--chunks " + std::to_string(chunks) + ": " + scheduleName(kind) + " runs " +
+                (runs == 1 ? std::string("one model chunk per rank; use --chunks 1, or interleaved-1f1b for several chunks")
+                           : std::to_string(runs) + " model chunks per rank (a V); use --chunks " + std::to_string(runs)));
   }
   switch (kind) {
     case ScheduleKind::kGpipe:
       return generateGpipe(stages, microbatches);
     case ScheduleKind::kOneFOneB:
-    case ScheduleKind::kInterleavedOneFOneB:
       return generateOneFOneB(stages, microbatches);
+    case ScheduleKind::kInterleavedOneFOneB:
+      return generateInterleavedOneFOneB(stages, microbatches, chunks);
     case ScheduleKind::kZeroBubbleH1:
+      return generateZeroBubbleH1(stages, microbatches);
+    case ScheduleKind::kZeroBubbleV:
       break;
   }
-  return generateZeroBubbleH1(stages, microbatches);
+  return generateZeroBubbleV(stages, microbatches);
 }
 
 Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks) {
@@ -217,6 +220,64 @@ Schedule generateZeroBubbleH1(int stages, int microbatches) {
       ops.push_back({OpKind::kWeight, next_weight++, 0});
     }
     while (next_weight < microbatches) ops.push_back({OpKind::kWeight, next_weight++, 0});
+  }
+  return schedule;
+}
+
+Schedule generateZeroBubbleV(int stages, int microbatches) {
+  checkPipelineShape(stages, microbatches, 2);
+  checkScheduleSize(stages, microbatches, 2);
+  Schedule schedule = emptySchedule(ScheduleKind::kZeroBubbleV, stages, microbatches, 2);
+  schedule.style = Placement::Style::kV;
+  schedule.splits_backward = true;
+  // The order is planned for at least 2N - 1 microbatches, the most the V holds at once, and the
+  // ops of microbatches past M are then left out, as PyTorch's ScheduleZBVZeroBubble does: the
+  // remaining order still pairs every send with its receive (the message-order proof checks it).
+  const int planned = std::max(2 * stages - 1, microbatches);
+  for (int rank = 0; rank < stages; ++rank) {
+    RankOps& ops = schedule.ranks[rank];
+    ops.reserve(6 * static_cast<std::size_t>(microbatches));
+    int next[3][2] = {{0, 0}, {0, 0}, {0, 0}};  // the next microbatch per op kind (F, B, W) and local chunk
+    const auto add = [&](OpKind kind, int chunk) {
+      int& microbatch = next[static_cast<int>(kind)][chunk];
+      if (microbatch < microbatches) ops.push_back({kind, microbatch, chunk});
+      ++microbatch;
+    };
+    const int* forward = next[static_cast<int>(OpKind::kForward)];
+    const int* backward = next[static_cast<int>(OpKind::kBackward)];
+    const int* weight = next[static_cast<int>(OpKind::kWeight)];
+    // Warm-up: fill the V's way down (chunk 0) and back up (chunk 1); a later rank meets the
+    // turn sooner, so it starts chunk 1 and its backwards earlier.
+    for (int i = 0; i < 2 * (stages - rank) - 1; ++i) add(OpKind::kForward, 0);
+    for (int i = 0; i < rank; ++i) {
+      add(OpKind::kForward, 1);
+      add(OpKind::kForward, 0);
+    }
+    for (int i = 0; i < stages - rank; ++i) {
+      add(OpKind::kForward, 1);
+      add(OpKind::kBackward, 1);
+      add(OpKind::kWeight, 1);
+    }
+    while (forward[1] < forward[0] || forward[0] < planned) {
+      if (forward[0] < planned) add(OpKind::kForward, 0);
+      add(OpKind::kBackward, 0);
+      add(OpKind::kWeight, 0);
+      add(OpKind::kForward, 1);
+      add(OpKind::kBackward, 1);
+      add(OpKind::kWeight, 1);
+    }
+    // Cool-down: the input gradients first, so the ranks below are not kept waiting; the
+    // weight gradients fill the time the drain would leave idle.
+    for (int i = 0; i < rank; ++i) {
+      add(OpKind::kBackward, 0);
+      add(OpKind::kBackward, 1);
+    }
+    for (int i = 0; i < stages - rank; ++i) {
+      add(OpKind::kBackward, 0);
+      add(OpKind::kWeight, 0);
+    }
+    while (weight[1] < backward[1]) add(OpKind::kWeight, 1);
+    while (weight[0] < backward[0]) add(OpKind::kWeight, 0);
   }
   return schedule;
 }

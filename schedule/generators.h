@@ -9,7 +9,7 @@
 namespace stagecut {
 
 /// The schedule names generateSchedule() knows, in the order the CLI lists and runs them:
-/// gpipe, 1f1b, interleaved-1f1b, zb-h1.
+/// gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v.
 const std::vector<std::string>& scheduleNames();
 
 /// Splits a comma-separated list such as "gpipe,1f1b" ("all" for every schedule) into
@@ -22,7 +22,8 @@ std::vector<ScheduleKind> parseScheduleList(const std::string& list);
 void checkPipelineShape(int stages, int microbatches, int chunks);
 
 /// The op lists of schedule `name` for N = `stages` ranks, M = `microbatches` and v = `chunks`
-/// model chunks per rank (v > 1 only for interleaved-1f1b, which also needs M a multiple of N).
+/// model chunks per rank (chunksPerRank(): any v for interleaved-1f1b, which also needs M a
+/// multiple of N; exactly 2 for zb-v; 1 for the others).
 /// Throws Error (input) naming the flag (--stages, --microbatches, --chunks, --schedule) and the
 /// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run. Every generator
 /// also refuses more than 2^22 forward ops per step (N x M x v), which no pipeline needs and which
@@ -49,5 +50,14 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks);
 /// (weight gradient); rank r defers the W of its first r backwards to its cool-down, where the
 /// pipeline would otherwise idle, so no rank holds more than N microbatches (1F1B's rank 0).
 Schedule generateZeroBubbleH1(int stages, int microbatches);
+
+/// ZB-V (Qi et al. 2023, section 6; PyTorch's ScheduleZBVZeroBubble): two chunks per rank in a
+/// V (rank r holds model stages r and 2N - 1 - r, so the turn at the bottom stays on rank N - 1),
+/// the backward split into B and W. Rank r warms up with 2(N - r) - 1 forwards of chunk 0, r
+/// pairs of forwards, and N - r forward-B-W triples of chunk 1; the steady state runs F, B, W of
+/// chunk 0 then of chunk 1; the cool-down runs the input gradients first and leaves W to fill the
+/// drain. On equal F = B = W chunk costs its step is 6M + N - 1 units for M >= 2N - 1, the
+/// least any schedule can take (see zeroBubbleVBubbleFraction).
+Schedule generateZeroBubbleV(int stages, int microbatches);
 
 }  // namespace stagecut

@@ -7,7 +7,7 @@
 namespace stagecut {
 
 std::vector<double> inFlightActivationShare(ScheduleKind kind, int stages, int microbatches, int chunks) {
-  const int v = runsChunks(kind) ? chunks : 1;
+  const int v = chunksPerRank(kind, chunks);
   checkPipelineShape(stages, microbatches, v);
   std::vector<double> share;
   if (kind == ScheduleKind::kGpipe || kind == ScheduleKind::kOneFOneB) {

@@ -6,8 +6,8 @@
 
 namespace stagecut {
 
-/// Per rank of schedule `kind` on N = `stages` ranks, M = `microbatches` and v = `chunks`
-/// (interleaved-1f1b only; 1 otherwise): how many microbatches' worth of the rank's activations
+/// Per rank of schedule `kind` on N = `stages` ranks, M = `microbatches` and --chunks `chunks`
+/// (v = chunksPerRank(kind, chunks)): how many microbatches' worth of the rank's activations
 /// are alive at once, the factor the partitioner's memory term multiplies a stage's kept bytes
 /// by. It is peakInFlight() of the schedule's op lists divided by v (each chunk holds 1 / v of
 /// the rank's layers); GPipe (M) and 1F1B (min(N - r, M)) use their closed forms, which the

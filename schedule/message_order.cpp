@@ -8,8 +8,9 @@ namespace stagecut {
 
 namespace {
 
-// Between one sender and one receiver, one direction: the ops whose tensor travels, in the
-// order the sender sends them and the order the receiver waits for them.
+// Between one sender and one receiver, one kind of tensor (activations or input gradients): the
+// ops whose tensor travels, in the order the sender sends them and the order the receiver waits
+// for them.
 struct Channel {
   std::vector<PipelineOp> sent;
   std::vector<PipelineOp> received;
@@ -30,8 +31,8 @@ std::string tensorOf(const PipelineOp& op, int chunks) {
 std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
   const int model_stages = schedule.modelStages();
   const Placement placement = schedule.placement();
-  // Keyed by (sender, receiver).
-  std::map<std::pair<int, int>, Channel> channels;
+  // Keyed by (sender, receiver, what travels: F for activations, B for input gradients).
+  std::map<std::tuple<int, int, OpKind>, Channel> channels;
   for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
     for (const PipelineOp& op : schedule.ranks[rank]) {
       if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) continue;
@@ -41,15 +42,15 @@ std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
       const int from = op.kind == OpKind::kForward ? stage - 1 : stage + 1;
       // Between two chunks of one rank (a V placement's turn) nothing travels.
       if (to >= 0 && to < model_stages && placement.rankOf(to) != rank) {
-        channels[{rank, placement.rankOf(to)}].sent.push_back(op);
+        channels[{rank, placement.rankOf(to), op.kind}].sent.push_back(op);
       }
       if (from >= 0 && from < model_stages && placement.rankOf(from) != rank) {
-        channels[{placement.rankOf(from), rank}].received.push_back(op);
+        channels[{placement.rankOf(from), rank, op.kind}].received.push_back(op);
       }
     }
   }
   for (const auto& [ends, channel] : channels) {
-    const auto [sender, receiver] = ends;
+    const auto [sender, receiver, kind] = ends;
     const std::size_t common = std::min(channel.sent.size(), channel.received.size());
     for (std::size_t k = 0; k <= common; ++k) {
       const bool sent_more = k < channel.sent.size();

@@ -6,12 +6,17 @@
 
 #include "core/error.h"
 #include "core/partition_json.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
 
 namespace {
 
 constexpr std::uint64_t kMaxStageBytes = std::uint64_t{1} << 63;
+
+const char* placementWords(Placement::Style style) {
+  return style == Placement::Style::kV ? "in a V" : "in loop order";
+}
 
 }  // namespace
 
@@ -21,7 +26,7 @@ double BoundaryLink::transferMs(std::uint64_t bytes) const {
   return latency_ms + wire_ms;
 }
 
-PartitionCosts costsFromPartition(const Profile& profile, const Partition& partition, int chunks,
+PartitionCosts costsFromPartition(const Profile& profile, const Partition& partition, const Placement& placement,
                                   const BoundaryLink& link, const std::string& partition_source) {
   checkPartitionCoversLayers(partition, profile.layerCount(), partition_source);
   PartitionCosts result;
@@ -67,13 +72,17 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
     boundary_bytes.push_back(profile.layers[static_cast<std::size_t>(range.last)].output_bytes);
   }
 
-  if (partition.rankPlacement().chunked()) {
+  const Placement own = partition.rankPlacement();
+  if (own.chunked() && own != placement) {
+    throw Error(partition_source + ": the split places " + std::to_string(own.chunks_per_rank) + " chunks on each rank" +
+                (own.chunks_per_rank == placement.chunks_per_rank
+                     ? std::string(" ") + placementWords(own.style) + ", the schedule " + placementWords(placement.style) +
+                           "; use --schedule " + scheduleName(scheduleRunningChunks(own.style))
+                     : ", the schedule runs " + std::to_string(placement.chunks_per_rank) + "; use --chunks " +
+                           std::to_string(own.chunks_per_rank)));
+  }
+  if (own.chunked()) {
     // Each stage is a chunk, the model stage of its place in the chain.
-    if (partition.rankPlacement().chunks_per_rank != chunks) {
-      throw Error(partition_source + ": the split places " + std::to_string(partition.rankPlacement().chunks_per_rank) +
-                  " chunks on each rank, the schedule runs " + std::to_string(chunks) + "; use --chunks " +
-                  std::to_string(partition.rankPlacement().chunks_per_rank));
-    }
     result.costs.stages = result.stages;
     for (std::size_t s = 0; s + 1 < result.stages.size() && !link.isFree(); ++s) {
       result.costs.comm_ms.push_back(link.transferMs(boundary_bytes[s]));
@@ -81,12 +90,18 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
     return result;
   }
   const auto ranks = result.stages.size();
-  // The last rank's output is the loss: its boundary matters only where chunks wrap around to
-  // rank 0, and the partition does not say what that tensor is; the largest boundary is the
+  if (placement.ranks != static_cast<int>(ranks)) {
+    throw Error(partition_source + ": the split has " + std::to_string(ranks) + " stages, the schedule " +
+                std::to_string(placement.ranks) + " ranks; use --stages " + std::to_string(ranks));
+  }
+  // The last rank's output is the loss: its boundary matters only where chunks go on past it,
+  // and the partition does not say what that tensor is; the largest boundary is the
   // conservative guess.
   boundary_bytes.back() =
       ranks > 1 ? *std::max_element(boundary_bytes.begin(), boundary_bytes.end() - 1) : 0;
+  const int chunks = placement.chunks_per_rank;
   const double share = 1.0 / chunks;
+  result.costs.stages.resize(static_cast<std::size_t>(placement.chunkCount()));
   for (int chunk = 0; chunk < chunks; ++chunk) {
     for (std::size_t rank = 0; rank < ranks; ++rank) {
       StageOpCosts stage = result.stages[rank];
@@ -95,12 +110,11 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
       stage.backward_input_ms *= share;
       stage.backward_weight_ms *= share;
       stage.activation_bytes /= static_cast<std::uint64_t>(chunks);
-      result.costs.stages.push_back(stage);
-      const bool last_model_stage = chunk == chunks - 1 && rank == ranks - 1;
-      if (!link.isFree() && !last_model_stage) {
-        result.costs.comm_ms.push_back(link.transferMs(boundary_bytes[rank]));
-      }
+      result.costs.stages[static_cast<std::size_t>(placement.chunkAt(static_cast<int>(rank), chunk))] = stage;
     }
+  }
+  for (int stage = 0; stage + 1 < placement.chunkCount() && !link.isFree(); ++stage) {
+    result.costs.comm_ms.push_back(link.transferMs(boundary_bytes[static_cast<std::size_t>(placement.rankOf(stage))]));
   }
   return result;
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/partition.h"
+#include "core/placement.h"
 #include "core/profile.h"
 #include "schedule/stage_costs.h"
 
@@ -35,19 +36,20 @@ struct PartitionCosts {
   std::vector<StageOpCosts> stages;
 };
 
-/// Per-model-stage costs for a schedule of `chunks` chunks per rank on a partition of a
-/// profile: each partition stage is one rank; F, B (whole), B (input) and W are the sums of its
+/// Per-model-stage costs for a schedule whose chunks sit on ranks as `placement` says, on a
+/// partition of a profile: each partition stage is one rank; F, B (whole), B (input) and W are the sums of its
 /// layers' medians, and activation bytes the sum of its layers'. B and W are the layers' own
 /// when the profile timed them as a zero-bubble stage runs them (RunInfo::weightTimedAfterInput):
 /// their sum is then more than the whole backward by what the split costs. In older profiles,
 /// whose W is the gradient of the weights alone (re-running most of a multi-op layer's
 /// backward), a layer's W is its backward minus its B (B capped at the backward). A chunked
-/// partition (Partition::placement) gives each model stage its own chunk, and must place the
-/// schedule's `chunks`; on an N-stage partition with v > 1 chunks each rank's stage is divided
-/// evenly into its v chunks (the partition fixes a rank's work, not the chunk layout). Boundary s -> s + 1 carries the output_bytes of rank s's last layer over `link`
-/// (for a chunked schedule's wrap from the last rank to rank 0, the largest partition boundary).
-/// Throws Error (input) when the partition does not cover the profile's layers.
-PartitionCosts costsFromPartition(const Profile& profile, const Partition& partition, int chunks,
+/// partition (Partition::placement) gives each model stage its own chunk, and must be the
+/// schedule's `placement`; on an N-stage partition with v > 1 chunks each rank's stage is divided
+/// evenly into its v chunks, model stage placement.chunkAt(r, c) taking rank r's share (the
+/// partition fixes a rank's work, not the chunk layout). Boundary s -> s + 1 carries the output_bytes of rank s's last layer over `link`
+/// (for a chunked schedule's other boundaries, the largest partition boundary). Throws Error
+/// (input) when the partition does not cover the profile's layers or does not fit `placement`.
+PartitionCosts costsFromPartition(const Profile& profile, const Partition& partition, const Placement& placement,
                                   const BoundaryLink& link, const std::string& partition_source);
 
 }  // namespace stagecut

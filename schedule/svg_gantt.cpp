@@ -141,12 +141,14 @@ std::string scheduleDisplayName(const std::string& name) {
   if (name == "1f1b") return "1F1B";
   if (name == "interleaved-1f1b") return "Interleaved 1F1B";
   if (name == "zb-h1") return "ZB-H1";
+  if (name == "zb-v") return "ZB-V";
   return name;
 }
 
 std::string scheduleTitle(const Schedule& schedule) {
   std::string title = scheduleDisplayName(schedule.name);
-  if (schedule.chunks > 1) title += " (v = " + std::to_string(schedule.chunks) + ")";
+  // A V always holds 2 chunks; its name says so.
+  if (schedule.chunks > 1 && schedule.style == Placement::Style::kLoop) title += " (v = " + std::to_string(schedule.chunks) + ")";
   return title;
 }
 

@@ -56,7 +56,7 @@ TEST_CASE("stagecut simulate --json prints stagecut.simulation/1", "[cli][simula
   CHECK(document.at("format") == "stagecut.simulation/1");
   CHECK(document.at("costs") == "unit");
   const auto& schedules = document.at("schedules");
-  REQUIRE(schedules.size() == 4);
+  REQUIRE(schedules.size() == 5);
   CHECK(schedules[0].at("schedule") == "gpipe");
   CHECK(schedules[0].at("step_time").get<double>() == Approx(33));
   CHECK(schedules[0].at("bubble").get<double>() == Approx(3.0 / 11));
@@ -67,6 +67,12 @@ TEST_CASE("stagecut simulate --json prints stagecut.simulation/1", "[cli][simula
   CHECK(schedules[2].at("bubble").get<double>() == Approx(3.0 / 19));
   CHECK(schedules[3].at("closed_form_bubble").get<double>() == Approx(3.0 / 27));
   CHECK(schedules[3].at("idle_time").size() == 4);
+  // ZB-V: 2 chunks of half a unit each, (N-1)/(6M+N-1) = 3/51 in 6M + N - 1 = 51 half units.
+  CHECK(schedules[4].at("schedule") == "zb-v");
+  CHECK(schedules[4].at("chunks") == 2);
+  CHECK(schedules[4].at("step_time").get<double>() == Approx(25.5));
+  CHECK(schedules[4].at("closed_form_bubble").get<double>() == Approx(3.0 / 51));
+  CHECK(schedules[4].at("bubble").get<double>() == Approx(3.0 / 51));
 }
 
 TEST_CASE("stagecut simulate writes a Chrome trace and an SVG", "[cli][simulate]") {
@@ -89,8 +95,8 @@ TEST_CASE("stagecut simulate compares schedules on a profile and a partition", "
   const CommandResult text = runStagecut("simulate " + inputs + " --schedule all --microbatches 6");
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("3 stages x 6 microbatches"));
-  CHECK_THAT(text.out, Contains("note: 3 of 6 layers have no separate B and W times; zb-h1 "
-                                "splits their backward evenly into B and W"));
+  CHECK_THAT(text.out, Contains("note: 3 of 6 layers have no separate B and W times; zb-h1 and zb-v "
+                                "split their backward evenly into B and W"));
   CHECK_THAT(text.out, Contains("note: interleaved-1f1b divides each stage's costs evenly"));
   CHECK_THAT(text.out, Contains("closed form if balanced"));
   CHECK_THAT(text.out, Contains("each schedule's peak activation\n  memory (microbatches in flight)"));

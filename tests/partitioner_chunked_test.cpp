@@ -48,10 +48,12 @@ struct Best {
 };
 
 // Every chunking of the chain into N x v non-empty chunks, priced by hand: a chunk costs its
-// layers' forward + backward and a message each way at both of its ends, over its rank's speed;
-// a rank's memory is the prediction path's peak for that chunking.
+// layers' forward + backward and a message each way at each end whose neighbour runs on another
+// rank, over its rank's speed; a rank's memory is the prediction path's peak for that chunking.
 Best bruteForce(const Profile& profile, const PartitionOptions& options) {
-  const Placement placement = Placement::loop(options.stages, options.chunks);
+  const bool v_shape = options.schedule == stagecut::ScheduleKind::kZeroBubbleV;
+  const Placement placement =
+      v_shape ? Placement{options.stages, 2, Placement::Style::kV} : Placement::loop(options.stages, options.chunks);
   const int layers = static_cast<int>(profile.layerCount());
   const std::vector<char> cut_allowed = stagecut::resolvedSplitRules(profile, options).cut_allowed;
   const stagecut::BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
@@ -71,11 +73,13 @@ Best bruteForce(const Profile& profile, const PartitionOptions& options) {
         if (last + 1 < layers && !cut_allowed.empty() && !cut_allowed[static_cast<std::size_t>(last)]) return;
         double cost = 0.0;
         for (int k = first; k <= last; ++k) cost += profile.layers[k].forward_ms.median + profile.layers[k].backward_ms.median;
-        if (!link.isFree()) {
-          if (first > 0) cost += 2 * link.transferMs(profile.layers[first - 1].output_bytes);
-          if (last + 1 < layers) cost += 2 * link.transferMs(profile.layers[last].output_bytes);
-        }
         const int rank = placement.rankOf(c);
+        if (!link.isFree()) {
+          if (first > 0 && placement.rankOf(c - 1) != rank) cost += 2 * link.transferMs(profile.layers[first - 1].output_bytes);
+          if (last + 1 < layers && placement.rankOf(c + 1) != rank) {
+            cost += 2 * link.transferMs(profile.layers[last].output_bytes);
+          }
+        }
         cost /= options.stage_speed.empty() ? 1.0 : options.stage_speed[static_cast<std::size_t>(rank)];
         load[static_cast<std::size_t>(rank)] += cost;
         largest = std::max(largest, cost);
@@ -138,16 +142,19 @@ PartitionOptions interleaved(int stages, int chunks, int microbatches) {
 TEST_CASE("the chunked split is the best of every chunking, under links, speeds, rules and memory caps",
           "[partitioner][chunks]") {
   std::mt19937 random(20261205);
-  int compared = 0, capped = 0, infeasible = 0;
-  for (int trial = 0; trial < 160; ++trial) {
+  int compared = 0, capped = 0, infeasible = 0, v_shaped = 0;
+  for (int trial = 0; trial < 200; ++trial) {
     PartitionOptions options;
+    // Every fourth trial a V (ZB-V: 2 chunks, rank r holding r and 2N - 1 - r, any M).
+    const bool v_shape = trial % 4 == 2;
     options.stages = std::uniform_int_distribution<int>(1, 3)(random);
-    options.chunks = std::uniform_int_distribution<int>(2, 3)(random);
+    options.chunks = v_shape ? 2 : std::uniform_int_distribution<int>(2, 3)(random);
     const int layers = std::uniform_int_distribution<int>(options.stages * options.chunks, 10)(random);
     const bool loss_last = trial % 2 == 0;
     const Profile profile = randomChain(random, layers, loss_last);
-    options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
-    options.microbatches = options.stages * std::uniform_int_distribution<int>(1, 3)(random);
+    options.schedule = v_shape ? stagecut::ScheduleKind::kZeroBubbleV : stagecut::ScheduleKind::kInterleavedOneFOneB;
+    options.microbatches = v_shape ? std::uniform_int_distribution<int>(1, 7)(random)
+                                   : options.stages * std::uniform_int_distribution<int>(1, 3)(random);
     options.rules = loss_last ? stagecut::SplitRuleSet::kLossWithLast : stagecut::SplitRuleSet::kAny;
     if (trial % 3 == 0) {
       options.bandwidth_bytes_per_s = 1e7;
@@ -179,16 +186,19 @@ TEST_CASE("the chunked split is the best of every chunking, under links, speeds,
     CHECK(split.bottleneck_ms == Approx(best.slowest).epsilon(1e-9));
     CHECK(search.largest_chunk_ms == Approx(best.largest).epsilon(1e-9));
     CHECK(split.stages.size() == static_cast<std::size_t>(options.stages * options.chunks));
+    CHECK(split.placement->style == (v_shape ? Placement::Style::kV : Placement::Style::kLoop));
     CHECK(split.lower_bound_ms <= split.bottleneck_ms * (1 + 1e-12));
     for (const auto& stage : split.stages) {
       if (!options.memory_cap_bytes.empty()) CHECK(stage.memory_bytes <= options.memory_cap_bytes[0] + 1);
     }
     ++compared;
     if (!options.memory_cap_bytes.empty()) ++capped;
+    if (v_shape) ++v_shaped;
   }
-  CHECK(compared > 100);
-  CHECK(capped > 20);
-  CHECK(infeasible + compared == 160);
+  CHECK(compared > 120);
+  CHECK(capped > 25);
+  CHECK(v_shaped > 30);
+  CHECK(infeasible + compared == 200);
 }
 
 TEST_CASE("a chunked split places chunk c on rank c mod N, and its prediction runs those chunks",

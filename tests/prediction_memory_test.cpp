@@ -292,7 +292,8 @@ TEST_CASE("the partitioner's memory is the memory timeline's peak for every sche
 TEST_CASE("the cost model's memory of every range is the peak over the schedule's op states",
           "[prediction][partitioner]") {
   const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
-  for (ScheduleKind kind : {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1}) {
+  for (ScheduleKind kind :
+       {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV}) {
     stagecut::PartitionOptions options;
     options.stages = 3;
     options.microbatches = 5;
@@ -307,7 +308,8 @@ TEST_CASE("the cost model's memory of every range is the peak over the schedule'
     for (int s = 0; s < 3; ++s) {
       // Every op's state, not only the candidates the cost model keeps.
       const std::vector<MemoryState> states =
-          stagecut::rankMemoryStates(schedule.ranks[s], 1, schedule.splits_backward, true, s == 0, s == 2);
+          stagecut::rankMemoryStates(schedule.ranks[s], schedule.chunks, schedule.splits_backward, true,
+                                     schedule.placement().firstLocalOn(s), schedule.placement().lastLocalOn(s));
       for (int first = 0; first < layers; ++first) {
         for (int last = first; last < layers; ++last) {
           INFO(stagecut::scheduleName(kind) << " stage " << s << " layers " << first << ".." << last);

@@ -81,9 +81,9 @@ TEST_CASE("the report fetches nothing: its only URLs are the SVG namespace", "[r
 
 TEST_CASE("the report draws a Gantt chart of every simulated schedule", "[report]") {
   const ReportInputs inputs = exampleInputs(4, 8);
-  REQUIRE(inputs.schedules.size() == 4);
+  REQUIRE(inputs.schedules.size() == 5);
   const std::string html = stagecut::renderReportHtml(inputs);
-  for (const char* name : {"GPipe", "1F1B", "Interleaved 1F1B (v = 2)", "ZB-H1"}) {
+  for (const char* name : {"GPipe", "1F1B", "Interleaved 1F1B (v = 2)", "ZB-H1", "ZB-V"}) {
     CHECK_THAT(html, Contains("<tspan font-weight=\"bold\">" + std::string(name) + "</tspan>"));
   }
   // Each inline chart has its own idle pattern: ids are page-wide in HTML.
@@ -94,7 +94,7 @@ TEST_CASE("the report draws a Gantt chart of every simulated schedule", "[report
 
 TEST_CASE("interleaved 1F1B is left out with a note when M is not a multiple of N", "[report]") {
   const ReportInputs inputs = exampleInputs(4, 6);
-  CHECK(inputs.schedules.size() == 3);
+  CHECK(inputs.schedules.size() == 4);
   CHECK_THAT(stagecut::renderReportHtml(inputs),
              Contains("Interleaved 1F1B is not shown: it needs the microbatches (6) to be a multiple of the 4 stages"));
 }
@@ -193,7 +193,7 @@ TEST_CASE("splits read back from a comparison keep compute as the chosen one and
   const ReportInputs again = stagecut::reportInputsFromSplits(built.profile, "p.json", built.splits, "cmp.json", 0);
   CHECK(again.chosen.method == "compute");
   CHECK(again.microbatches == 8);
-  CHECK(again.schedules.size() == 4);
+  CHECK(again.schedules.size() == 5);
   CHECK(stagecut::reportInputsFromSplits(built.profile, "p.json", built.splits, "cmp.json", 12).microbatches == 12);
   CHECK_THROWS_WITH(stagecut::reportInputsFromSplits(built.profile, "p.json", {}, "cmp.json", 0),
                     "cmp.json: holds no splits; write it with 'stagecut compare p.json --stages N -o FILE'");

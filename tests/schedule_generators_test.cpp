@@ -48,16 +48,17 @@ TEST_CASE("every generator lists each op of each rank exactly once", "[schedule]
   for (const std::string& name : stagecut::scheduleNames()) {
     for (int stages = 1; stages <= 8; ++stages) {
       for (int microbatches = 1; microbatches <= 16; ++microbatches) {
-        const bool interleaved = name == "interleaved-1f1b";
-        if (interleaved && microbatches % stages != 0) continue;
-        const int chunks = interleaved ? 3 : 1;
+        const stagecut::ScheduleKind kind = stagecut::parseScheduleName(name);
+        if (stagecut::needsMicrobatchesPerStageGroup(kind) && microbatches % stages != 0) continue;
+        const int chunks = stagecut::chunksPerRank(kind, 3);
         INFO(name << " N = " << stages << " M = " << microbatches);
         const Schedule schedule = generateSchedule(name, stages, microbatches, chunks);
         CHECK_NOTHROW(stagecut::checkScheduleComplete(schedule));
-        const int kinds = name == "zb-h1" ? 3 : 2;
+        const bool splits = name == "zb-h1" || name == "zb-v";
         CHECK(schedule.opCount() ==
-              static_cast<std::size_t>(kinds) * stages * chunks * microbatches);
-        CHECK(schedule.splits_backward == (name == "zb-h1"));
+              static_cast<std::size_t>(splits ? 3 : 2) * stages * chunks * microbatches);
+        CHECK(schedule.splits_backward == splits);
+        CHECK(schedule.chunks == (name == "zb-v" ? 2 : name == "interleaved-1f1b" ? 3 : 1));
       }
     }
   }
@@ -157,6 +158,36 @@ TEST_CASE("ZB-H1 defers the W of rank r's first r backwards and holds N microbat
   }
 }
 
+TEST_CASE("ZB-V runs PyTorch's order: rank r holds model stages r and 2N - 1 - r, warms up with "
+          "2(N - r) - 1 forwards of chunk 0, and keeps at most 2N chunk sets",
+          "[schedule][generators]") {
+  // Rank 0 of N = 2, M = 4, worked out from the order Qi et al. (2023, section 6) give and
+  // PyTorch's ScheduleZBVZeroBubble plans: 3 F of chunk 0; no pairs; 2 x (F, B, W) of chunk 1;
+  // the steady state; the cool-down's B then W.
+  const Schedule small = generateSchedule("zb-v", 2, 4, 2);
+  const auto op = [](OpKind kind, int microbatch, int chunk) { return PipelineOp{kind, microbatch, chunk}; };
+  const OpKind F = OpKind::kForward, B = OpKind::kBackward, W = OpKind::kWeight;
+  CHECK(small.ranks[0] == RankOps{op(F, 0, 0), op(F, 1, 0), op(F, 2, 0), op(F, 0, 1), op(B, 0, 1), op(W, 0, 1),
+                                  op(F, 1, 1), op(B, 1, 1), op(W, 1, 1), op(F, 3, 0), op(B, 0, 0), op(W, 0, 0),
+                                  op(F, 2, 1), op(B, 2, 1), op(W, 2, 1), op(B, 1, 0), op(W, 1, 0), op(F, 3, 1),
+                                  op(B, 3, 1), op(W, 3, 1), op(B, 2, 0), op(W, 2, 0), op(B, 3, 0), op(W, 3, 0)});
+  CHECK(small.modelStage(0, 1) == 3);
+  CHECK(small.modelStage(1, 1) == 2);
+  for (int stages = 1; stages <= 8; ++stages) {
+    for (int microbatches = 1; microbatches <= 20; ++microbatches) {
+      const Schedule schedule = generateSchedule("zb-v", stages, microbatches, 2);
+      for (int rank = 0; rank < stages; ++rank) {
+        INFO("N = " << stages << " M = " << microbatches << " rank " << rank);
+        const RankOps& ops = schedule.ranks[rank];
+        int leading = 0;
+        while (leading < static_cast<int>(ops.size()) && ops[leading].kind == OpKind::kForward && ops[leading].chunk == 0) ++leading;
+        CHECK(leading == std::min(2 * (stages - rank) - 1, microbatches));
+        CHECK(peakInFlightOfList(ops, true) <= 2 * stages);
+      }
+    }
+  }
+}
+
 TEST_CASE("parseScheduleList expands all, keeps the order given and drops repeats",
           "[schedule][generators]") {
   using Names = std::vector<std::string>;
@@ -166,8 +197,8 @@ TEST_CASE("parseScheduleList expands all, keeps the order given and drops repeat
     return result;
   };
   CHECK(names("gpipe,1f1b") == Names{"gpipe", "1f1b"});
-  CHECK(names("all") == Names{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1"});
-  CHECK(names("zb-h1,all") == Names{"zb-h1", "gpipe", "1f1b", "interleaved-1f1b"});
+  CHECK(names("all") == Names{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v"});
+  CHECK(names("zb-h1,all") == Names{"zb-h1", "gpipe", "1f1b", "interleaved-1f1b", "zb-v"});
   CHECK(names("1f1b,,1f1b") == Names{"1f1b"});
 }
 
@@ -185,13 +216,15 @@ TEST_CASE("generators reject shapes they cannot run with the flag and the fix",
   CHECK_THROWS_WITH(generateSchedule("gpipe", 4, 8, 2),
                     "--chunks 2: gpipe runs one model chunk per rank; use --chunks 1, or "
                     "interleaved-1f1b for several chunks");
+  CHECK_THROWS_WITH(generateSchedule("zb-v", 4, 8, 3),
+                    "--chunks 3: zb-v runs 2 model chunks per rank (a V); use --chunks 2");
   CHECK_THROWS_WITH(generateSchedule("1f1", 4, 8),
                     "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
   CHECK_THROWS_WITH(stagecut::parseScheduleList("gpipe,zb-h2"),
                     "--schedule: unknown schedule 'zb-h2', did you mean 'zb-h1'?");
   CHECK_THROWS_WITH(stagecut::parseScheduleList("pipedream"),
                     "--schedule: unknown schedule 'pipedream'; use one of: gpipe, 1f1b, "
-                    "interleaved-1f1b, zb-h1, all");
+                    "interleaved-1f1b, zb-h1, zb-v, all");
   CHECK_THROWS_WITH(stagecut::parseScheduleList(","),
                     "--schedule \",\": no schedule named; use e.g. --schedule gpipe,1f1b or "
                     "--schedule all");

@@ -16,7 +16,7 @@ using stagecut::testing::makeProfile;
 // 256 output bytes; odd layers also measure B = 0.5 + i and W = 0.75 + i.
 TEST_CASE("stage costs are the sums of their layers' medians", "[schedule][profile-costs]") {
   const PartitionCosts costs =
-      costsFromPartition(makeProfile(6), makePartition({2, 3, 1}), 1, {}, "part.json");
+      costsFromPartition(makeProfile(6), makePartition({2, 3, 1}), stagecut::Placement::loop(3, 1), {}, "part.json");
   REQUIRE(costs.stages.size() == 3);
   REQUIRE(costs.costs.stages.size() == 3);
   CHECK(costs.costs.comm_ms.empty());
@@ -47,7 +47,7 @@ TEST_CASE("in an older profile W is the backward minus B, so that B + W is the w
   profile.layers[1].backward_weight_ms = stagecut::TimeStatsMs::exactly(3.0);
   // Noise can put B above the backward: B is capped there and W is 0, never negative.
   profile.layers[3].backward_input_ms = stagecut::TimeStatsMs::exactly(10.5);
-  const PartitionCosts costs = costsFromPartition(profile, makePartition({2, 2}), 1, {}, "part.json");
+  const PartitionCosts costs = costsFromPartition(profile, makePartition({2, 2}), stagecut::Placement::loop(2, 1), {}, "part.json");
   CHECK(costs.costs.stages[0].backward_input_ms == Approx(6.0 + 2.0));
   CHECK(costs.costs.stages[0].backward_weight_ms == Approx(4.0 + 3.0));
   CHECK(costs.costs.stages[1].backward_input_ms == Approx(6.0 + 10.0));
@@ -75,7 +75,7 @@ TEST_CASE("B and W timed as a zero-bubble stage runs them are taken as they are"
     layer.backward_weight_ms = stagecut::TimeStatsMs::exactly(5.5);
   }
   profile.layers[3].backward_input_ms = stagecut::TimeStatsMs::exactly(10.5);  // over the backward: kept
-  const PartitionCosts costs = costsFromPartition(profile, makePartition({2, 2}), 1, {}, "part.json");
+  const PartitionCosts costs = costsFromPartition(profile, makePartition({2, 2}), stagecut::Placement::loop(2, 1), {}, "part.json");
   CHECK(costs.costs.stages[0].backward_input_ms == Approx(12.0));
   CHECK(costs.costs.stages[0].backward_weight_ms == Approx(11.0));
   CHECK(costs.costs.stages[1].backward_input_ms == Approx(16.5));
@@ -85,7 +85,7 @@ TEST_CASE("B and W timed as a zero-bubble stage runs them are taken as they are"
   // Another value of the key is not this timing: the older rule applies.
   profile.run.extra[stagecut::kWeightGradientTimingKey] = "alone";
   CHECK_FALSE(profile.run.weightTimedAfterInput());
-  const PartitionCosts older = costsFromPartition(profile, makePartition({2, 2}), 1, {}, "part.json");
+  const PartitionCosts older = costsFromPartition(profile, makePartition({2, 2}), stagecut::Placement::loop(2, 1), {}, "part.json");
   CHECK(older.costs.stages[0].backward_weight_ms == Approx(8.0));
 }
 
@@ -97,7 +97,7 @@ TEST_CASE("boundaries carry the output bytes over the link", "[schedule][profile
   CHECK_FALSE(link.isFree());
   CHECK(BoundaryLink{}.isFree());
   const PartitionCosts costs =
-      costsFromPartition(makeProfile(6), makePartition({2, 3, 1}), 1, link, "part.json");
+      costsFromPartition(makeProfile(6), makePartition({2, 3, 1}), stagecut::Placement::loop(3, 1), link, "part.json");
   CHECK(costs.costs.comm_ms == std::vector<double>{1.5, 1.5});
 }
 
@@ -106,7 +106,7 @@ TEST_CASE("chunked schedules divide each rank's stage evenly into its chunks",
   BoundaryLink link;
   link.latency_ms = 2;
   const PartitionCosts costs =
-      costsFromPartition(makeProfile(4), makePartition({1, 3}), 2, link, "part.json");
+      costsFromPartition(makeProfile(4), makePartition({1, 3}), stagecut::Placement::loop(2, 2), link, "part.json");
   REQUIRE(costs.costs.stages.size() == 4);  // model stages: rank 0 c0, rank 1 c0, rank 0 c1, ...
   CHECK(costs.costs.stages[0].forward_ms == Approx(0.5 / 2));
   CHECK(costs.costs.stages[1].forward_ms == Approx((1.5 + 2.5 + 3.5) / 2));
@@ -115,8 +115,22 @@ TEST_CASE("chunked schedules divide each rank's stage evenly into its chunks",
   CHECK(costs.costs.comm_ms == std::vector<double>{2, 2, 2});
 }
 
+TEST_CASE("a V schedule on an N-stage split gives rank r's halves to model stages r and 2N - 1 - r",
+          "[schedule][profile-costs]") {
+  BoundaryLink link;
+  link.latency_ms = 2;
+  const PartitionCosts costs = costsFromPartition(makeProfile(4), makePartition({1, 3}),
+                                                  stagecut::Placement{2, 2, stagecut::Placement::Style::kV}, link, "part.json");
+  REQUIRE(costs.costs.stages.size() == 4);  // model stages: rank 0, rank 1, rank 1, rank 0
+  CHECK(costs.costs.stages[0].forward_ms == Approx(0.5 / 2));
+  CHECK(costs.costs.stages[1].forward_ms == Approx((1.5 + 2.5 + 3.5) / 2));
+  CHECK(costs.costs.stages[2].forward_ms == Approx((1.5 + 2.5 + 3.5) / 2));
+  CHECK(costs.costs.stages[3].forward_ms == Approx(0.5 / 2));
+  CHECK(costs.costs.comm_ms.size() == 3);
+}
+
 TEST_CASE("a partition that does not cover the profile is rejected", "[schedule][profile-costs]") {
-  CHECK_THROWS_AS(costsFromPartition(makeProfile(5), makePartition({2, 2}), 1, {}, "part.json"),
+  CHECK_THROWS_AS(costsFromPartition(makeProfile(5), makePartition({2, 2}), stagecut::Placement::loop(2, 1), {}, "part.json"),
                   stagecut::Error);
 }
 
@@ -161,7 +175,7 @@ TEST_CASE("a chunked partition gives each model stage its own chunk's costs", "[
   const stagecut::Profile profile = makeProfile(6);
   stagecut::Partition partition = makePartition({1, 2, 2, 1});
   partition.placement = stagecut::Placement::loop(2, 2);
-  const stagecut::PartitionCosts costs = costsFromPartition(profile, partition, 2, stagecut::BoundaryLink{0, 1.0}, "p.json");
+  const stagecut::PartitionCosts costs = costsFromPartition(profile, partition, stagecut::Placement::loop(2, 2), stagecut::BoundaryLink{0, 1.0}, "p.json");
   REQUIRE(costs.costs.stages.size() == 4);
   for (std::size_t s = 0; s < 4; ++s) {
     double forward = 0;
@@ -169,6 +183,9 @@ TEST_CASE("a chunked partition gives each model stage its own chunk's costs", "[
     CHECK(costs.costs.stages[s].forward_ms == Approx(forward));
   }
   CHECK(costs.costs.comm_ms.size() == 3);
-  CHECK_THROWS_WITH(costsFromPartition(profile, partition, 3, {}, "p.json"),
+  CHECK_THROWS_WITH(costsFromPartition(profile, partition, stagecut::Placement::loop(2, 3), {}, "p.json"),
                     Catch::Matchers::Contains("places 2 chunks on each rank, the schedule runs 3"));
+  CHECK_THROWS_WITH(costsFromPartition(profile, partition, stagecut::Placement{2, 2, stagecut::Placement::Style::kV}, {}, "p.json"),
+                    "p.json: the split places 2 chunks on each rank in loop order, the schedule in a V; use "
+                    "--schedule interleaved-1f1b");
 }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "schedule/closed_form.h"
 #include "schedule/generators.h"
 #include "schedule/message_order.h"
 #include "schedule/simulator.h"
@@ -170,6 +171,34 @@ TEST_CASE("ZB-H1 with F = B = W idles a third of what 1F1B idles", "[schedule][s
         CHECK(zb.ranks[rank].peak_in_flight == stages);
         CHECK(zb.ranks[rank].peak_in_flight <= base.ranks[0].peak_in_flight);
       }
+    }
+  }
+}
+
+TEST_CASE("ZB-V with F = B = W on every chunk takes 6M + N - 1 slots, the least any schedule can",
+          "[schedule][simulator][closed-form]") {
+  // Each rank runs F, B and W of M microbatches on each of its two chunks: 6 M slots. Rank
+  // N - 1 cannot start before microbatch 0's forward has crossed the N - 1 chunks above it, so
+  // no schedule finishes before 6 M + N - 1; ZB-V reaches that bound once the V is full
+  // (M >= 2N - 1), and below it, where PyTorch leaves out the planned microbatches past M, it
+  // still runs but cannot fill its slots.
+  for (int stages = 1; stages <= 10; ++stages) {
+    for (int microbatches = 1; microbatches <= 40; microbatches += 3) {
+      INFO("N = " << stages << " M = " << microbatches);
+      const Schedule schedule = generateSchedule("zb-v", stages, microbatches, 2);
+      const SimulationResult result = simulate(schedule, equalCosts(schedule, 1, 1, 1));
+      const double bound = 6.0 * microbatches + stages - 1;
+      if (microbatches >= 2 * stages - 1) {
+        CHECK(result.step_ms == Approx(bound));
+        CHECK(result.bubble == Approx(stagecut::zeroBubbleVBubbleFraction(stages, microbatches)));
+      } else {
+        CHECK(result.step_ms >= bound - 1e-9);
+      }
+      // Two chunks of half a stage each: 2N chunk sets are N stages' worth, 1F1B's rank 0.
+      for (int rank = 0; rank < stages; ++rank) {
+        CHECK(result.ranks[rank].peak_in_flight <= std::min(2 * stages, 2 * microbatches));
+      }
+      CHECK_FALSE(stagecut::firstMessageOrderMismatch(schedule).has_value());
     }
   }
 }
