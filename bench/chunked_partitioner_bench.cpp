@@ -1,7 +1,8 @@
 // How long the chunked partitioner (partition --chunks) takes on a LLaMA-70B-shaped chain at
 // N = 8 stages and v = 5 chunks per rank (40 chunks of 83 layers: embedding, 80 blocks, head,
 // loss): blocks copied from a sample (as `stagecut profile` times 3 of them) and every block
-// timed (each a little apart), without and with links and a memory cap. Prints the median time,
+// timed (each a little apart), without and with links and a memory cap; then the same chain in
+// ZB-V's V (v = 2, rank r holding chunks r and 2N - 1 - r). Prints the median time,
 // the search's nodes, whether it proved its split optimal, and its gap to the lower bound.
 #include <algorithm>
 #include <chrono>
@@ -51,6 +52,7 @@ struct Row {
   bool every_block_timed;
   bool link;
   bool cap;  // the uncapped split's heaviest rank less 5%, so that the cap binds
+  bool v_shape = false;  // zb-v: 2 chunks per rank in a V instead of 5 in loop order
 };
 
 }  // namespace
@@ -63,15 +65,19 @@ int main() {
       {"every block timed, link", true, true, false},
       {"blocks copied, binding cap", false, false, true},
       {"every block timed, binding cap", true, false, true},
+      {"V: blocks copied", false, false, false, true},
+      {"V: every block timed", true, false, false, true},
+      {"V: every block timed, link", true, true, false, true},
+      {"V: every block timed, binding cap", true, false, true, true},
   };
   std::printf("%-31s %4s %3s %4s %10s %12s %6s %8s\n", "case", "N", "v", "M", "median ms", "nodes", "exact", "gap");
   for (const Row& row : rows) {
     const stagecut::Profile profile = llama70bChain(row.every_block_timed);
     stagecut::PartitionOptions options;
     options.stages = 8;
-    options.chunks = 5;
+    options.chunks = row.v_shape ? 2 : 5;
     options.microbatches = 32;
-    options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
+    options.schedule = row.v_shape ? stagecut::ScheduleKind::kZeroBubbleV : stagecut::ScheduleKind::kInterleavedOneFOneB;
     options.rules = stagecut::SplitRuleSet::kAny;
     options.bytes_per_param = 18;
     if (row.link) {

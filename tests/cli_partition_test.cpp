@@ -350,6 +350,51 @@ TEST_CASE("partition --chunks places N x v chunks on the ranks and prints the vi
                   "--chunks 3: 4 stages x 3 chunks need 12 layers, the profile has 11; use fewer --chunks");
 }
 
+TEST_CASE("partition --schedule zb-v places 2 chunks per rank in a V for torchtitan and PiPPy, not Megatron",
+          "[cli][partition][chunks]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/v.json";
+  const CommandResult text =
+      partition("--stages 2 --schedule zb-v --microbatches 8 --format torchtitan -o '" + path + "'");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("2 ranks x 2 chunks in a V, rank r holding chunks r and 3 - r (the turn stays on rank 1)"));
+  CHECK_THAT(text.out, Contains("pipeline_parallel_schedule=\"ZBVZeroBubble\""));
+  const nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(path));
+  CHECK(document["placement"] == nlohmann::json({{"ranks", 2}, {"chunks_per_rank", 2}, {"style", "v"}}));
+  REQUIRE(document["stages"].size() == 4);
+  CHECK_THAT(document["outputs"]["pippy"].get<std::string>(), Contains("schedule=ScheduleZBVZeroBubble"));
+  CHECK(document["outputs"].count("megatron") == 0);
+  // Rank 0 holds the first and the last chunk, rank 1 the two around the turn.
+  const auto cost = [&](int c) { return document["stages"][c]["cost_ms"].get<double>(); };
+  CHECK(document["bottleneck_ms"].get<double>() == Approx(std::max(cost(0) + cost(3), cost(1) + cost(2))));
+  // The turn from chunk 1 to chunk 2 stays on rank 1: with a link, only the other two boundaries are charged.
+  const nlohmann::json linked = nlohmann::json::parse(
+      partition("--stages 2 --schedule zb-v --microbatches 8 --bandwidth 1GB/s --latency 1ms --json").out);
+  CHECK(linked["stages"][1]["comm_ms"].get<double>() > 0);
+  CHECK(linked["stages"][1]["comm_ms"].get<double>() < linked["stages"][0]["comm_ms"].get<double>() +
+                                                          linked["stages"][3]["comm_ms"].get<double>() + 1e-9);
+
+  const CommandResult simulated = runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
+                                              "' --schedule all --microbatches 8 --json");
+  REQUIRE(simulated.exit_code == 0);
+  const nlohmann::json figures = nlohmann::json::parse(simulated.out);
+  REQUIRE(figures["schedules"].size() == 1);
+  CHECK(figures["schedules"][0]["schedule"] == "zb-v");
+  CHECK(document["predicted_step_ms"].get<double>() ==
+        Approx(figures["schedules"][0]["step_time"].get<double>()).epsilon(1e-6));
+  checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
+                              "' --schedule interleaved-1f1b --microbatches 8"),
+                  path + ": the split places 2 chunks on each rank in a V; interleaved-1f1b runs its chunks in loop "
+                         "order; use --schedule zb-v");
+  checkInputError(partition("--stages 2 --schedule zb-v --format megatron"),
+                  "--format megatron: Megatron-LM runs no V-shaped schedule (zb-v); use --format torchtitan or pippy");
+  checkInputError(partition("--stages 2 --schedule zb-v --format deepspeed"),
+                  "deepspeed: DeepSpeed's PipelineModule runs one stage per rank, not 2 chunks; use --format "
+                  "torchtitan or pippy");
+  checkInputError(partition("--stages 2 --schedule zb-v --chunks 3"),
+                  "--chunks 3: zb-v runs 2 model chunks per rank (a V); leave --chunks out");
+}
+
 TEST_CASE("a chunked partition file is read back and simulated on its own chunks", "[cli][partition][chunks]") {
   TempDir dir;
   const std::string path = dir.path() + "/chunked.json";

@@ -161,6 +161,9 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, "
                       "1f1b or zb-h1\n");
+  result = runStagecut("validate " + files + " --schedule zb-v --microbatches 4");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --schedule zb-v: validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1\n");
   result = runStagecut("partition " + dir.file("p.json") +
                        " --stages 2 --chunks 2 --schedule interleaved-1f1b --microbatches 4 --any-split -o " +
                        dir.file("chunks.json"));
