@@ -11,6 +11,7 @@
 #include "partitioner/framework_formats.h"
 #include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
+#include "partitioner/schedule_choices.h"
 #include "partitioner/split_rules.h"
 
 namespace stagecut {
@@ -49,6 +50,36 @@ void printComparison(std::ostream& out, const std::vector<Partition>& splits,
     return formatSignedPercent(p.predicted_step_ms / optimum.predicted_step_ms - 1.0);
   });
   table.print(out, "  ");
+}
+
+// Each schedule's best split on the same profile and pipeline: the N-stage ones against the
+// chunked ones, each chunked into its own best N x v chunks.
+void printScheduleChoices(std::ostream& out, const std::vector<ScheduleChoice>& choices) {
+  TextTable table;
+  for (const char* column : {"schedule", "v", "slowest rank ms", "step ms", "bubble", "peak memory", "step vs 1f1b",
+                             "optimal"}) {
+    table.addColumn(column, std::string(column) == "schedule" ? TextTable::Align::kLeft : TextTable::Align::kRight);
+  }
+  const ScheduleChoice* baseline = choices.front().split ? &choices.front() : nullptr;
+  std::vector<std::string> left_out;
+  for (const ScheduleChoice& choice : choices) {
+    const std::string name = scheduleName(choice.schedule);
+    if (!choice.split) {
+      left_out.push_back(name + (choice.chunks > 1 ? " (v = " + std::to_string(choice.chunks) + ")" : "") + ": " +
+                         choice.left_out);
+      continue;
+    }
+    const Partition& split = *choice.split;
+    const double gap = split.lower_bound_ms > 0 ? split.bottleneck_ms / split.lower_bound_ms - 1.0 : 0.0;
+    table.addRow({name, std::to_string(choice.chunks), formatMs(split.bottleneck_ms), formatMs(choice.step_ms),
+                  formatPercent(choice.bubble), formatBytes(static_cast<std::uint64_t>(choice.peak_bytes)),
+                  baseline ? formatSignedPercent(choice.step_ms / baseline->step_ms - 1.0) : "-",
+                  choice.exact ? "yes" : "<= " + formatPercent(gap, gap < 0.01 ? 2 : 1) + " above"});
+  }
+  out << "\n  Each schedule with its own best split (the chunked ones cut into N x v chunks; partition\n"
+         "  --schedule S [--chunks v] prints it), the step and bubble simulated, the fullest rank's memory:\n\n";
+  table.print(out, "  ");
+  for (const std::string& line : left_out) out << "  left out: " << line << "\n";
 }
 
 }  // namespace
@@ -105,6 +136,7 @@ void addCompareCommand(CLI::App& app) {
       std::cout << "\n  The compute split, per stage:\n\n";
       printRecomputeTable(std::cout, optimum_extras, options);
     }
+    printScheduleChoices(std::cout, bestSplitPerSchedule(profile, options, path));
     if (output) std::cout << "\nwrote " << output->path << "\n";
   });
 }

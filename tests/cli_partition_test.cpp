@@ -156,6 +156,12 @@ TEST_CASE("compare prints the baselines beside the optimum with the slowdown", "
   CHECK_THAT(result.out, Contains("  layers per stage        3,3,2,3   1,4,4,2   3,3,3,2\n"));
   CHECK_THAT(result.out, Contains("  bottleneck vs compute    +32.2%    +33.3%      0.0%\n"));
   CHECK_THAT(result.out, Contains("  lower bound ms            16.95     16.95     16.95\n"));
+  // Each schedule with its own best split, the chunked ones among them.
+  CHECK_THAT(result.out, Contains("Each schedule with its own best split"));
+  for (const char* row : {"  1f1b              1", "  zb-h1             1", "  interleaved-1f1b  2", "  zb-v              2"}) {
+    CHECK_THAT(result.out, Contains(row));
+  }
+  CHECK_THAT(result.out, Contains("left out: interleaved-1f1b (v = 3): 12 chunks need more layers than the profile's 11"));
 }
 
 TEST_CASE("compare --json prints a stagecut.comparison/1 document", "[cli][compare]") {

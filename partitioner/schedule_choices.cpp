@@ -1,0 +1,62 @@
+#include "partitioner/schedule_choices.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "partitioner/chunked_partition.h"
+#include "partitioner/profile_partitioner.h"
+#include "prediction/pipeline_prediction.h"
+
+namespace stagecut {
+
+std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const PartitionOptions& options,
+                                                 const std::string& source) {
+  std::vector<ScheduleChoice> choices;
+  const std::pair<ScheduleKind, int> candidates[] = {
+      {ScheduleKind::kOneFOneB, 1},            {ScheduleKind::kZeroBubbleH1, 1},
+      {ScheduleKind::kInterleavedOneFOneB, 2}, {ScheduleKind::kInterleavedOneFOneB, 3},
+      {ScheduleKind::kInterleavedOneFOneB, 4}, {ScheduleKind::kZeroBubbleV, 2}};
+  for (const auto& [kind, chunks] : candidates) {
+    ScheduleChoice choice;
+    choice.schedule = kind;
+    choice.chunks = chunks;
+    PartitionOptions schedule_options = options;
+    schedule_options.schedule = kind;
+    schedule_options.chunks = chunks;
+    if (needsMicrobatchesPerStageGroup(kind) && options.microbatches % options.stages != 0) {
+      choice.left_out = "needs the microbatches (" + std::to_string(options.microbatches) + ") a multiple of the " +
+                        std::to_string(options.stages) + " stages";
+    } else if (chunks > 1 && options.recompute.mode != RecomputePolicy::Mode::kNone) {
+      choice.left_out = "recomputation per chunk is not modelled yet";
+    } else if (chunks > 1 && options.data_parallel > 1) {
+      choice.left_out = "the all-reduce of chunked splits is not modelled yet";
+    } else if (static_cast<std::size_t>(options.stages) * static_cast<std::size_t>(chunks) > profile.layerCount()) {
+      choice.left_out = std::to_string(options.stages * chunks) + " chunks need more layers than the profile's " +
+                        std::to_string(profile.layerCount());
+    } else {
+      try {
+        if (chunks == 1) {
+          choice.split = partitionProfile(profile, schedule_options, source, SplitMethod::kCompute);
+          choice.exact = true;  // the N-stage solver is exact
+        } else {
+          ChunkedSplit search;
+          choice.split = partitionChunked(profile, schedule_options, source, &search);
+          choice.exact = search.exact;
+        }
+        const PipelinePrediction predicted =
+            predictPipeline(profile, *choice.split, predictionOptions(schedule_options), source);
+        choice.step_ms = predicted.simulated.step_ms;
+        choice.bubble = predicted.simulated.bubble;
+        for (const RankMemory& rank : predicted.memory.ranks) choice.peak_bytes = std::max(choice.peak_bytes, rank.peak_bytes);
+      } catch (const Error& error) {
+        if (error.kind() != ErrorKind::kInput) throw;
+        choice.left_out = error.what();
+        choice.split.reset();
+      }
+    }
+    choices.push_back(std::move(choice));
+  }
+  return choices;
+}
+
+}  // namespace stagecut

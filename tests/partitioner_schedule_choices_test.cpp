@@ -1,0 +1,86 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.h"
+#include "partitioner/chunked_partition.h"
+#include "partitioner/schedule_choices.h"
+#include "schedule/closed_form.h"
+#include "test_support.h"
+
+using stagecut::PartitionOptions;
+using stagecut::Placement;
+using stagecut::ScheduleChoice;
+using stagecut::ScheduleKind;
+
+namespace {
+
+// A chain of `layers` equal layers: F 1 ms, B 1 ms, W 1 ms, so that every schedule's best split
+// cuts it evenly and its step is its closed form.
+stagecut::Profile equalChain(int layers) {
+  stagecut::Profile profile = stagecut::testing::makeProfile(layers);
+  for (auto& layer : profile.layers) {
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(1.0);
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(2.0);
+    layer.backward_input_ms = stagecut::TimeStatsMs::exactly(1.0);
+    layer.backward_weight_ms = stagecut::TimeStatsMs::exactly(1.0);
+  }
+  profile.run.extra[stagecut::kWeightGradientTimingKey] = stagecut::kWeightGradientTimedAfterInput;
+  return profile;
+}
+
+}  // namespace
+
+TEST_CASE("each schedule's best split of an even chain runs in its closed form's step", "[partitioner][chunks]") {
+  const int stages = 3, microbatches = 6, layers = 3 * 24;  // every v of 1..4 and the V divide 24
+  const stagecut::Profile profile = equalChain(layers);
+  PartitionOptions options;
+  options.stages = stages;
+  options.microbatches = microbatches;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  const std::vector<ScheduleChoice> choices = stagecut::bestSplitPerSchedule(profile, options, "chain");
+  REQUIRE(choices.size() == 6);
+  // One stage's work per microbatch: F + B + W over L / N layers.
+  const double stage = 3.0 * layers / stages;
+  for (const ScheduleChoice& choice : choices) {
+    INFO(stagecut::scheduleName(choice.schedule) << " v " << choice.chunks);
+    REQUIRE(choice.split);
+    CHECK(choice.exact);
+    CHECK(choice.split->bottleneck_ms == Approx(stage));
+    CHECK(choice.split->stages.size() == static_cast<std::size_t>(stages * choice.chunks));
+    const std::optional<double> bubble =
+        stagecut::closedFormBubble(choice.schedule, stages, microbatches, choice.chunks, true);
+    REQUIRE(bubble);
+    CHECK(choice.bubble == Approx(*bubble));
+    CHECK(choice.step_ms == Approx(stage * microbatches / (1.0 - *bubble)));
+    if (choice.chunks > 1) {
+      CHECK(choice.split->placement->style ==
+            (choice.schedule == ScheduleKind::kZeroBubbleV ? Placement::Style::kV : Placement::Style::kLoop));
+    }
+  }
+  // ZB-V's (N-1)/(6M+N-1) is the smallest bubble of them.
+  CHECK(choices.back().schedule == ScheduleKind::kZeroBubbleV);
+  for (const ScheduleChoice& choice : choices) CHECK(choices.back().step_ms <= choice.step_ms + 1e-9);
+}
+
+TEST_CASE("a schedule that cannot run the pipeline is left out with the reason", "[partitioner][chunks]") {
+  const stagecut::Profile profile = equalChain(10);
+  PartitionOptions options;
+  options.stages = 3;
+  options.microbatches = 7;
+  options.rules = stagecut::SplitRuleSet::kAny;
+  const std::vector<ScheduleChoice> choices = stagecut::bestSplitPerSchedule(profile, options, "chain");
+  REQUIRE(choices.size() == 6);
+  for (int i = 2; i <= 4; ++i) {
+    CHECK_FALSE(choices[i].split);
+    CHECK(choices[i].left_out == "needs the microbatches (7) a multiple of the 3 stages");
+  }
+  // ZB-V runs any M; 3 x 2 chunks fit 10 layers.
+  CHECK(choices[5].split);
+  options.microbatches = 8;
+  options.stages = 4;
+  const std::vector<ScheduleChoice> narrow = stagecut::bestSplitPerSchedule(profile, options, "chain");
+  CHECK(narrow[2].split);  // 8 chunks
+  CHECK(narrow[3].left_out == "12 chunks need more layers than the profile's 10");
+  options.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
+  CHECK(stagecut::bestSplitPerSchedule(profile, options, "chain")[5].left_out ==
+        "recomputation per chunk is not modelled yet");
+}
