@@ -243,6 +243,10 @@ Schedule generateZeroBubbleV(int stages, int microbatches) {
       if (microbatch < microbatches) ops.push_back({kind, microbatch, chunk});
       ++microbatch;
     };
+    // A microbatch's whole pass through one chunk, as the V runs chunk 1 once its turn is reached.
+    const auto forwardBackwardWeight = [&](int chunk) {
+      for (OpKind kind : {OpKind::kForward, OpKind::kBackward, OpKind::kWeight}) add(kind, chunk);
+    };
     const int* forward = next[static_cast<int>(OpKind::kForward)];
     const int* backward = next[static_cast<int>(OpKind::kBackward)];
     const int* weight = next[static_cast<int>(OpKind::kWeight)];
@@ -253,18 +257,12 @@ Schedule generateZeroBubbleV(int stages, int microbatches) {
       add(OpKind::kForward, 1);
       add(OpKind::kForward, 0);
     }
-    for (int i = 0; i < stages - rank; ++i) {
-      add(OpKind::kForward, 1);
-      add(OpKind::kBackward, 1);
-      add(OpKind::kWeight, 1);
-    }
+    for (int i = 0; i < stages - rank; ++i) forwardBackwardWeight(1);
     while (forward[1] < forward[0] || forward[0] < planned) {
       if (forward[0] < planned) add(OpKind::kForward, 0);
       add(OpKind::kBackward, 0);
       add(OpKind::kWeight, 0);
-      add(OpKind::kForward, 1);
-      add(OpKind::kBackward, 1);
-      add(OpKind::kWeight, 1);
+      forwardBackwardWeight(1);
     }
     // Cool-down: the input gradients first, so the ranks below are not kept waiting; the
     // weight gradients fill the time the drain would leave idle.
