@@ -38,6 +38,7 @@ struct SimulateOptions {
   bool stages_given = false;
   int microbatches = 8;
   int chunks = 2;
+  bool chunks_given = false;
   std::string schedules = "gpipe,1f1b";
   std::string bandwidth;
   std::string latency;
@@ -260,6 +261,15 @@ SimulationReport runSimulations(const SimulateOptions& options) {
   if (options.svg_given) charts.push_back(chartOutput(options, "--svg", options.svg_path));
   checkDistinctOutputs(charts);
   const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
+  if (options.chunks_given && std::none_of(kinds.begin(), kinds.end(), choosesChunks)) {
+    // --chunks would change nothing: every schedule listed fixes its own chunks per rank.
+    const int runs = chunksPerRank(kinds.front(), options.chunks);
+    if (kinds.size() > 1 || runs != options.chunks) {
+      throw Error("--chunks " + std::to_string(options.chunks) + ": " + options.schedules +
+                  (kinds.size() == 1 ? " fixes its" : " fix their") +
+                  " chunks per rank (zb-v 2, the others 1); add interleaved-1f1b to --schedule, or leave --chunks out");
+    }
+  }
   SimulationReport report;
   report.microbatches = options.microbatches;
   report.chunks = options.chunks;
@@ -479,6 +489,7 @@ void addSimulateCommand(CLI::App& app) {
   command->callback([options, command] {
     options->stages_given = command->count("--stages") > 0;
     options->split_given = command->count("--split") > 0;
+    options->chunks_given = command->count("--chunks") > 0;
     options->microbatches_given = command->count("--microbatches") > 0;
     options->trace_given = command->count("--trace") > 0;
     options->svg_given = command->count("--svg") > 0;

@@ -226,3 +226,19 @@ TEST_CASE("stagecut simulate --trace and --svg onto one file are refused before 
                                      "--svg " + chart + ": is also the --trace file; give each output its own file");
   CHECK(files.dir.list() == std::vector<std::string>{"p.json", "part.json"});
 }
+
+TEST_CASE("simulate --chunks with schedules that fix their chunks per rank is refused, not ignored",
+          "[cli][simulate][errors]") {
+  CommandResult result = runStagecut("simulate --schedule zb-v --chunks 3");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --chunks 3: zb-v fixes its chunks per rank (zb-v 2, the others 1); add "
+                      "interleaved-1f1b to --schedule, or leave --chunks out\n");
+  result = runStagecut("simulate --schedule 1f1b,zb-h1 --chunks 2");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err == "stagecut: --chunks 2: 1f1b,zb-h1 fix their chunks per rank (zb-v 2, the others 1); add "
+                      "interleaved-1f1b to --schedule, or leave --chunks out\n");
+  // What the schedule runs anyway, and any v beside interleaved-1f1b, are taken.
+  CHECK(runStagecut("simulate --schedule zb-v --chunks 2").exit_code == 0);
+  CHECK(runStagecut("simulate --schedule 1f1b --chunks 1").exit_code == 0);
+  CHECK(runStagecut("simulate --schedule all --chunks 3").exit_code == 0);
+}
