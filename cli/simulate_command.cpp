@@ -299,9 +299,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
       const std::string runner = scheduleName(scheduleRunningChunks(own.style));
       if (!listsAll(options.schedules)) {
         throw Error(options.partition_path + ": the split " + placed + "; " + name + " runs " +
-                    (!runsChunks(kind)                              ? "one"
-                     : chunkStyle(kind) == Placement::Style::kV ? "its chunks in a V"
-                                                                : "its chunks in loop order") +
+                    (runsChunks(kind) ? std::string("its chunks ") + placementStyleWords(chunkStyle(kind)) : "one") +
                     "; use --schedule " + runner);
       }
       report.notes.push_back(name + " skipped: the partition " + placed + ", which only " + runner + " runs");

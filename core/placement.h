@@ -52,4 +52,7 @@ struct Placement {
 /// "loop" or "v": the name partition files give a style.
 const char* placementStyleName(Placement::Style style);
 
+/// "in loop order" or "in a V": how messages name a style.
+const char* placementStyleWords(Placement::Style style);
+
 }  // namespace stagecut

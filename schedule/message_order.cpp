@@ -50,18 +50,16 @@ std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
     }
   }
   for (const auto& [ends, channel] : channels) {
-    const auto [sender, receiver, kind] = ends;
+    const int sender = std::get<0>(ends);
+    const int receiver = std::get<1>(ends);
     const std::size_t common = std::min(channel.sent.size(), channel.received.size());
     for (std::size_t k = 0; k <= common; ++k) {
       const bool sent_more = k < channel.sent.size();
       const bool received_more = k < channel.received.size();
       if (k == common && sent_more == received_more) break;
-      // The message travels as the op on the sender's side names it; the receiver's op is the
-      // one of the same microbatch on the next (or previous) model stage.
-      auto matches = [&](const PipelineOp& sent, const PipelineOp& received) {
-        return sent.kind == received.kind && sent.microbatch == received.microbatch;
-      };
-      if (sent_more && received_more && matches(channel.sent[k], channel.received[k])) continue;
+      // A channel carries one kind of tensor; the receiver's op is the one of the same
+      // microbatch on the next (or previous) model stage.
+      if (sent_more && received_more && channel.sent[k].microbatch == channel.received[k].microbatch) continue;
       const std::string who = "rank " + std::to_string(sender);
       const std::string whom = "rank " + std::to_string(receiver);
       if (!received_more) {

@@ -14,10 +14,6 @@ namespace {
 
 constexpr std::uint64_t kMaxStageBytes = std::uint64_t{1} << 63;
 
-const char* placementWords(Placement::Style style) {
-  return style == Placement::Style::kV ? "in a V" : "in loop order";
-}
-
 }  // namespace
 
 double BoundaryLink::transferMs(std::uint64_t bytes) const {
@@ -76,7 +72,7 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
   if (own.chunked() && own != placement) {
     throw Error(partition_source + ": the split places " + std::to_string(own.chunks_per_rank) + " chunks on each rank" +
                 (own.chunks_per_rank == placement.chunks_per_rank
-                     ? std::string(" ") + placementWords(own.style) + ", the schedule " + placementWords(placement.style) +
+                     ? std::string(" ") + placementStyleWords(own.style) + ", the schedule " + placementStyleWords(placement.style) +
                            "; use --schedule " + scheduleName(scheduleRunningChunks(own.style))
                      : ", the schedule runs " + std::to_string(placement.chunks_per_rank) + "; use --chunks " +
                            std::to_string(own.chunks_per_rank)));
