@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include <Eigen/Dense>
 
@@ -144,24 +146,21 @@ bool hasMeasuredOps(const ValidationReport& report) {
 RunSetting runSetting(const ValidationReport& report, int layer_count, const std::string& source) {
   RunSetting setting;
   setting.partition.method = "validated";
-  std::vector<const RankComparison*> stages(static_cast<std::size_t>(report.stages), nullptr);
-  for (const auto& rank : report.ranks) {
-    if (rank.replica == 0 && rank.stage >= 0 && rank.stage < report.stages) {
-      stages[static_cast<std::size_t>(rank.stage)] = &rank;
-    }
-  }
+  const Placement placement = report.ops.placement();
+  const std::vector<std::optional<std::pair<int, int>>> stages = modelStageLayers(report);
   int next = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s] == nullptr || stages[s]->first_layer != next || stages[s]->last_layer < stages[s]->first_layer) {
+    if (!stages[s] || stages[s]->first != next || stages[s]->second < stages[s]->first) {
       throw Error(source + ": stage " + std::to_string(s) + " does not start at layer " + std::to_string(next) +
                   "; its ranks' layer ranges do not split the profile's layers in order (was it run on another profile?)");
     }
     StageCost stage;
-    stage.first = stages[s]->first_layer;
-    stage.last = stages[s]->last_layer;
+    stage.first = stages[s]->first;
+    stage.last = stages[s]->second;
     setting.partition.stages.push_back(stage);
     next = stage.last + 1;
   }
+  if (placement.chunked()) setting.partition.placement = placement;
   if (next != layer_count) {
     throw Error(source + ": its stages cover " + std::to_string(next) + " layers, the profile has " +
                 std::to_string(layer_count) + "; give the profile the run was made with");
@@ -221,9 +220,11 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
     const RunSetting& setting = settings.back();
     for (const SimulationResult& measured : report.measured_replicas) {
       for (std::size_t stage = 0; stage < report.ops.ranks.size(); ++stage) {
-        const StageCost& layers = setting.partition.stages[stage];
         for (std::size_t i = 0; i < report.ops.ranks[stage].size(); ++i) {
-          const OpKind kind = report.ops.ranks[stage][i].kind;
+          const PipelineOp& pipeline_op = report.ops.ranks[stage][i];
+          const StageCost& layers = setting.partition.stages[static_cast<std::size_t>(
+              report.ops.modelStage(static_cast<int>(stage), pipeline_op.chunk))];
+          const OpKind kind = pipeline_op.kind;
           TimedOp op = TimedOp::kForward;
           if (kind == OpKind::kBackward) op = splits_w ? TimedOp::kBackwardInput : TimedOp::kBackward;
           else if (kind == OpKind::kWeight) op = TimedOp::kWeight;

@@ -11,6 +11,7 @@
 #include "core/json_document.h"
 #include "core/output_path.h"
 #include "core/partition_json.h"
+#include "core/placement.h"
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "profiler/torch_runtime.h"
@@ -58,17 +59,38 @@ std::string scientific(double value) {
 // Started by a launcher (ours or torchrun-style): this process is one rank.
 bool launchedByTorchrun() { return std::getenv("RANK") != nullptr || std::getenv("WORLD_SIZE") != nullptr; }
 
+// Validate runs a split as it was cut: chunks placed on ranks as the schedule places them (it
+// cannot cut a stage into chunks, as simulate does to show interleaving on an N-stage split).
+void requireScheduleRunsSplit(ScheduleKind schedule, const Placement& placement, const ValidateRequest& request) {
+  const std::string flag = "--schedule " + request.schedule;
+  if (placement.chunked() && !runsPlacement(schedule, placement)) {
+    throw Error(flag + ": " + request.partition_path + " places " + std::to_string(placement.chunks_per_rank) +
+                " chunks on each rank " + placementStyleWords(placement.style) + ", which " + request.schedule +
+                " does not run; use --schedule " + scheduleName(scheduleRunningChunks(placement.style)));
+  }
+  if (!placement.chunked() && runsChunks(schedule)) {
+    throw Error(flag + ": runs several model chunks per rank, and " + request.partition_path +
+                " has one stage per rank; validate runs a split made for it (stagecut partition --schedule " +
+                request.schedule + (choosesChunks(schedule) ? " --chunks 2" : "") + "), or use gpipe, 1f1b or zb-h1");
+  }
+  if (placement.chunked() && request.recompute != "none") {
+    throw Error("--recompute " + request.recompute + ": validate recomputes N-stage splits only; leave it out for " +
+                request.partition_path + ", whose ranks hold several chunks");
+  }
+}
+
 // Every rank of a local run is on this machine: their predicted peaks against its devices. Under
 // torchrun the ranks may be on other hosts, and each rank checks nothing it cannot see.
 void requireRanksFitHere(const ValidateRequest& request, const Profile& profile, const Partition& partition,
                          const RankDevices& plan) {
   const PipelinePrediction prediction =
       predictValidationSteps(request, profile, partition, validationPredictionOptions(request, {}, {}));
-  const int stages = static_cast<int>(partition.stages.size());
+  const Placement placement = partition.rankPlacement();
   std::vector<RankMemoryNeed> needs;
   for (std::size_t rank = 0; rank < plan.devices.size(); ++rank) {
-    const int stage = static_cast<int>(rank) % stages;
-    const StageCost& cost = partition.stages[static_cast<std::size_t>(stage)];
+    const int stage = static_cast<int>(rank) % placement.ranks;
+    // A rank of several chunks is named by its first one's layers, as its outcome is.
+    const StageCost& cost = partition.stages[static_cast<std::size_t>(placement.chunkAt(stage, 0))];
     needs.push_back({plan.devices[rank], stage, cost.first, cost.last,
                      prediction.memory.ranks.at(static_cast<std::size_t>(stage)).peak_bytes});
   }
@@ -92,16 +114,10 @@ int checkRequest(ValidateCommandOptions& options) {
   const ValidateRequest& request = options.request;
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
-  if (partition.rankPlacement().chunked()) {
-    throw Error(request.partition_path + ": a chunked split (" + std::to_string(partition.rankPlacement().chunks_per_rank) +
-                " chunks per rank); validate runs one model chunk per rank: partition without --chunks, and use "
-                "simulate for this one");
-  }
   const ScheduleKind schedule = parseScheduleName(request.schedule);
-  if (runsChunks(schedule)) {
-    throw Error("--schedule " + request.schedule + ": validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1");
-  }
-  pipelineSchedule(schedule, static_cast<int>(partition.stages.size()), request.microbatches, 1, 1);
+  const Placement placement = partition.rankPlacement();
+  requireScheduleRunsSplit(schedule, placement, request);
+  pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, 1);
   requireWholeInRange("--steps", request.steps, 1, 100000, "measured steps");
   requireWholeInRange("--warmup-steps", request.warmup_steps, 0, 100000, "untimed steps");
   requireWholeInRange("--microbatches", request.microbatches, 1, 100000, "microbatches per step");
@@ -115,7 +131,7 @@ int checkRequest(ValidateCommandOptions& options) {
   checkRunnableOptimizer(request.optimizer, profile.run.dtype);
   checkModelOfProfile(profile, request.profile_path);
   if (options.trace_given) checkOutputPath(options.traceOutput());
-  const int ranks = static_cast<int>(partition.stages.size()) * request.data_parallel;
+  const int ranks = placement.ranks * request.data_parallel;
   const RankDevices plan = planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());
   choosePipelineBackend(request.backend, plan, ncclAvailable());
   if (!launchedByTorchrun()) requireRanksFitHere(request, profile, partition, plan);
@@ -219,9 +235,21 @@ void printEnvironment(std::ostream& out, const RunEnvironment& environment) {
   for (const std::string& note : environment.notes) out << "  note: " << note << "\n";
 }
 
+// "3-5", or each chunk's range for a rank of several: "0-2, 9-11".
+std::string rankLayersText(const RankComparison& rank) {
+  if (rank.chunk_layers.empty()) return std::to_string(rank.first_layer) + "-" + std::to_string(rank.last_layer);
+  std::string text;
+  for (const auto& [first, last] : rank.chunk_layers) {
+    text += (text.empty() ? "" : ", ") + std::to_string(first) + "-" + std::to_string(last);
+  }
+  return text;
+}
+
 void printReport(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
   const bool replicated = report.replicas > 1;
-  out << "validate: " << report.schedule << ", " << report.stages << " stages"
+  const bool chunked = report.ops.chunks > 1;
+  out << "validate: " << report.schedule << ", " << report.stages << (chunked ? " ranks" : " stages")
+      << (chunked ? " x " + std::to_string(report.ops.chunks) + " chunks" : std::string())
       << (replicated ? " x " + std::to_string(report.replicas) + " data-parallel replicas" : std::string()) << ", "
       << report.microbatches << " microbatches" << (replicated ? " per replica" : "") << ", "
       << report.measured_step_ms.size() << " measured steps after " << request.warmup_steps << " warm-up, "
@@ -259,7 +287,7 @@ void printReport(std::ostream& out, const ValidationReport& report, const Valida
   }
   for (const auto& rank : report.ranks) {
     std::vector<std::string> row = {
-        std::to_string(rank.rank), std::to_string(rank.first_layer) + "-" + std::to_string(rank.last_layer),
+        std::to_string(rank.rank), rankLayersText(rank),
         formatMs(rank.measured_busy_ms), formatMs(rank.predicted_busy_ms), formatPercent(rank.measured_bubble),
         formatPercent(rank.predicted_bubble), bytesText(rank.measured_peak_bytes), formatBytes(rank.predicted_peak_bytes),
         scientific(rank.grad_max_rel_diff)};
@@ -356,7 +384,7 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("--microbatch-size", request.microbatch_size,
                       "Run at this measured microbatch size of a multi-size profile (default: the size its layers hold)");
   command->add_option("--partition", request.partition_path, "The stagecut.partition/1 to run")->required();
-  command->add_option("--schedule", request.schedule, "gpipe, 1f1b or zb-h1")->capture_default_str();
+  command->add_option("--schedule", request.schedule, "gpipe, 1f1b, zb-h1; interleaved-1f1b or zb-v for a split made with partition --schedule of the same name")->capture_default_str();
   command->add_option("--microbatches,-m", request.microbatches, "Microbatches per step (per replica with --data-parallel)")->capture_default_str();
   command->add_option("--steps", request.steps, "Measured steps")->capture_default_str();
   command->add_option("--warmup-steps", request.warmup_steps, "Untimed steps first")->capture_default_str();

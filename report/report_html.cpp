@@ -108,7 +108,7 @@ std::string inlineGantt(std::string svg, int index) {
 std::vector<std::string> matchingSplits(const ReportInputs& inputs, const ValidationView& view) {
   std::vector<std::string> names;
   for (const Partition& split : inputs.splits) {
-    if (split.layersPerStage() == view.layersPerStage()) names.push_back(split.method);
+    if (split.layersPerStage() == view.layers_per_stage) names.push_back(split.method);
   }
   return names;
 }
@@ -340,7 +340,7 @@ std::string validationSection(const ReportInputs& inputs, const std::vector<Vali
     for (std::size_t i = 1; i < names.size(); ++i) which += (i == 1 ? " (same as " : ", ") + names[i];
     if (names.size() > 1) which += ")";
     html += "<h3>" + escapeMarkup(which) + " " +
-            escapeMarkup(joinNumbers(view.layersPerStage())) + ", " +
+            escapeMarkup(joinNumbers(view.layers_per_stage)) + ", " +
             escapeMarkup(scheduleDisplayName(view.schedule)) + ", " + std::to_string(view.microbatches) +
             " microbatches <span class=\"note\">(" + escapeMarkup(view.source) + ")</span></h3>\n";
     html += "<table>\n<tr><th>measured step</th><th>predicted step</th><th>error</th><th>gradient check</th>";

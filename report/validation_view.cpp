@@ -1,16 +1,12 @@
 #include "report/validation_view.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "schedule/svg_gantt.h"
 #include "validation/validation_json.h"
 
 namespace stagecut {
-
-std::vector<int> ValidationView::layersPerStage() const {
-  std::vector<int> counts;
-  for (const ValidationRankView& rank : ranks) counts.push_back(rank.last - rank.first + 1);
-  return counts;
-}
 
 ValidationView validationView(const ValidationReport& report, const std::string& source, std::size_t layer_count) {
   ValidationView view;
@@ -29,14 +25,19 @@ ValidationView validationView(const ValidationReport& report, const std::string&
   // whose timeline it draws.
   for (int r = 0; r < report.stages; ++r) {
     const RankComparison& rank = report.ranks[static_cast<std::size_t>(r)];
-    if (static_cast<std::size_t>(rank.last_layer) >= layer_count) {
+    const int last = rank.chunk_layers.empty() ? rank.last_layer : rank.chunk_layers.back().second;
+    if (static_cast<std::size_t>(std::max(rank.last_layer, last)) >= layer_count) {
       throw Error(source + ": rank " + std::to_string(r) + " holds layers " + std::to_string(rank.first_layer) + "-" +
-                  std::to_string(rank.last_layer) + " but the profile has " + std::to_string(layer_count) +
-                  " layers; was it validated on another profile?");
+                  std::to_string(std::max(rank.last_layer, last)) + " but the profile has " +
+                  std::to_string(layer_count) + " layers; was it validated on another profile?");
     }
     view.ranks.push_back({rank.first_layer, rank.last_layer, rank.measured_peak_bytes,
                           static_cast<std::int64_t>(rank.predicted_peak_bytes), rank.measured_memory_bytes,
                           rank.predicted_memory_bytes});
+  }
+  for (const auto& stage : modelStageLayers(report)) {
+    // The reader checked each rank's chunks; a stage no rank lists would be a document's error.
+    view.layers_per_stage.push_back(stage ? stage->second - stage->first + 1 : 0);
   }
   const std::string name = scheduleDisplayName(view.schedule);
   view.predicted_ops = view.measured_ops = report.ops;

@@ -14,7 +14,7 @@ namespace stagecut {
 
 /// One rank of a validation run as the report shows it.
 struct ValidationRankView {
-  int first = 0;  ///< first layer of the rank's stage
+  int first = 0;  ///< first layer of the rank's (first) chunk
   int last = 0;   ///< last layer, inclusive
   std::int64_t measured_peak_bytes = -1;    ///< -1 when the document does not say
   std::int64_t predicted_peak_bytes = -1;
@@ -49,8 +49,8 @@ struct ValidationView {
   SimulationResult predicted;
   SimulationResult measured;
 
-  /// Layers per stage as the ranks held them, e.g. {4, 3, 2, 2}.
-  std::vector<int> layersPerStage() const;
+  /// Layers per model stage as the ranks held them, in chain order, e.g. {4, 3, 2, 2}.
+  std::vector<int> layers_per_stage;
 };
 
 /// The view of a validation run of a profile with `layer_count` layers: rank layer ranges must

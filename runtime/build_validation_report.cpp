@@ -93,7 +93,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
   report.schedule = request.schedule;
   report.optimizer = request.optimizer;
   report.memory_fields_missing = missingMemoryFields(profile);
-  report.stages = static_cast<int>(partition.stages.size());
+  report.stages = partition.rankPlacement().ranks;
   report.microbatches = request.microbatches;
   report.microbatch_size = profile.run.microbatch_size;
   report.replicas = request.data_parallel;
@@ -148,6 +148,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     rank.replica = outcome.replica;
     rank.first_layer = outcome.first_layer;
     rank.last_layer = outcome.last_layer;
+    if (outcome.chunk_layers.size() > 1) rank.chunk_layers = outcome.chunk_layers;
     const SimulationResult& measured_replica = report.measured_replicas.at(static_cast<std::size_t>(outcome.replica));
     const RankStats& measured = measured_replica.ranks[outcome.stage];
     const RankStats& predicted = report.predicted.ranks[outcome.stage];
@@ -164,7 +165,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     rank.predicted_peak_parts = memory.peak_parts;
     const auto& rank_ops = report.ops.ranks[static_cast<std::size_t>(outcome.stage)];
     rank.predicted_peak_at = memory.peak_op < static_cast<int>(rank_ops.size())
-                                 ? describeOp(rank_ops[static_cast<std::size_t>(memory.peak_op)], 1)
+                                 ? describeOp(rank_ops[static_cast<std::size_t>(memory.peak_op)], report.ops.chunks)
                                  : "the optimizer step";
     for (const OpRecord& record : outcome.steps.at(median_step)) {
       rank.measured_memory_bytes.push_back(static_cast<double>(record.peak_bytes));
@@ -191,7 +192,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
       const double deviation = measured_ms / predicted_ms - 1.0;
       if (std::abs(deviation) >= std::abs(report.worst_op_deviation)) {
         report.worst_op_deviation = deviation;
-        report.worst_op = "rank " + std::to_string(outcome.rank) + " " + describeOp(ops[i], 1);
+        report.worst_op = "rank " + std::to_string(outcome.rank) + " " + describeOp(ops[i], report.ops.chunks);
       }
     }
     const auto medians = [&](OpKind kind, double& measured_ms, double& predicted_ms) {

@@ -49,21 +49,33 @@ class NcclGroup {
 };
 
 // The groups come first among the bases: built before the channels over them, destroyed after.
+// NCCL makes a group's communicator at its first message, so a kind that never travels one way
+// costs nothing.
 struct NcclGroups {
   NcclGroups(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info)
-      : down(store, "pipeline-down/" + std::to_string(info.replica()), info),
-        up(store, "pipeline-up/" + std::to_string(info.replica()), info) {}
-  NcclGroup down;
-  NcclGroup up;
+      : activations_down(store, "pipeline-activations-down/" + std::to_string(info.replica()), info),
+        activations_up(store, "pipeline-activations-up/" + std::to_string(info.replica()), info),
+        gradients_down(store, "pipeline-gradients-down/" + std::to_string(info.replica()), info),
+        gradients_up(store, "pipeline-gradients-up/" + std::to_string(info.replica()), info) {}
+  NcclGroup activations_down;
+  NcclGroup activations_up;
+  NcclGroup gradients_down;
+  NcclGroup gradients_up;
 };
+
+OrderedChannels channelsOver(const NcclGroups& groups, const RendezvousInfo& info, const torch::Device& device) {
+  const auto over = [&](const NcclGroup& group) {
+    return std::make_unique<C10dPointToPoint>(group.group(), info, device, false);
+  };
+  return {over(groups.activations_down), over(groups.activations_up), over(groups.gradients_down),
+          over(groups.gradients_up)};
+}
 
 class NcclTransport : private NcclGroups, public DirectionSplitTransport {
  public:
   NcclTransport(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info, const torch::Device& device,
                 StageTransport& control)
-      : NcclGroups(store, info),
-        DirectionSplitTransport(std::make_unique<C10dPointToPoint>(down.group(), info, device, false),
-                                std::make_unique<C10dPointToPoint>(up.group(), info, device, false), control) {}
+      : NcclGroups(store, info), DirectionSplitTransport(channelsOver(*this, info, device), control) {}
 };
 
 }  // namespace

@@ -27,8 +27,8 @@ double msSince(const RankClock& clock, std::int64_t start_ns) {
   return static_cast<double>(clock.nowNs() - start_ns) / 1e6;
 }
 
-// Tags above any step's (2 x microbatches) keep the link probe's messages apart.
-constexpr int kProbeTagBase = 1 << 20;
+// Tags above any step's (activationTag) keep the link probe's messages apart.
+constexpr int kProbeTagBase = 1 << 30;
 
 // Below this a difference of two medians of the steady clock is noise.
 constexpr double kClockResolutionMs = 0.01;
@@ -99,32 +99,63 @@ std::vector<std::int64_t> boundaryShape(const Profile& profile, int layer, const
 }
 
 // Relative difference of the pipeline's gradients (what `executor` accumulated) against the full
-// batch's, parameter by parameter: max |g - r| / max |r|; names the worst parameter.
+// batch's, parameter by parameter over the layers of `chunks`: max |g - r| / max |r|; names the
+// worst parameter.
 double compareGradients(const StageExecutor& executor, const LayerChain& pipeline, const LayerChain& reference,
-                        int first, int last, std::string& worst_parameter) {
+                        const std::vector<StagePlacement>& chunks, std::string& worst_parameter) {
   double worst = 0.0;
-  for (int i = first; i <= last; ++i) {
-    const auto& ours = pipeline.layers[i].parameters;
-    const auto& theirs = reference.layers[i].parameters;
-    for (std::size_t p = 0; p < ours.size(); ++p) {
-      // In float64: a 16-bit reference and float32 buffers are compared at one precision.
-      const auto wide = [](const torch::Tensor& grad) { return grad.defined() ? grad.to(torch::kFloat64) : grad; };
-      const torch::Tensor expected = wide(theirs[p].grad());
-      const torch::Tensor got = wide(executor.gradientOf(ours[p]));
-      double diff = 0.0;
-      if (!got.defined() || !expected.defined()) {
-        diff = got.defined() == expected.defined() ? 0.0 : 1.0;
-      } else {
-        const double scale = std::max(expected.abs().max().item<double>(), 1e-12);
-        diff = (got - expected).abs().max().item<double>() / scale;
-      }
-      if (diff >= worst) {
-        worst = diff;
-        worst_parameter = pipeline.layers[i].name + "[" + std::to_string(p) + "]";
+  for (const StagePlacement& chunk : chunks) {
+    for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
+      const auto& ours = pipeline.layers[i].parameters;
+      const auto& theirs = reference.layers[i].parameters;
+      for (std::size_t p = 0; p < ours.size(); ++p) {
+        // In float64: a 16-bit reference and float32 buffers are compared at one precision.
+        const auto wide = [](const torch::Tensor& grad) { return grad.defined() ? grad.to(torch::kFloat64) : grad; };
+        const torch::Tensor expected = wide(theirs[p].grad());
+        const torch::Tensor got = wide(executor.gradientOf(ours[p]));
+        double diff = 0.0;
+        if (!got.defined() || !expected.defined()) {
+          diff = got.defined() == expected.defined() ? 0.0 : 1.0;
+        } else {
+          const double scale = std::max(expected.abs().max().item<double>(), 1e-12);
+          diff = (got - expected).abs().max().item<double>() / scale;
+        }
+        if (diff >= worst) {
+          worst = diff;
+          worst_parameter = pipeline.layers[i].name + "[" + std::to_string(p) + "]";
+        }
       }
     }
   }
   return worst;
+}
+
+// The model chunks pipeline rank `rank` runs, as the partition's placement puts its stages on
+// ranks (one stage per rank without one): their layers, and the ranks and shapes of what they
+// receive and send.
+std::vector<StagePlacement> chunksOfRank(const Profile& profile, const Partition& partition, int rank,
+                                         torch::ScalarType floating, const std::string& source) {
+  const Placement placement = partition.rankPlacement();
+  const int model_stages = placement.chunkCount();
+  std::vector<StagePlacement> chunks;
+  for (int local = 0; local < placement.chunks_per_rank; ++local) {
+    const int model_stage = placement.chunkAt(rank, local);
+    const StageCost& stage = partition.stages.at(static_cast<std::size_t>(model_stage));
+    StagePlacement chunk;
+    chunk.first_layer = stage.first;
+    chunk.last_layer = stage.last;
+    chunk.model_stage = model_stage;
+    if (model_stage > 0) {
+      chunk.previous_rank = placement.rankOf(model_stage - 1);
+      chunk.input = {boundaryShape(profile, stage.first - 1, source), floating};
+    }
+    if (model_stage + 1 < model_stages) {
+      chunk.next_rank = placement.rankOf(model_stage + 1);
+      chunk.output = {boundaryShape(profile, stage.last, source), floating};
+    }
+    chunks.push_back(chunk);
+  }
+  return chunks;
 }
 
 // The replicas' link as the prediction charges it (ringAllReduceMs): all-reduces of 1 float give
@@ -170,15 +201,16 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
   const Partition partition = readPartitionFile(request.partition_path);
   checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
-  const int stages = static_cast<int>(partition.stages.size());
+  const Placement placement = partition.rankPlacement();
+  const int stages = placement.ranks;
   const int replicas = layout.replicas;
   if (stages * replicas != layout.world_size) {
-    throw Error(request.partition_path + ": the partition has " + std::to_string(stages) + " stages and " +
+    throw Error(request.partition_path + ": the partition runs on " + std::to_string(stages) + " pipeline ranks and " +
                 std::to_string(replicas) + " replica(s) need " + std::to_string(stages * replicas) + " ranks, but " +
-                std::to_string(layout.world_size) + " were started; start stages x replicas ranks");
+                std::to_string(layout.world_size) + " were started; start pipeline ranks x replicas ranks");
   }
-  const Schedule schedule =
-      pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches, 1, replicas);
+  const Schedule schedule = pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches,
+                                             placement.chunks_per_rank, replicas);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
   const RankDevices device_plan = planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus());
@@ -187,19 +219,17 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   const std::string backend = choosePipelineBackend(request.backend, device_plan, ncclAvailable());
 
   const int rank = layout.stage();
-  const StageCost& stage = partition.stages[rank];
+  const LayerChain chain = chainOn(profile, request.profile_path, device);
+  const std::vector<StagePlacement> chunks =
+      chunksOfRank(profile, partition, rank, chain.floating, request.profile_path);
+  const bool computes_loss = placement.lastLocalOn(rank) >= 0;
   RankOutcome outcome;
   outcome.rank = layout.rank;
   outcome.stage = rank;
   outcome.replica = layout.replica();
-  outcome.first_layer = stage.first;
-  outcome.last_layer = stage.last;
-  const LayerChain chain = chainOn(profile, request.profile_path, device);
-  StagePlacement placement;
-  placement.first_layer = stage.first;
-  placement.last_layer = stage.last;
-  if (rank > 0) placement.input = {boundaryShape(profile, stage.first - 1, request.profile_path), chain.floating};
-  if (rank + 1 < stages) placement.output = {boundaryShape(profile, stage.last, request.profile_path), chain.floating};
+  outcome.first_layer = chunks.front().first_layer;
+  outcome.last_layer = chunks.front().last_layer;
+  for (const StagePlacement& chunk : chunks) outcome.chunk_layers.push_back({chunk.first_layer, chunk.last_layer});
   // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
   const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
   const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
@@ -244,7 +274,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   probeLinks(transport, clock, device, outcome);
   if (replica_group) probeReplicaLink(*replica_group, clock, device, outcome);
 
-  StageExecutor executor(chain, placement, transport, clock, replica_group);
+  StageExecutor executor(chain, chunks, transport, clock, replica_group);
   executor.setDevice(device);
   StageOptimizer optimizer(request.optimizer, executor.parameters(), executor.mainGradients());
   std::uint64_t weight_bytes = 0;
@@ -296,9 +326,8 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   const torch::Tensor output = reference.forward(full_batch);
   const torch::Tensor loss = microbatchLoss(output, 1);
   loss.backward();
-  outcome.grad_max_rel_diff =
-      compareGradients(executor, chain, reference, stage.first, stage.last, outcome.worst_parameter);
-  if (rank + 1 == stages) {
+  outcome.grad_max_rel_diff = compareGradients(executor, chain, reference, chunks, outcome.worst_parameter);
+  if (computes_loss) {
     outcome.loss_pipeline = plain_loss;
     outcome.loss_reference = loss.item<double>();
   }
@@ -307,8 +336,8 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
     runSteps(outcome.recompute_steps, outcome.recompute_optimizer_step_peak_bytes, outcome.recompute_peak_bytes,
              nullptr);
     std::string worst;
-    outcome.recompute_grad_max_rel_diff = compareGradients(executor, chain, reference, stage.first, stage.last, worst);
-    if (rank + 1 == stages) outcome.recompute_loss_pipeline = executor.lastStepLoss();
+    outcome.recompute_grad_max_rel_diff = compareGradients(executor, chain, reference, chunks, worst);
+    if (computes_loss) outcome.recompute_loss_pipeline = executor.lastStepLoss();
   }
 
   RankStore& store = world.store();

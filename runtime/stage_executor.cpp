@@ -7,10 +7,6 @@ namespace stagecut {
 
 namespace {
 
-std::string opName(const char* kind, int microbatch) {
-  return std::string(kind) + "(" + std::to_string(microbatch) + ")";
-}
-
 // A layer that writes into its input gets a copy: the stage input is a leaf autograd must not
 // see changed (and recomputation runs on it again), and a W split needs each output as it was.
 torch::Tensor runLayer(const ChainLayer& layer, const torch::Tensor& input, const torch::Tensor& target) {
@@ -24,26 +20,44 @@ torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches) {
   return microbatches == 1 ? loss : loss / static_cast<double>(microbatches);
 }
 
-StageExecutor::StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport,
+StageExecutor::StageExecutor(const LayerChain& chain, std::vector<StagePlacement> chunks, StageTransport& transport,
                              const RankClock& clock, ReplicaGroup* replicas)
-    : chain_(chain),
-      placement_(std::move(placement)),
-      transport_(transport),
-      clock_(clock),
-      replicas_(replicas),
-      first_stage_(transport.rank() == 0),
-      last_stage_(transport.rank() == transport.worldSize() - 1) {
+    : chain_(chain), chunks_(std::move(chunks)), transport_(transport), clock_(clock), replicas_(replicas) {
+  if (chunks_.empty()) throw Error("a pipeline rank needs at least one model chunk", ErrorKind::kInput);
   const std::vector<torch::Tensor> weights = parameters();
   if (needsMainGradients(weights)) main_gradients_ = std::make_unique<MainGradients>(weights);
 }
 
-std::vector<torch::Tensor> StageExecutor::parameters() const {
+std::vector<torch::Tensor> StageExecutor::chunkParameters(int chunk) const {
+  const StagePlacement& placement = chunks_.at(static_cast<std::size_t>(chunk));
   std::vector<torch::Tensor> all;
-  for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
+  for (int i = placement.first_layer; i <= placement.last_layer; ++i) {
     const auto& layer_parameters = chain_.layers[i].parameters;
     all.insert(all.end(), layer_parameters.begin(), layer_parameters.end());
   }
   return all;
+}
+
+std::vector<torch::Tensor> StageExecutor::parameters() const {
+  std::vector<torch::Tensor> all;
+  for (std::size_t c = 0; c < chunks_.size(); ++c) {
+    const std::vector<torch::Tensor> chunk = chunkParameters(static_cast<int>(c));
+    all.insert(all.end(), chunk.begin(), chunk.end());
+  }
+  return all;
+}
+
+int StageExecutor::chunkIndexOf(const PipelineOp& op) const {
+  if (op.chunk < 0 || op.chunk >= static_cast<int>(chunks_.size())) {
+    throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + describeOp(op, 2) +
+                    " but this rank runs " + std::to_string(chunks_.size()) + " chunk(s)",
+                ErrorKind::kInput);
+  }
+  return op.chunk;
+}
+
+const StagePlacement& StageExecutor::chunkOf(const PipelineOp& op) const {
+  return chunks_[static_cast<std::size_t>(chunkIndexOf(op))];
 }
 
 void StageExecutor::zeroGradients() {
@@ -66,138 +80,162 @@ std::uint64_t StageExecutor::gradientBytes() const {
   return bytes;
 }
 
-void StageExecutor::runLayers(MicrobatchState& state, const torch::Tensor& target) {
+void StageExecutor::send(const torch::Tensor& tensor, int peer, int tag) {
+  if (peer != transport_.rank()) {
+    transport_.sendAsync(tensor, peer, tag);
+    return;
+  }
+  // Detached, as a message would arrive: the receiving chunk's graph starts at its own input.
+  handed_over_[tag] = tensor.detach();
+}
+
+torch::Tensor StageExecutor::receive(const TensorSpec& spec, int peer, int tag, const std::string& what) {
+  if (peer != transport_.rank()) return transport_.recv(spec, peer, tag, what);
+  const auto kept = handed_over_.find(tag);
+  if (kept == handed_over_.end()) {
+    throw Error("rank " + std::to_string(peer) + ": " + what + " is needed before this rank made it; the op list "
+                    "runs a chunk before the one that feeds it",
+                ErrorKind::kInput);
+  }
+  torch::Tensor tensor = kept->second;
+  handed_over_.erase(kept);
+  return tensor;
+}
+
+void StageExecutor::runLayers(const StagePlacement& chunk, MicrobatchState& state, const torch::Tensor& target) {
   if (state.input.is_floating_point()) state.input.requires_grad_(true);
   state.outputs.clear();
   torch::Tensor activation = state.input;
-  for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
+  for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
     activation = runLayer(chain_.layers[i], activation, target);
     // Only a split backward needs the inner outputs; held otherwise, they would outlive the
     // layers that free them, as no framework's stage keeps them.
     if (splits_backward_) state.outputs.push_back(activation);
   }
-  if (last_stage_) {
-    state.root = microbatchLoss(activation, microbatch_count_);
-  } else {
-    state.root = activation;
-  }
+  state.root = chunk.computesLoss() ? microbatchLoss(activation, microbatch_count_) : activation;
 }
 
-void StageExecutor::forward(int microbatch, const ChainBatch& batch, int microbatch_count) {
+void StageExecutor::forward(const PipelineOp& op, const ChainBatch& batch) {
+  const StagePlacement& chunk = chunkOf(op);
+  const int microbatch = op.microbatch;
   MicrobatchState state;
-  if (first_stage_) {
+  if (chunk.readsBatch()) {
     state.input = batch.input;
   } else {
-    state.input = transport_.recv(placement_.input, transport_.rank() - 1, activationTag(microbatch),
-                                  opName("F", microbatch) + "'s activation");
+    state.input = receive(chunk.input, chunk.previous_rank, activationTagOf(chunk.model_stage - 1, microbatch),
+                          describeOp(op, static_cast<int>(chunks_.size())) + "'s activation");
   }
   compute_start_ns_ = clock_.nowNs();
-  microbatch_count_ = microbatch_count;
   if (recompute_) {
     // Checkpointing: no graph and no saved activations now; B runs this forward again with grad.
     state.target = batch.target;
     torch::NoGradGuard no_grad;
     torch::Tensor activation = state.input;
-    for (int i = placement_.first_layer; i <= placement_.last_layer; ++i) {
+    for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
       activation = runLayer(chain_.layers[i], activation, batch.target);
     }
-    if (last_stage_) {
-      last_loss_ += microbatchLoss(activation, microbatch_count).item<double>();
+    if (chunk.computesLoss()) {
+      last_loss_ += microbatchLoss(activation, microbatch_count_).item<double>();
     } else {
-      transport_.sendAsync(activation, transport_.rank() + 1, activationTag(microbatch));
+      send(activation, chunk.next_rank, activationTagOf(chunk.model_stage, microbatch));
     }
-    live_[microbatch] = std::move(state);
+    live_[{op.chunk, microbatch}] = std::move(state);
     return;
   }
-  runLayers(state, batch.target);
-  if (last_stage_) {
+  runLayers(chunk, state, batch.target);
+  if (chunk.computesLoss()) {
     last_loss_ += state.root.item<double>();
   } else {
-    transport_.sendAsync(state.root, transport_.rank() + 1, activationTag(microbatch));
+    send(state.root, chunk.next_rank, activationTagOf(chunk.model_stage, microbatch));
   }
-  live_[microbatch] = std::move(state);
+  live_[{op.chunk, microbatch}] = std::move(state);
 }
 
-void StageExecutor::backward(int microbatch, bool splits_backward) {
-  MicrobatchState& state = live_.at(microbatch);
+void StageExecutor::backward(const PipelineOp& op, bool splits_backward) {
+  const StagePlacement& chunk = chunkOf(op);
+  const int microbatch = op.microbatch;
+  MicrobatchState& state = live_.at({op.chunk, microbatch});
   torch::Tensor grad;
-  if (!last_stage_) {
-    grad = transport_.recv(placement_.output, transport_.rank() + 1, gradientTag(microbatch),
-                           opName("B", microbatch) + "'s gradient");
+  if (!chunk.computesLoss()) {
+    grad = receive(chunk.output, chunk.next_rank, gradientTagOf(chunk.model_stage, microbatch),
+                   describeOp(op, static_cast<int>(chunks_.size())) + "'s gradient");
   }
   compute_start_ns_ = clock_.nowNs();
-  if (!last_stage_) {
+  if (!chunk.computesLoss() && chunk.next_rank != transport_.rank()) {
     // The next rank answered this microbatch: it has our activation, whose buffer can go.
-    transport_.releaseSend(transport_.rank() + 1, activationTag(microbatch));
+    transport_.releaseSend(chunk.next_rank, activationTagOf(chunk.model_stage, microbatch));
   }
-  if (recompute_) runLayers(state, state.target);
-  if (last_stage_) grad = torch::ones_like(state.root);
+  if (recompute_) runLayers(chunk, state, state.target);
+  if (chunk.computesLoss()) grad = torch::ones_like(state.root);
   const bool input_needs_grad = state.input.requires_grad();
   torch::Tensor input_grad;
   if (!splits_backward) {
     torch::autograd::backward({state.root}, {grad});
     if (input_needs_grad) input_grad = state.input.grad();
   } else {
-    // B: gradients of the stage input and of every layer output inside the stage, and no
+    // B: gradients of the chunk input and of every layer output inside the chunk, and no
     // weight gradient; the graph is kept, and the operations where W will start keep theirs.
     std::vector<torch::Tensor> targets;
     if (input_needs_grad) targets.push_back(state.input);
     const std::size_t inner = state.outputs.size() - 1;
     for (std::size_t j = 0; j < inner; ++j) targets.push_back(state.outputs[j]);
-    state.weight_split = std::make_shared<WeightGradientSplit>(state.root, targets, parameters());
+    state.weight_split = std::make_shared<WeightGradientSplit>(state.root, targets, chunkParameters(op.chunk));
     if (!targets.empty()) {
       state.target_grads = torch::autograd::grad({state.root}, targets, {grad}, true, false, true);
     }
     state.root_grad = grad;
     if (input_needs_grad) input_grad = state.target_grads[0];
   }
-  if (!first_stage_) {
+  if (!chunk.readsBatch()) {
     if (!input_grad.defined()) {
-      const auto options = torch::TensorOptions().dtype(placement_.input.dtype).device(device_);
-      input_grad = torch::zeros(placement_.input.sizes, options);
+      const auto options = torch::TensorOptions().dtype(chunk.input.dtype).device(device_);
+      input_grad = torch::zeros(chunk.input.sizes, options);
     }
-    transport_.sendAsync(input_grad, transport_.rank() - 1, gradientTag(microbatch));
+    send(input_grad, chunk.previous_rank, gradientTagOf(chunk.model_stage - 1, microbatch));
   }
-  if (!splits_backward) live_.erase(microbatch);
+  if (!splits_backward) live_.erase({op.chunk, microbatch});
 }
 
-void StageExecutor::weightBackward(int microbatch) {
+void StageExecutor::weightBackward(const PipelineOp& op) {
   compute_start_ns_ = clock_.nowNs();
-  MicrobatchState& state = live_.at(microbatch);
+  MicrobatchState& state = live_.at({op.chunk, op.microbatch});
   WeightGradientSplit::GradientSink add_gradient;
   if (main_gradients_) {
     add_gradient = [this](torch::Tensor& weight, const torch::Tensor& grad) { main_gradients_->add(weight, grad); };
   }
   state.weight_split->runWeightBackward(state.root_grad, state.target_grads, add_gradient);
-  live_.erase(microbatch);
+  live_.erase({op.chunk, op.microbatch});
 }
 
 void StageExecutor::allReduceGradients(const PipelineOp& op) {
+  const std::string op_name = describeOp(op, static_cast<int>(chunks_.size()));
   if (!replicas_) {
-    throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + describeOp(op, 1) +
+    throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + op_name +
                     " but this stage has no data-parallel replicas",
                 ErrorKind::kInput);
   }
   // As a receive is not part of its op, waiting for replicas that are behind is not part of A:
   // its clock starts once every replica is there, so it measures what the ring all-reduce costs.
-  replicas_->barrier(describeOp(op, 1));
+  replicas_->barrier(op_name);
   compute_start_ns_ = clock_.nowNs();
-  // One flat buffer for all of the stage's gradients: one collective instead of one per tensor
-  // (Gloo's allreduce also wants tensors of one size).
+  // One flat buffer for all of the op's chunk's gradients (each chunk has its own A, after its
+  // last W): one collective instead of one per tensor (Gloo's allreduce also wants tensors of
+  // one size).
+  if (main_gradients_) main_gradients_->all();  // a buffer for every weight, zeros where none reached
   std::vector<torch::Tensor> grads;
-  if (main_gradients_) {
-    grads = main_gradients_->all();
-  } else {
-    for (auto& parameter : parameters()) {
-      if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
-      grads.push_back(parameter.grad());
+  for (auto& parameter : chunkParameters(chunkIndexOf(op))) {
+    if (main_gradients_) {
+      grads.push_back(main_gradients_->of(parameter));
+      continue;
     }
+    if (!parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+    grads.push_back(parameter.grad());
   }
   if (grads.empty()) return;
   std::vector<torch::Tensor> flat_parts;
   for (const auto& grad : grads) flat_parts.push_back(grad.reshape({-1}));
   torch::Tensor flat = torch::cat(flat_parts);
-  replicas_->allReduceSum(flat, describeOp(op, 1));
+  replicas_->allReduceSum(flat, op_name);
   // Each replica's gradient is the mean over its own microbatches; their mean is the full batch's.
   flat.div_(static_cast<double>(replicas_->size()));
   std::int64_t offset = 0;
@@ -208,12 +246,14 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
 }
 
 bool StageExecutor::postReceive(const PipelineOp& op) {
-  if (op.kind == OpKind::kForward && !first_stage_) {
-    transport_.postRecv(placement_.input, transport_.rank() - 1, activationTag(op.microbatch));
+  if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) return false;
+  const StagePlacement& chunk = chunkOf(op);
+  if (op.kind == OpKind::kForward && !chunk.readsBatch() && chunk.previous_rank != transport_.rank()) {
+    transport_.postRecv(chunk.input, chunk.previous_rank, activationTagOf(chunk.model_stage - 1, op.microbatch));
     return true;
   }
-  if (op.kind == OpKind::kBackward && !last_stage_) {
-    transport_.postRecv(placement_.output, transport_.rank() + 1, gradientTag(op.microbatch));
+  if (op.kind == OpKind::kBackward && !chunk.computesLoss() && chunk.next_rank != transport_.rank()) {
+    transport_.postRecv(chunk.output, chunk.next_rank, gradientTagOf(chunk.model_stage, op.microbatch));
     return true;
   }
   return false;
@@ -222,9 +262,10 @@ bool StageExecutor::postReceive(const PipelineOp& op) {
 std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vector<ChainBatch>& microbatches,
                                              bool splits_backward) {
   live_.clear();
+  handed_over_.clear();
   last_loss_ = 0.0;
   splits_backward_ = splits_backward;
-  const int microbatch_count = static_cast<int>(microbatches.size());
+  microbatch_count_ = static_cast<int>(microbatches.size());
   std::vector<OpRecord> records;
   records.reserve(ops.size());
   // Each op's receive is posted when the receiving op before it starts, so that the peer's send
@@ -247,13 +288,13 @@ std::vector<OpRecord> StageExecutor::runStep(const RankOps& ops, const std::vect
     // The receive inside an op is waiting, not work: the op's clock starts once its input is here.
     switch (op.kind) {
       case OpKind::kForward:
-        forward(op.microbatch, microbatches.at(op.microbatch), microbatch_count);
+        forward(op, microbatches.at(op.microbatch));
         break;
       case OpKind::kBackward:
-        backward(op.microbatch, splits_backward);
+        backward(op, splits_backward);
         break;
       case OpKind::kWeight:
-        weightBackward(op.microbatch);
+        weightBackward(op);
         break;
       case OpKind::kAllReduce:
         allReduceGradients(op);

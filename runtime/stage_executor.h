@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "profiler/layer_chain.h"
@@ -27,14 +29,26 @@ struct OpRecord {
   std::int64_t peak_bytes = 0;
 };
 
-/// What one rank runs: the layers [first_layer, last_layer] of a chain as its model stage, and
-/// the tensors it receives (its input, from the previous rank) and sends (its output, whose
-/// gradient it receives), of one microbatch.
+/// One model chunk of what a rank runs: the layers [first_layer, last_layer] of a chain, model
+/// stage `model_stage` of the pipeline's chain of chunks, and the tensors it receives (its input,
+/// from the rank of the model stage before) and sends (its output, whose gradient comes back from
+/// the rank of the model stage after), of one microbatch. A rank runs one such chunk in an
+/// N-stage pipeline, several under interleaved 1F1B or ZB-V.
 struct StagePlacement {
   int first_layer = 0;
   int last_layer = 0;
-  TensorSpec input;   ///< unused on the first stage
-  TensorSpec output;  ///< unused on the last stage
+  int model_stage = 0;
+  /// The rank running model stage `model_stage` - 1, or -1 for the chain's first (it reads the
+  /// microbatches' inputs); this rank itself where the chain turns on it (a V's turn).
+  int previous_rank = -1;
+  /// The rank running model stage `model_stage` + 1, or -1 for the chain's last (it computes
+  /// the loss); this rank itself where the chain turns on it.
+  int next_rank = -1;
+  TensorSpec input;   ///< unused on the chain's first stage
+  TensorSpec output;  ///< unused on the chain's last stage
+
+  bool readsBatch() const { return previous_rank < 0; }
+  bool computesLoss() const { return next_rank < 0; }
 };
 
 /// The rule by which microbatches add up to the full batch: the loss a chain trains on (its
@@ -44,8 +58,9 @@ struct StagePlacement {
 /// `microbatches` = 1 gives the full batch's own loss.
 torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
 
-/// Runs one rank's op list of a pipeline step on its layers, exchanging activations and
-/// gradients through a StageTransport. Gradients accumulate in the parameters' .grad as in
+/// Runs one rank's op list of a pipeline step on its model chunks (an op's `chunk` indexes
+/// them), exchanging activations and gradients through a StageTransport; between two chunks of
+/// the same rank they are handed over in memory, as no message is needed. Gradients accumulate in the parameters' .grad as in
 /// training, or, for bfloat16 and float16 weights, in float32 buffers (MainGradients); the loss
 /// of each microbatch is microbatchLoss(output, M), so the step's gradient equals the full
 /// batch's. With `splits_backward`, B computes only input gradients (and those of the
@@ -55,10 +70,11 @@ torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches);
 /// it. With a ReplicaGroup, an all-reduce op (A) averages the stage's gradients over the replicas.
 class StageExecutor {
  public:
-  /// `clock` times the op records; `replicas`: the data-parallel group of this stage, or nullptr
-  /// (then A ops are refused). All must outlive the executor.
-  StageExecutor(const LayerChain& chain, StagePlacement placement, StageTransport& transport, const RankClock& clock,
-                ReplicaGroup* replicas = nullptr);
+  /// `chunks`: the rank's model chunks in local order (one or more); `clock` times the op
+  /// records; `replicas`: the data-parallel group of this rank's chunks, or nullptr (then A ops
+  /// are refused). All must outlive the executor.
+  StageExecutor(const LayerChain& chain, std::vector<StagePlacement> chunks, StageTransport& transport,
+                const RankClock& clock, ReplicaGroup* replicas = nullptr);
 
   /// Turns activation recomputation on or off for the following steps.
   void setRecompute(bool recompute) { recompute_ = recompute; }
@@ -75,9 +91,9 @@ class StageExecutor {
                                 bool splits_backward);
 
   /// Sum of the microbatches' scaled losses of the last step (the full batch's loss); only on
-  /// the last stage, else 0.
+  /// the rank of the chain's last stage, else 0.
   double lastStepLoss() const { return last_loss_; }
-  /// This stage's parameters, in layer order.
+  /// The parameters of all of this rank's chunks, in local chunk order, each in layer order.
   std::vector<torch::Tensor> parameters() const;
   /// Sets every parameter's gradient to zero (the start of a step). The buffers stay, as
   /// Megatron's and DeepSpeed's do: the memory model counts them from the first backward on.
@@ -101,17 +117,32 @@ class StageExecutor {
     torch::Tensor target;                // the microbatch's target, for the last stage's recomputation
   };
 
-  void forward(int microbatch, const ChainBatch& batch, int microbatch_count);
-  // Runs the stage's layers on state.input with grad, filling outputs and root.
-  void runLayers(MicrobatchState& state, const torch::Tensor& target);
-  void backward(int microbatch, bool splits_backward);
-  void weightBackward(int microbatch);
+  using LiveKey = std::pair<int, int>;  // (local chunk, microbatch)
+
+  void forward(const PipelineOp& op, const ChainBatch& batch);
+  // Runs the chunk's layers on state.input with grad, filling outputs and root.
+  void runLayers(const StagePlacement& chunk, MicrobatchState& state, const torch::Tensor& target);
+  void backward(const PipelineOp& op, bool splits_backward);
+  void weightBackward(const PipelineOp& op);
   void allReduceGradients(const PipelineOp& op);
-  // Posts the receive `op` starts with, if it has one; whether it has.
+  // Posts the receive `op` starts with, if it has one from another rank; whether it has.
   bool postReceive(const PipelineOp& op);
+  // The parameters of local chunk `chunk`, in layer order.
+  std::vector<torch::Tensor> chunkParameters(int chunk) const;
+  // The op's local chunk, checked against the rank's chunks.
+  int chunkIndexOf(const PipelineOp& op) const;
+  const StagePlacement& chunkOf(const PipelineOp& op) const;
+  // What a chunk sends to `peer`: over the transport, or kept for this rank's own chunk.
+  void send(const torch::Tensor& tensor, int peer, int tag);
+  // What a chunk receives from `peer`: from the transport, or what this rank's own chunk kept.
+  torch::Tensor receive(const TensorSpec& spec, int peer, int tag, const std::string& what);
+  int activationTagOf(int boundary, int microbatch) const {
+    return activationTag(boundary, microbatch, microbatch_count_);
+  }
+  int gradientTagOf(int boundary, int microbatch) const { return gradientTag(boundary, microbatch, microbatch_count_); }
 
   const LayerChain& chain_;
-  StagePlacement placement_;
+  std::vector<StagePlacement> chunks_;
   StageTransport& transport_;
   const RankClock& clock_;
   ReplicaGroup* replicas_;
@@ -120,9 +151,8 @@ class StageExecutor {
   MemoryCounter* memory_ = nullptr;
   torch::Device device_ = torch::kCPU;
   int microbatch_count_ = 1;
-  bool first_stage_;
-  bool last_stage_;
-  std::map<int, MicrobatchState> live_;
+  std::map<LiveKey, MicrobatchState> live_;
+  std::map<int, torch::Tensor> handed_over_;  // by tag: what one of this rank's chunks sent another
   std::unique_ptr<MainGradients> main_gradients_;  // low-precision weights only
   double last_loss_ = 0.0;
   std::int64_t compute_start_ns_ = 0;  // set by each op once its input has arrived

@@ -64,8 +64,16 @@ class ReplicaGroup {
   virtual int rank() const = 0;
 };
 
-/// Message tags: an activation or a gradient of one microbatch; unique within a step.
-inline int activationTag(int microbatch) { return 2 * microbatch; }
-inline int gradientTag(int microbatch) { return 2 * microbatch + 1; }
+/// Message tags, unique within a step: the activation that crosses `boundary` (from model stage
+/// `boundary` to `boundary` + 1) for one of a step's `microbatches`, and the gradient that
+/// crosses it back. Activations' tags are even and gradients' odd: transports that pair by
+/// order keep a channel per kind (DirectionSplitTransport).
+inline int activationTag(int boundary, int microbatch, int microbatches) {
+  return 2 * (boundary * microbatches + microbatch);
+}
+inline int gradientTag(int boundary, int microbatch, int microbatches) {
+  return activationTag(boundary, microbatch, microbatches) + 1;
+}
+inline bool isGradientTag(int tag) { return tag % 2 == 1; }
 
 }  // namespace stagecut

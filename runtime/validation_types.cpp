@@ -66,6 +66,7 @@ nlohmann::json rankOutcomeToJson(const RankOutcome& outcome) {
           {"recompute_loss_pipeline", numberOrNull(outcome.recompute_loss_pipeline)},
           {"first_layer", outcome.first_layer},
           {"last_layer", outcome.last_layer},
+          {"chunk_layers", outcome.chunk_layers},
           {"steps", stepsToJson(outcome.steps)},
           {"peak_bytes", outcome.peak_bytes},
           {"grad_max_rel_diff", outcome.grad_max_rel_diff},
@@ -84,6 +85,7 @@ RankOutcome rankOutcomeFromJson(const nlohmann::json& document) {
   outcome.rank = document.at("rank").get<int>();
   outcome.first_layer = document.at("first_layer").get<int>();
   outcome.last_layer = document.at("last_layer").get<int>();
+  outcome.chunk_layers = document.at("chunk_layers").get<std::vector<std::pair<int, int>>>();
   outcome.steps = stepsFromJson(document.at("steps"));
   outcome.stage = document.at("stage").get<int>();
   outcome.replica = document.at("replica").get<int>();

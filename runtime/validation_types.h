@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -46,8 +47,10 @@ struct ValidateRequest {
 /// One rank's measurements, sent to rank 0 at the end.
 struct RankOutcome {
   int rank = 0;
-  int first_layer = 0;
+  int first_layer = 0;  ///< of the rank's first chunk
   int last_layer = 0;
+  /// Every chunk's first and last layer, in the rank's local order (one for an N-stage pipeline).
+  std::vector<std::pair<int, int>> chunk_layers;
   /// The measured steps' op records; their peak_bytes count everything the rank holds: its
   /// weights, gradients and optimizer state as well as what the step allocates.
   std::vector<std::vector<OpRecord>> steps;

@@ -205,7 +205,7 @@ TEST_CASE("splits read back from a comparison keep compute as the chosen one and
 TEST_CASE("validation documents are checked with messages naming the file", "[report][errors]") {
   const nlohmann::json good = stagecut::testing::exampleComputeValidation();
   const stagecut::ValidationView view = stagecut::readValidationView(good, "v.json", 11);
-  CHECK(view.layersPerStage() == std::vector<int>{6, 5});
+  CHECK(view.layers_per_stage == std::vector<int>{6, 5});
   CHECK(view.measured.step_ms == Approx(view.predicted.step_ms * 1.08));
   CHECK(view.measured_ops.ranks[0].size() == 8);
 
@@ -261,7 +261,7 @@ TEST_CASE("the report takes a data-parallel validation: every replica's ranks an
   nlohmann::json document = stagecut::testing::exampleComputeValidation(2);
   const stagecut::ValidationView view = stagecut::readValidationView(document, "dp.json", 11);
   CHECK(view.data_parallel == 2);
-  CHECK(view.layersPerStage() == std::vector<int>{6, 5});
+  CHECK(view.layers_per_stage == std::vector<int>{6, 5});
   CHECK(view.measured_ops.ranks[0].back().kind == stagecut::OpKind::kAllReduce);
   CHECK(view.measured.ranks[0].allreduce_ms == Approx(2.0 * 1.08));  // the fixture stretches every op
 

@@ -108,6 +108,42 @@ TEST_CASE("validate runs a 2-rank pipeline whose gradients equal the full batch'
   CHECK_THAT(text.out, Contains("F ms") && Contains("B ms") && Contains("W ms"));
 }
 
+TEST_CASE("validate runs interleaved 1F1B and ZB-V splits on 2 ranks, gradients equal to the full batch's",
+          "[runtime][cli][chunks]") {
+  const TempDir dir;
+  stagecut::testing::writeTinyGptSplit(dir);
+  for (const char* schedule : {"interleaved-1f1b", "zb-v"}) {
+    INFO(schedule);
+    const std::string split = dir.file(std::string(schedule) + ".json");
+    CommandResult result = runStagecut("partition " + dir.file("p.json") + " --stages 2 --schedule " + schedule +
+                                       (std::string(schedule) == "zb-v" ? "" : " --chunks 2") +
+                                       " --microbatches 4 --any-split -o " + split);
+    REQUIRE(result.exit_code == 0);
+    result = runStagecut("validate " + dir.file("p.json") + " --partition " + split + " --schedule " + schedule +
+                         " --microbatches 4 --steps 1 --json");
+    REQUIRE(result.exit_code == 0);
+    const auto report = nlohmann::json::parse(result.out);
+    CHECK(report["grad_check"] == "pass");
+    CHECK(report["stages"] == 2);
+    CHECK(report["chunks_per_rank"] == 2);
+    const auto partition = nlohmann::json::parse(stagecut::readTextFile(split));
+    for (const auto& rank : report["ranks"]) {
+      REQUIRE(rank["chunks"].size() == 2u);
+      // Rank r's chunks are the split's stages r and r + 2 in loop order, r and 3 - r in a V.
+      const int r = rank["rank"].get<int>();
+      const int second = std::string(schedule) == "zb-v" ? 3 - r : r + 2;
+      CHECK(rank["chunks"][0][0] == partition["stages"][r]["first"]);
+      CHECK(rank["chunks"][1][1] == partition["stages"][second]["last"]);
+      // Each op names its chunk: [kind, microbatch, start, end, chunk].
+      for (const auto& op : report["timeline"]["measured"][static_cast<std::size_t>(r)]) CHECK(op.size() == 5u);
+    }
+    result = runStagecut("validate " + dir.file("p.json") + " --partition " + split + " --schedule " + schedule +
+                         " --microbatches 4 --steps 1");
+    REQUIRE(result.exit_code == 0);
+    CHECK_THAT(result.out, Contains("2 ranks x 2 chunks"));
+  }
+}
+
 TEST_CASE("validate runs a bfloat16 llama split over Gloo with float32 gradients and adam-mixed by default",
           "[runtime][cli][mixed-precision]") {
   const TempDir dir;
@@ -157,21 +193,31 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
   const TempDir dir;
   stagecut::testing::writeTinyGptSplit(dir);
   const std::string files = dir.file("p.json") + " --partition " + dir.file("s.json");
+  // An N-stage split cannot run as chunks, nor chunks under an N-stage schedule.
   CommandResult result = runStagecut("validate " + files + " --schedule interleaved-1f1b --microbatches 4");
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: --schedule interleaved-1f1b: validate runs one model chunk per rank; use gpipe, "
-                      "1f1b or zb-h1\n");
+  CHECK(result.err == "stagecut: --schedule interleaved-1f1b: runs several model chunks per rank, and " +
+                          dir.file("s.json") + " has one stage per rank; validate runs a split made for it (stagecut "
+                          "partition --schedule interleaved-1f1b --chunks 2), or use gpipe, 1f1b or zb-h1\n");
   result = runStagecut("validate " + files + " --schedule zb-v --microbatches 4");
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: --schedule zb-v: validate runs one model chunk per rank; use gpipe, 1f1b or zb-h1\n");
+  CHECK_THAT(result.err, Contains("(stagecut partition --schedule zb-v)"));
   result = runStagecut("partition " + dir.file("p.json") +
                        " --stages 2 --chunks 2 --schedule interleaved-1f1b --microbatches 4 --any-split -o " +
                        dir.file("chunks.json"));
   REQUIRE(result.exit_code == 0);
-  result = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("chunks.json") + " --microbatches 4");
+  const std::string chunked = dir.file("p.json") + " --partition " + dir.file("chunks.json") + " --microbatches 4";
+  for (const char* schedule : {"1f1b", "zb-v"}) {
+    result = runStagecut("validate " + chunked + " --schedule " + schedule);
+    CHECK(result.exit_code == 2);
+    CHECK(result.err == "stagecut: --schedule " + std::string(schedule) + ": " + dir.file("chunks.json") +
+                            " places 2 chunks on each rank in loop order, which " + schedule +
+                            " does not run; use --schedule interleaved-1f1b\n");
+  }
+  result = runStagecut("validate " + chunked + " --schedule interleaved-1f1b --recompute full");
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: " + dir.file("chunks.json") + ": a chunked split (2 chunks per rank); validate runs "
-                      "one model chunk per rank: partition without --chunks, and use simulate for this one\n");
+  CHECK(result.err == "stagecut: --recompute full: validate recomputes N-stage splits only; leave it out for " +
+                          dir.file("chunks.json") + ", whose ranks hold several chunks\n");
   result = runStagecut("validate " + files + " --steps 0");
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --steps 0: use 1 to 100000 measured steps\n");

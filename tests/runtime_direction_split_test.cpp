@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include "core/json_document.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
 #include "profiler/profile_request.h"
@@ -22,6 +23,7 @@
 #include "runtime/rank_worker.h"
 #include "tests/quick_profile.h"
 #include "tests/test_support.h"
+#include "validation/validation_json.h"
 
 namespace {
 
@@ -36,6 +38,12 @@ std::unique_ptr<C10dPointToPoint> orderedGlooGroup(const c10::intrusive_ptr<c10d
   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>(prefix, store),
                                                            info.stage(), info.stages(), options);
   return std::make_unique<C10dPointToPoint>(group, info, torch::Device(torch::kCPU), false);
+}
+
+stagecut::OrderedChannels orderedGlooChannels(const c10::intrusive_ptr<c10d::Store>& store, const std::string& prefix,
+                                              const stagecut::RendezvousInfo& info) {
+  return {orderedGlooGroup(store, prefix + "/activations-down", info), orderedGlooGroup(store, prefix + "/activations-up", info),
+          orderedGlooGroup(store, prefix + "/gradients-down", info), orderedGlooGroup(store, prefix + "/gradients-up", info)};
 }
 
 stagecut::RendezvousInfo infoOf(const stagecut::RankLayout& layout, std::chrono::milliseconds timeout) {
@@ -58,8 +66,7 @@ class OrderedWorld : public stagecut::RankWorld {
   void connect() override {
     const auto info = infoOf(inner_.layout(), timeout_);
     const std::string replica = std::to_string(info.replica());
-    split_.emplace(orderedGlooGroup(store_, "down/" + replica, info), orderedGlooGroup(store_, "up/" + replica, info),
-                   inner_.transport());
+    split_.emplace(orderedGlooChannels(store_, replica, info), inner_.transport());
   }
   stagecut::RankLayout layout() const override { return inner_.layout(); }
   stagecut::StageTransport& transport() override { return *split_; }
@@ -128,8 +135,7 @@ TEST_CASE("groups that pair messages by order hand each receive the next message
     try {
       stagecut::InProcessWorld world(cluster, 1);
       const auto info = infoOf(world.layout(), timeout);
-      stagecut::DirectionSplitTransport transport(orderedGlooGroup(store, "down", info),
-                                                  orderedGlooGroup(store, "up", info), world.transport());
+      stagecut::DirectionSplitTransport transport(orderedGlooChannels(store, "pair", info), world.transport());
       // Asked for tag 7 first, it gets the first message sent (tag 5): what NCCL does, and why
       // both ends of a pipeline must issue their messages in one order.
       received[0] = transport.recv({{2}}, 0, 7, "the second");
@@ -142,8 +148,7 @@ TEST_CASE("groups that pair messages by order hand each receive the next message
   });
   stagecut::InProcessWorld world(cluster, 0);
   const auto info = infoOf(world.layout(), timeout);
-  stagecut::DirectionSplitTransport transport(orderedGlooGroup(store, "down", info), orderedGlooGroup(store, "up", info),
-                                              world.transport());
+  stagecut::DirectionSplitTransport transport(orderedGlooChannels(store, "pair", info), world.transport());
   transport.sendAsync(torch::full({2}, 5.0), 1, 5);
   transport.sendAsync(torch::full({2}, 7.0), 1, 7);
   // The reply travels on the upstream group, beside the two sends still in flight downstream.
@@ -178,6 +183,54 @@ TEST_CASE("3 stages over order-paired groups train as the full batch does under 
       CHECK(report.grad_max_rel_diff < request.grad_tolerance);
       CHECK(report.loss_pipeline == Approx(report.loss_reference).epsilon(1e-5));
       for (const RankOutcome& outcome : outcomes) CHECK(outcome.environment.transport == "gloo");
+    }
+  }
+}
+
+TEST_CASE("chunks in loop order and in a V run over order-paired groups as the full batch does",
+          "[runtime][ordered][chunks]") {
+  stagecut::pinThreads(1);
+  // Rank 1 sends rank 0 activations and gradients at once (interleaving's wrap-around, a V's
+  // second chunk): one group per direction would pair a gradient with an activation's receive.
+  const stagecut::testing::TempDir dir;
+  const stagecut::Profile profile = stagecut::testing::quickMlpProfile(5, 5);
+  stagecut::writeProfileFile(dir.file("p.json"), profile);
+  for (const auto& [schedule, style] : {std::pair{"interleaved-1f1b", stagecut::Placement::Style::kLoop},
+                                        std::pair{"zb-v", stagecut::Placement::Style::kV}}) {
+    INFO(schedule);
+    stagecut::Partition partition = stagecut::testing::makePartition({1, 2, 2, 1});
+    partition.placement = stagecut::Placement{2, 2, style};
+    stagecut::writePartitionFile(dir.file("s.json"), partition);
+    ValidateRequest request;
+    request.profile_path = dir.file("p.json");
+    request.partition_path = dir.file("s.json");
+    request.schedule = schedule;
+    request.microbatches = 4;
+    request.warmup_steps = 0;
+    request.steps = 1;
+    const std::vector<RankOutcome> outcomes = runOrdered(request, 2);
+    REQUIRE(outcomes.size() == 2u);
+    const auto report = stagecut::buildValidationReport(request, profile, partition, outcomes);
+    CHECK(report.grad_pass);
+    CHECK(report.loss_pipeline == Approx(report.loss_reference).epsilon(1e-5));
+    CHECK(report.stages == 2);
+    CHECK(report.ops.chunks == 2);
+    for (const auto& rank : report.ranks) {
+      REQUIRE(rank.chunk_layers.size() == 2u);
+      for (int local = 0; local < 2; ++local) {
+        const auto& stage = partition.stages[static_cast<std::size_t>(partition.rankPlacement().chunkAt(rank.stage, local))];
+        CHECK(rank.chunk_layers[static_cast<std::size_t>(local)] == std::make_pair(stage.first, stage.last));
+      }
+    }
+    // The document keeps the chunks: it reads back to the same bytes and the same stages.
+    const std::string written = stagecut::toJsonText(stagecut::validationToJson(report));
+    const auto read = stagecut::validationFromJson(nlohmann::json::parse(written), "v.json");
+    CHECK(stagecut::toJsonText(stagecut::validationToJson(read)) == written);
+    const auto stages = stagecut::modelStageLayers(read);
+    REQUIRE(stages.size() == 4u);
+    for (std::size_t s = 0; s < 4; ++s) {
+      REQUIRE(stages[s].has_value());
+      CHECK(*stages[s] == std::make_pair(partition.stages[s].first, partition.stages[s].last));
     }
   }
 }

@@ -39,26 +39,56 @@ std::vector<ChainBatch> split(const ChainBatch& full, int parts, int rows) {
   return out;
 }
 
-// Runs a 3-stage pipeline of the MLP ([2, 2, 2] layers) on threads, one per rank, and returns
-// the summed loss reported by the last stage.
-double runPipeline(const LayerChain& chain, const std::string& schedule_name, const std::vector<ChainBatch>& microbatches) {
-  const int stages = 3;
-  const auto schedule = stagecut::generateSchedule(schedule_name, stages, static_cast<int>(microbatches.size()), 1);
-  auto hub = std::make_shared<InProcessHub>(stages, std::chrono::milliseconds(20000));
-  std::vector<double> losses(stages, 0.0);
-  std::vector<std::string> failures(stages);
+// The chunks rank `rank` runs of an MLP of width 16 cut into model stages of `layers_per_stage`
+// layers each, placed as `placement` says; microbatches of `rows` rows.
+std::vector<stagecut::StagePlacement> mlpChunks(const stagecut::Placement& placement,
+                                                const std::vector<int>& layers_per_stage, int rank, int rows) {
+  std::vector<stagecut::StagePlacement> chunks;
+  for (int local = 0; local < placement.chunks_per_rank; ++local) {
+    const int stage = placement.chunkAt(rank, local);
+    stagecut::StagePlacement chunk;
+    for (int s = 0; s < stage; ++s) chunk.first_layer += layers_per_stage[static_cast<std::size_t>(s)];
+    chunk.last_layer = chunk.first_layer + layers_per_stage[static_cast<std::size_t>(stage)] - 1;
+    chunk.model_stage = stage;
+    if (stage > 0) chunk.previous_rank = placement.rankOf(stage - 1);
+    if (stage + 1 < placement.chunkCount()) chunk.next_rank = placement.rankOf(stage + 1);
+    chunk.input.sizes = {rows, 16};
+    chunk.output.sizes = {rows, 16};
+    chunks.push_back(chunk);
+  }
+  return chunks;
+}
+
+// One model stage per rank, layers [first, last] of rank `rank` of `stages`.
+std::vector<stagecut::StagePlacement> oneStage(int rank, int stages, int first, int last) {
+  stagecut::StagePlacement chunk;
+  chunk.first_layer = first;
+  chunk.last_layer = last;
+  chunk.model_stage = rank;
+  if (rank > 0) chunk.previous_rank = rank - 1;
+  if (rank + 1 < stages) chunk.next_rank = rank + 1;
+  chunk.input.sizes = {2, 16};
+  chunk.output.sizes = {2, 16};
+  return {chunk};
+}
+
+// Runs `schedule` on the MLP cut into `layers_per_stage` (one entry per model stage) on
+// threads, one per rank, and returns the summed loss reported by the rank of the last stage.
+double runPipeline(const LayerChain& chain, const stagecut::Schedule& schedule, const std::vector<int>& layers_per_stage,
+                   const std::vector<ChainBatch>& microbatches) {
+  const int ranks = schedule.stages;
+  auto hub = std::make_shared<InProcessHub>(ranks, std::chrono::milliseconds(20000));
+  std::vector<double> losses(ranks, 0.0);
+  std::vector<std::string> failures(ranks);
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < stages; ++rank) {
+  for (int rank = 0; rank < ranks; ++rank) {
     threads.emplace_back([&, rank] {
       try {
         InProcessTransport transport(hub, rank);
         const SteadyClock clock;
-        stagecut::StagePlacement placement;
-        placement.first_layer = 2 * rank;
-        placement.last_layer = 2 * rank + 1;
-        placement.input.sizes = {2, 16};
-        placement.output.sizes = {2, 16};
-        stagecut::StageExecutor executor(chain, placement, transport, clock);
+        const int rows = static_cast<int>(microbatches.front().input.size(0));
+        stagecut::StageExecutor executor(chain, mlpChunks(schedule.placement(), layers_per_stage, rank, rows), transport,
+                                         clock);
         executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
         losses[rank] = executor.lastStepLoss();
       } catch (const std::exception& e) {
@@ -68,7 +98,15 @@ double runPipeline(const LayerChain& chain, const std::string& schedule_name, co
   }
   for (auto& thread : threads) thread.join();
   for (const auto& failure : failures) REQUIRE(failure.empty());
-  return losses.back();
+  double loss = 0.0;
+  for (double rank_loss : losses) loss += rank_loss;  // only the last stage's rank reports one
+  return loss;
+}
+
+// A 3-stage pipeline of the MLP ([2, 2, 2] layers).
+double runPipeline(const LayerChain& chain, const std::string& schedule_name, const std::vector<ChainBatch>& microbatches) {
+  const auto schedule = stagecut::generateSchedule(schedule_name, 3, static_cast<int>(microbatches.size()), 1);
+  return runPipeline(chain, schedule, {2, 2, 2}, microbatches);
 }
 
 void checkGradientsEqual(const LayerChain& ours, const LayerChain& reference) {
@@ -92,16 +130,40 @@ TEST_CASE("a pipelined step's gradients equal the full batch's under every sched
   }
 }
 
+TEST_CASE("chunks placed in loop order or in a V train as the full batch does", "[runtime][executor][chunks]") {
+  stagecut::pinThreads(1);
+  struct Case {
+    const char* schedule;
+    int ranks;
+    int chunks;
+    std::vector<int> layers_per_stage;  // of the 6-layer MLP
+  };
+  // Uneven chunks; a V's turn and a one-rank loop hand tensors over without a message.
+  const std::vector<Case> cases = {{"interleaved-1f1b", 2, 2, {2, 1, 2, 1}}, {"interleaved-1f1b", 3, 2, {1, 1, 1, 1, 1, 1}},
+                                   {"interleaved-1f1b", 1, 3, {3, 2, 1}},       {"zb-v", 2, 2, {1, 2, 2, 1}},
+                                   {"zb-v", 3, 2, {1, 1, 1, 1, 1, 1}},          {"zb-v", 1, 2, {4, 2}}};
+  for (const Case& c : cases) {
+    INFO(c.schedule << " on " << c.ranks << " rank(s) x " << c.chunks << " chunks");
+    const int microbatches = 6;
+    const auto schedule = stagecut::generateSchedule(c.schedule, c.ranks, microbatches, c.chunks);
+    REQUIRE(schedule.chunks == c.chunks);
+    const LayerChain pipelined = smallMlp();
+    const LayerChain reference = smallMlp();
+    const ChainBatch full = pipelined.make_batch(2 * microbatches, 5);
+    const double pipelined_loss = runPipeline(pipelined, schedule, c.layers_per_stage, split(full, microbatches, 2));
+    const torch::Tensor reference_loss = reference.forward(full);
+    reference_loss.backward();
+    CHECK(pipelined_loss == Approx(reference_loss.item<double>()).epsilon(1e-5));
+    checkGradientsEqual(pipelined, reference);
+  }
+}
+
 TEST_CASE("a rank whose peer never sends fails with the op and the peer named", "[runtime][executor][errors]") {
   const LayerChain chain = smallMlp();
   auto hub = std::make_shared<InProcessHub>(2, std::chrono::milliseconds(200));
   InProcessTransport transport(hub, 1);
   const SteadyClock clock;
-  stagecut::StagePlacement placement;
-  placement.first_layer = 3;
-  placement.last_layer = 5;
-  placement.input.sizes = {2, 16};
-  stagecut::StageExecutor executor(chain, placement, transport, clock);
+  stagecut::StageExecutor executor(chain, oneStage(1, 2, 3, 5), transport, clock);
   const auto schedule = stagecut::generateSchedule("1f1b", 2, 2, 1);
   const ChainBatch full = chain.make_batch(4, 0);
   try {
@@ -143,12 +205,8 @@ std::vector<std::vector<stagecut::OpRecord>> runReplicated(const std::vector<con
           InProcessTransport transport(pipelines[d], rank);
           stagecut::InProcessReplicaGroup group(stage_groups[rank], d);
           const SteadyClock clock;
-          stagecut::StagePlacement placement;
-          placement.first_layer = 2 * rank;
-          placement.last_layer = 2 * rank + 1;
-          placement.input.sizes = {2, 16};
-          placement.output.sizes = {2, 16};
-          stagecut::StageExecutor executor(*chains[d], placement, transport, clock, replicas > 1 ? &group : nullptr);
+          stagecut::StageExecutor executor(*chains[d], oneStage(rank, stages, 2 * rank, 2 * rank + 1), transport, clock,
+                                           replicas > 1 ? &group : nullptr);
           executor.setRecompute(recompute);
           records[index] = executor.runStep(schedule.ranks[rank], shards[d], schedule.splits_backward);
         } catch (const std::exception& e) {
@@ -223,10 +281,8 @@ TEST_CASE("recomputation keeps one microbatch's activations and runs the forward
   auto hub = std::make_shared<InProcessHub>(1, std::chrono::milliseconds(20000));
   InProcessTransport transport(hub, 0);
   const SteadyClock clock;
-  stagecut::StagePlacement placement;
-  placement.first_layer = 0;
-  placement.last_layer = static_cast<int>(chain.layers.size()) - 1;
-  stagecut::StageExecutor executor(chain, placement, transport, clock);
+  stagecut::StageExecutor executor(chain, oneStage(0, 1, 0, static_cast<int>(chain.layers.size()) - 1), transport,
+                                   clock);
   // Peak bytes of the step (its parameters' gradients exist from the warm-up) and the layer
   // forwards one step runs.
   auto measure = [&](int microbatches, bool recompute, int& forwards_per_step) {
@@ -277,10 +333,8 @@ TEST_CASE("an op record's start and end are read from the executor's clock", "[r
   auto hub = std::make_shared<InProcessHub>(1, std::chrono::milliseconds(20000));
   InProcessTransport transport(hub, 0);
   const TickingClock clock;
-  stagecut::StagePlacement placement;
-  placement.first_layer = 0;
-  placement.last_layer = static_cast<int>(chain.layers.size()) - 1;
-  stagecut::StageExecutor executor(chain, placement, transport, clock);
+  stagecut::StageExecutor executor(chain, oneStage(0, 1, 0, static_cast<int>(chain.layers.size()) - 1), transport,
+                                   clock);
   const auto schedule = stagecut::generateSchedule("gpipe", 1, 2, 1);
   const auto records = executor.runStep(schedule.ranks[0], split(chain.make_batch(4, 0), 2, 2), false);
   REQUIRE(records.size() == 4u);

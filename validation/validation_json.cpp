@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
 
@@ -24,6 +26,8 @@ json timelineJson(const Schedule& ops, const SimulationResult& result) {
     for (std::size_t i = 0; i < ops.ranks[r].size(); ++i) {
       rank.push_back({opKindLetter(ops.ranks[r][i].kind), ops.ranks[r][i].microbatch, result.op_times[r][i].start_ms,
                       result.op_times[r][i].end_ms});
+      // The op's local chunk, where a rank runs several (documents of one leave it out).
+      if (ops.chunks > 1) rank.back().push_back(ops.ranks[r][i].chunk);
     }
     ranks.push_back(std::move(rank));
   }
@@ -62,9 +66,11 @@ void readTimeline(const json& ranks, const std::string& where, Schedule* ops, Si
     for (std::size_t i = 0; i < ranks[r].size(); ++i) {
       const json& op = ranks[r][i];
       const std::string at = where + "[" + std::to_string(r) + "][" + std::to_string(i) + "]";
-      if (!op.is_array() || op.size() != 4 || !op[1].is_number_integer() || !op[2].is_number() ||
-          !op[3].is_number()) {
-        throw Error(at + ": expected [kind, microbatch, start_ms, end_ms], found " + describeJsonValue(op));
+      const std::size_t entries = ops->chunks > 1 ? 5 : 4;
+      if (!op.is_array() || op.size() != entries || !op[1].is_number_integer() || !op[2].is_number() ||
+          !op[3].is_number() || (entries == 5 && !op[4].is_number_integer())) {
+        throw Error(at + ": expected [kind, microbatch, start_ms, end_ms" + (entries == 5 ? ", chunk" : "") +
+                    "], found " + describeJsonValue(op));
       }
       const double start = op[2].get<double>(), end = op[3].get<double>();
       if (!std::isfinite(start) || !std::isfinite(end) || end < start) {
@@ -77,6 +83,14 @@ void readTimeline(const json& ranks, const std::string& where, Schedule* ops, Si
       PipelineOp pipeline_op;
       pipeline_op.kind = opKindFromLetter(op[0], at);
       pipeline_op.microbatch = static_cast<int>(microbatch);
+      if (entries == 5) {
+        const auto chunk = op[4].get<std::int64_t>();
+        if (chunk < 0 || chunk >= ops->chunks) {
+          throw Error(at + ": chunk " + std::to_string(chunk) + " is out of range (the run has " +
+                      std::to_string(ops->chunks) + " chunks per rank)");
+        }
+        pipeline_op.chunk = static_cast<int>(chunk);
+      }
       ops->splits_backward = ops->splits_backward || pipeline_op.kind == OpKind::kWeight;
       ops->ranks[r].push_back(pipeline_op);
       result->op_times[r].push_back({start, end});
@@ -91,6 +105,7 @@ void readTimeline(const json& ranks, const std::string& where, Schedule* ops, Si
   const double capacity = result->step_ms * static_cast<double>(ranks.size());
   result->bubble = capacity > 0 ? std::max(0.0, 1.0 - busy_total / capacity) : 0.0;
   result->stages = ops->stages = static_cast<int>(ranks.size());
+  result->chunks = ops->chunks;
 }
 
 // A timeline of the same run as `ops` (the predicted one): the same ops in the same order.
@@ -144,13 +159,32 @@ std::vector<double> readSteps(const JsonFields& fields, const char* key, const c
   return values;
 }
 
-RankComparison readRank(const json& item, const std::string& where, int index, int stages, int replicas) {
+// A rank's "chunks": `chunks` [first, last] layer ranges, the first one its "first" and "last".
+std::vector<std::pair<int, int>> readChunkLayers(const JsonFields& fields, int chunks, const RankComparison& rank) {
+  const json& list = fields.array("chunks");
+  std::vector<std::pair<int, int>> layers;
+  for (const json& range : list) {
+    if (!range.is_array() || range.size() != 2 || !range[0].is_number_integer() || !range[1].is_number_integer() ||
+        range[0].get<std::int64_t>() < 0 || range[1].get<std::int64_t>() < range[0].get<std::int64_t>() ||
+        range[1].get<std::int64_t>() >= (1 << 30)) {
+      fields.fail("chunks", "must list [first, last] layer ranges, found " + describeJsonValue(range));
+    }
+    layers.emplace_back(range[0].get<int>(), range[1].get<int>());
+  }
+  if (layers.size() != static_cast<std::size_t>(chunks) || layers.front() != std::make_pair(rank.first_layer, rank.last_layer)) {
+    fields.fail("chunks", "must list the rank's " + std::to_string(chunks) + " chunks, the first of them \"first\"-\"last\"");
+  }
+  return layers;
+}
+
+RankComparison readRank(const json& item, const std::string& where, int index, int stages, int replicas, int chunks) {
   const JsonFields fields(item, where, "ranks[].");
   RankComparison rank;
   rank.rank = fields.integer("rank", 0, kMaxCount);
   if (rank.rank != index) fields.fail("rank", "must be " + std::to_string(index) + " (ranks are listed in order)");
   rank.first_layer = fields.integer("first", 0, 1 << 30);
   rank.last_layer = fields.integer("last", rank.first_layer, 1 << 30);
+  if (chunks > 1) rank.chunk_layers = readChunkLayers(fields, chunks, rank);
   rank.measured_busy_ms = fields.nonNegative("busy_ms");
   rank.predicted_busy_ms = fields.nonNegative("predicted_busy_ms");
   rank.measured_bubble = fields.nonNegative("bubble");
@@ -232,6 +266,7 @@ json validationToJson(const ValidationReport& report) {
                      {"grad_max_rel_diff", rank.grad_max_rel_diff},
                      {"worst_parameter", rank.worst_parameter},
                      {"op_median_ms", opMediansJson(rank)}});
+    if (!rank.chunk_layers.empty()) ranks.back()["chunks"] = rank.chunk_layers;
     if (!rank.measured_memory_bytes.empty() || !rank.predicted_memory_bytes.empty()) {
       json memory = {{"measured", rank.measured_memory_bytes}, {"predicted", rank.predicted_memory_bytes}};
       if (rank.predicted_peak_parts) memory["predicted_parts"] = memoryPartsToJson(*rank.predicted_peak_parts);
@@ -269,6 +304,7 @@ json validationToJson(const ValidationReport& report) {
                    {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
                                  {"measured", timelineJson(report.ops, report.measured)}}}};
   // Optional fields (stagecut.validation/1 readers ignore what they do not know).
+  if (report.ops.chunks > 1) document["chunks_per_rank"] = report.ops.chunks;
   if (!report.profile_fingerprint.empty()) document["profile_fingerprint"] = report.profile_fingerprint;
   if (!report.optimizer.empty()) document["optimizer"] = report.optimizer;
   if (!report.memory_fields_missing.empty()) document["memory_fields_missing"] = report.memory_fields_missing;
@@ -346,6 +382,16 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
     report.replica_link_bandwidth_bytes_per_s = fields.nonNegative("replica_link_bandwidth_bytes_per_s");
   }
 
+  // Interleaved 1F1B and ZB-V runs: v chunks per rank, placed as the schedule places them.
+  report.ops.chunks = fields.optionalInteger("chunks_per_rank", 1, kMaxCount, 1);
+  if (report.ops.chunks > 1) {
+    const ScheduleKind kind = parseScheduleName(report.schedule);
+    if (!runsChunks(kind) || chunksPerRank(kind, report.ops.chunks) != report.ops.chunks) {
+      fields.fail("chunks_per_rank", "is " + std::to_string(report.ops.chunks) + ", which schedule " + report.schedule +
+                                         " does not run");
+    }
+    report.ops.style = chunkStyle(kind);
+  }
   // With data parallelism "ranks" holds every replica's: rank = replica x stages + stage.
   const json& ranks = fields.array("ranks");
   const std::size_t expected_ranks = static_cast<std::size_t>(report.stages) * static_cast<std::size_t>(report.replicas);
@@ -356,7 +402,7 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   }
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     report.ranks.push_back(readRank(ranks[r], source + ": rank " + std::to_string(r), static_cast<int>(r),
-                                    report.stages, report.replicas));
+                                    report.stages, report.replicas, report.ops.chunks));
   }
 
   const JsonFields timeline = fields.object("timeline");

@@ -4,6 +4,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/memory_parts.h"
@@ -19,8 +20,11 @@ struct RankComparison {
   int stage = 0;    ///< rank = replica x stages + stage
   int replica = 0;
   double measured_allreduce_ms = 0.0;  ///< time in its all-reduce op (data parallel only)
-  int first_layer = 0;
+  int first_layer = 0;  ///< of the rank's first chunk
   int last_layer = 0;
+  /// Every chunk's first and last layer in the rank's local order, where it runs several
+  /// (interleaved 1F1B, ZB-V); empty for one.
+  std::vector<std::pair<int, int>> chunk_layers;
   double measured_busy_ms = 0.0;
   double predicted_busy_ms = 0.0;
   double measured_bubble = 0.0;   ///< idle / step time on this rank
@@ -107,5 +111,10 @@ struct ValidationReport {
   /// from before it was recorded).
   std::optional<RunEnvironment> environment;
 };
+
+/// Each model stage's [first, last] layers in chain order, as the run's ranks of replica 0 held
+/// them: one stage per rank, or each rank's chunks placed as its schedule places them
+/// (report.ops.placement()). An entry is empty where no rank listed that stage.
+std::vector<std::optional<std::pair<int, int>>> modelStageLayers(const ValidationReport& report);
 
 }  // namespace stagecut
