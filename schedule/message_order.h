@@ -13,10 +13,9 @@ namespace stagecut {
 /// receiver and kind (an F's activation, a B's input gradient), the sender's k-th message must
 /// be the one the receiver's k-th receive waits for. Returns the first channel that disagrees,
 /// in words ("rank 0 sends F(2)'s activation to rank 1 as its 3rd message to it, where rank 1's
-/// 3rd receive from rank 0 is F(1)'s"), or nullopt. With one chunk per rank activations only
-/// go to the next rank and gradients to the previous one, so a channel per direction
-/// (DirectionSplitTransport) is a channel per kind; a V sends both kinds both ways between
-/// neighbours (chunk 0's activations and chunk 1's gradients down), so it needs the kinds apart.
+/// 3rd receive from rank 0 is F(1)'s"), or nullopt. A V sends both kinds both ways between
+/// neighbours (chunk 0's activations and chunk 1's gradients down), so the runtime's order-paired
+/// transport has a channel per direction and kind (DirectionSplitTransport).
 std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule);
 
 }  // namespace stagecut
