@@ -102,11 +102,13 @@ void addCompareCommand(CLI::App& app) {
       splits.push_back(describeSplit(profile, options, buildCostModel(profile, options, path), yours, "yours"));
     }
     const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
+    const std::vector<ScheduleChoice> choices = bestSplitPerSchedule(profile, options, path);
     ComparisonDocument comparison;
     comparison.profile_fingerprint = readProfileFingerprint(path);
     for (const Partition& split : splits) {
       comparison.splits.push_back({split, frameworkOutputs(profile, split.layersPerStage())});
     }
+    comparison.schedules = scheduleComparisons(profile, choices);
     const nlohmann::json document = comparisonToJson(comparison);
     const std::vector<StageRecompute> optimum_extras =
         extras ? stageRecompute(profile, options, chosenSplit(splits), path) : std::vector<StageRecompute>{};
@@ -136,7 +138,7 @@ void addCompareCommand(CLI::App& app) {
       std::cout << "\n  The compute split, per stage:\n\n";
       printRecomputeTable(std::cout, optimum_extras, options);
     }
-    printScheduleChoices(std::cout, bestSplitPerSchedule(profile, options, path));
+    printScheduleChoices(std::cout, choices);
     if (output) std::cout << "\nwrote " << output->path << "\n";
   });
 }

@@ -79,11 +79,26 @@ struct PartitionDocument {
   FrameworkOutputs outputs;
 };
 
-/// A comparison file as written (stagecut.comparison/1): the splits, and the fingerprint of the
-/// profile they were made from ("" in files from before it was recorded).
+/// One schedule of a comparison file's "schedules": its best split, simulated under it, or why
+/// the schedule was left out (partitioner/schedule_choices.h makes them).
+struct ScheduleComparison {
+  std::string schedule;  ///< "1f1b", "zb-h1", "interleaved-1f1b", "zb-v"
+  int chunks = 1;        ///< v per rank
+  std::optional<PartitionDocument> split;  ///< absent when left out
+  bool exact = false;    ///< whether the split's slowest rank is proven optimal
+  double step_ms = 0.0;  ///< the step simulated under the schedule
+  double bubble = 0.0;   ///< 0..1
+  double peak_bytes = 0.0;  ///< the fullest rank's predicted peak
+  std::string left_out;     ///< why there is no split; empty when there is one
+};
+
+/// A comparison file as written (stagecut.comparison/1): the splits, the fingerprint of the
+/// profile they were made from ("" in files from before it was recorded), and each schedule on
+/// its own best split (optional: empty in files from before it was written).
 struct ComparisonDocument {
   std::vector<PartitionDocument> splits;
   std::string profile_fingerprint;
+  std::vector<ScheduleComparison> schedules;
 };
 
 }  // namespace stagecut

@@ -152,11 +152,56 @@ void writePartitionFile(const OutputPath& output, const Partition& partition, co
   writeOutputFile(output, toJsonText(partitionToJson(partition, outputs)));
 }
 
+namespace {
+
+json scheduleComparisonToJson(const ScheduleComparison& entry) {
+  json item = {{"schedule", entry.schedule}, {"chunks", entry.chunks}};
+  if (!entry.split) {
+    item["left_out"] = entry.left_out;
+    return item;
+  }
+  item["exact"] = entry.exact;
+  item["step_ms"] = entry.step_ms;
+  item["bubble"] = entry.bubble;
+  item["peak_memory_bytes"] = entry.peak_bytes;
+  item["split"] = partitionToJson(entry.split->partition, entry.split->outputs);
+  return item;
+}
+
+ScheduleComparison scheduleComparisonFromJson(const json& item, const std::string& where) {
+  const JsonFields fields(item, where);
+  ScheduleComparison entry;
+  entry.schedule = fields.string("schedule");
+  entry.chunks = fields.integer("chunks", 1, std::numeric_limits<int>::max());
+  if (!fields.has("split")) {
+    entry.left_out = fields.string("left_out");
+    if (entry.left_out.empty()) fields.fail("left_out", "is empty; an entry without a split says why");
+    return entry;
+  }
+  entry.split = partitionDocumentFromJson(item.at("split"), where + " split");
+  if (entry.split->partition.rankPlacement().chunks_per_rank != entry.chunks) {
+    fields.fail("chunks", "is " + std::to_string(entry.chunks) + " but its split places " +
+                              std::to_string(entry.split->partition.rankPlacement().chunks_per_rank) + " chunks per rank");
+  }
+  entry.exact = fields.boolean("exact");
+  entry.step_ms = fields.nonNegative("step_ms");
+  entry.bubble = fields.fraction("bubble");
+  entry.peak_bytes = fields.nonNegative("peak_memory_bytes");
+  return entry;
+}
+
+}  // namespace
+
 json comparisonToJson(const ComparisonDocument& comparison) {
   json list = json::array();
   for (const PartitionDocument& split : comparison.splits) list.push_back(partitionToJson(split.partition, split.outputs));
   json document = {{"format", kComparisonFormat}, {"splits", std::move(list)}};
   if (!comparison.profile_fingerprint.empty()) document["profile_fingerprint"] = comparison.profile_fingerprint;
+  if (!comparison.schedules.empty()) {
+    json schedules = json::array();
+    for (const ScheduleComparison& entry : comparison.schedules) schedules.push_back(scheduleComparisonToJson(entry));
+    document["schedules"] = std::move(schedules);
+  }
   return document;
 }
 
@@ -170,6 +215,12 @@ ComparisonDocument comparisonFromJson(const json& document, const std::string& s
   for (std::size_t i = 0; i < document["splits"].size(); ++i) {
     comparison.splits.push_back(
         partitionDocumentFromJson(document["splits"][i], source + " split " + std::to_string(i)));
+  }
+  if (document.contains("schedules")) {
+    const json& schedules = JsonFields(document, source).array("schedules");
+    for (std::size_t i = 0; i < schedules.size(); ++i) {
+      comparison.schedules.push_back(scheduleComparisonFromJson(schedules[i], source + " schedules[" + std::to_string(i) + "]"));
+    }
   }
   return comparison;
 }

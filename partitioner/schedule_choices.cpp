@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "partitioner/chunked_partition.h"
+#include "partitioner/framework_formats.h"
 #include "partitioner/profile_partitioner.h"
 #include "prediction/pipeline_prediction.h"
 
@@ -57,6 +58,26 @@ std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const P
     choices.push_back(std::move(choice));
   }
   return choices;
+}
+
+std::vector<ScheduleComparison> scheduleComparisons(const Profile& profile, const std::vector<ScheduleChoice>& choices) {
+  std::vector<ScheduleComparison> entries;
+  for (const ScheduleChoice& choice : choices) {
+    ScheduleComparison entry;
+    entry.schedule = scheduleName(choice.schedule);
+    entry.chunks = choice.chunks;
+    entry.left_out = choice.left_out;
+    if (choice.split) {
+      entry.split = PartitionDocument{
+          *choice.split, frameworkOutputs(profile, choice.split->layersPerStage(), choice.split->placement)};
+      entry.exact = choice.exact;
+      entry.step_ms = choice.step_ms;
+      entry.bubble = choice.bubble;
+      entry.peak_bytes = choice.peak_bytes;
+    }
+    entries.push_back(std::move(entry));
+  }
+  return entries;
 }
 
 }  // namespace stagecut

@@ -35,4 +35,8 @@ struct ScheduleChoice {
 std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const PartitionOptions& options,
                                                  const std::string& source);
 
+/// `choices` as a comparison file keeps them (ComparisonDocument::schedules), each split with
+/// the framework outputs `partition --schedule S` writes for it.
+std::vector<ScheduleComparison> scheduleComparisons(const Profile& profile, const std::vector<ScheduleChoice>& choices);
+
 }  // namespace stagecut

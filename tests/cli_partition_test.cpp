@@ -11,6 +11,8 @@
 
 #include "core/profile_json.h"
 #include "core/json_document.h"
+#include "core/partition_json.h"
+#include "core/partition_json.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
@@ -174,6 +176,27 @@ TEST_CASE("compare --json prints a stagecut.comparison/1 document", "[cli][compa
   CHECK(document["splits"][1]["method"] == "params");
   CHECK(document["splits"][2]["method"] == "compute");
   CHECK(document["splits"][0]["format"] == "stagecut.partition/1");
+  // Each schedule on its own best split, as the text's last table: the split that
+  // `partition --schedule S [--chunks v]` writes, its simulated step, or why it is left out.
+  const auto& schedules = document["schedules"];
+  REQUIRE(schedules.size() == 6u);
+  CHECK(schedules[0]["schedule"] == "1f1b");
+  CHECK(schedules[5]["schedule"] == "zb-v");
+  CHECK(schedules[5]["split"]["placement"]["style"] == "v");
+  CHECK(schedules[5]["split"]["outputs"]["torchtitan"].get<std::string>().find("ZBVZeroBubble") != std::string::npos);
+  CHECK(schedules[4]["left_out"].get<std::string>().find("more layers than the profile's 11") != std::string::npos);
+  const CommandResult zbv = runStagecut("partition '" + kExampleGptProfile + "' --stages 3 --schedule zb-v --json");
+  REQUIRE(zbv.exit_code == 0);
+  const nlohmann::json alone = nlohmann::json::parse(zbv.out);
+  CHECK(schedules[5]["split"]["stages"] == alone["stages"]);
+  CHECK(schedules[5]["split"]["bottleneck_ms"] == alone["bottleneck_ms"]);
+  for (const auto& entry : schedules) {
+    if (!entry.contains("split")) continue;
+    CHECK(entry["step_ms"].get<double>() >= entry["split"]["bottleneck_ms"].get<double>() * 12);
+    CHECK(entry["bubble"].get<double>() > 0);
+  }
+  // The document reads back (report --comparison takes it).
+  CHECK(stagecut::comparisonFromJson(document, "c.json").schedules.size() == 6u);
 }
 
 TEST_CASE("import pipedream writes a profile and says which Input nodes it dropped", "[cli][import]") {

@@ -65,7 +65,7 @@ TEST_CASE("a comparison survives write, read and write byte for byte, recompute 
   const stagecut::FrameworkOutputs outputs = {{"list", "2,3"}, {"deepspeed", "parts=[0, 2, 5]"}};
   const std::string fingerprint = "sha256:" + std::string(64, 'c');
   const std::string text =
-      stagecut::toJsonText(stagecut::comparisonToJson({{{uniform, {}}, {compute, outputs}}, fingerprint}));
+      stagecut::toJsonText(stagecut::comparisonToJson({{{uniform, {}}, {compute, outputs}}, fingerprint, {}}));
   const stagecut::ComparisonDocument back = stagecut::comparisonFromJson(json::parse(text), "c.json");
   REQUIRE(back.splits.size() == 2);
   CHECK(back.splits[0].partition == uniform);
@@ -79,6 +79,48 @@ TEST_CASE("a comparison survives write, read and write byte for byte, recompute 
   CHECK(stagecut::comparisonFromJson(older, "c.json").profile_fingerprint.empty());
   CHECK_THROWS_WITH(stagecut::comparisonFromJson(json{{"format", stagecut::kComparisonFormat}}, "c.json"),
                     "c.json: field \"splits\" is missing or not a list");
+}
+
+TEST_CASE("a comparison's schedules, each on its own split or left out, read back as written",
+          "[core][partition][comparison]") {
+  Partition v_split = makePartition({1, 2, 2, 1});
+  v_split.placement = stagecut::Placement{2, 2, stagecut::Placement::Style::kV};
+  stagecut::ScheduleComparison zbv;
+  zbv.schedule = "zb-v";
+  zbv.chunks = 2;
+  zbv.split = stagecut::PartitionDocument{v_split, {{"torchtitan", "ZBVZeroBubble"}}};
+  zbv.exact = true;
+  zbv.step_ms = 120.5;
+  zbv.bubble = 0.081;
+  zbv.peak_bytes = 1.5e9;
+  stagecut::ScheduleComparison left;
+  left.schedule = "interleaved-1f1b";
+  left.chunks = 3;
+  left.left_out = "6 chunks need more layers than the profile's 5";
+  stagecut::ComparisonDocument comparison;
+  comparison.splits = {{makePartition({3, 3}), {}}};
+  comparison.schedules = {left, zbv};
+  const std::string text = stagecut::toJsonText(stagecut::comparisonToJson(comparison));
+  const stagecut::ComparisonDocument back = stagecut::comparisonFromJson(json::parse(text), "c.json");
+  REQUIRE(back.schedules.size() == 2u);
+  CHECK_FALSE(back.schedules[0].split);
+  CHECK(back.schedules[0].left_out == left.left_out);
+  REQUIRE(back.schedules[1].split);
+  CHECK(back.schedules[1].split->partition == v_split);
+  CHECK(back.schedules[1].step_ms == 120.5);
+  CHECK(stagecut::toJsonText(stagecut::comparisonToJson(back)) == text);
+  // Files from before the schedules were written have none; a split whose chunks per rank are
+  // not the entry's, or an entry with neither a split nor a reason, is refused by name.
+  json older = json::parse(text);
+  older.erase("schedules");
+  CHECK(stagecut::comparisonFromJson(older, "c.json").schedules.empty());
+  json wrong = json::parse(text);
+  wrong["schedules"][1]["chunks"] = 3;
+  CHECK_THROWS_WITH(stagecut::comparisonFromJson(wrong, "c.json"),
+                    Catch::Matchers::StartsWith("c.json schedules[1]: field \"chunks\" is 3 but its split places 2"));
+  json silent = json::parse(text);
+  silent["schedules"][0]["left_out"] = "";
+  CHECK_THROWS_WITH(stagecut::comparisonFromJson(silent, "c.json"), Catch::Matchers::Contains("left_out"));
 }
 
 TEST_CASE("the partition reader rejects stages with a gap, an overlap or no layers",
