@@ -568,13 +568,14 @@ fi
 
 validate_device=$device
 ((dry_run)) && validate_device=cpu
-# Runs validate on PROFILE split by PARTITION (1F1B, 8 microbatches, 3 steps) and judges it:
+# Runs validate on PROFILE split by PARTITION (SCHEDULE, 1f1b unless given; 8 microbatches, 3
+# steps) and judges it:
 # FAIL when it fails, WARN when its step cannot be held to the prediction (a shared GPU, a moved
 # machine, a miss beyond STEP_TOLERANCE), else PASS. Its JSON is OUT/NAME.json, its log OUT/NAME.log.
-validate_split() { # NAME PROFILE PARTITION
-  local name=$1 profile=$2 split_file=$3 seconds rc=0 figures="" verdict note
+validate_split() { # NAME PROFILE PARTITION [SCHEDULE]
+  local name=$1 profile=$2 split_file=$3 schedule=${4:-1f1b} seconds rc=0 figures="" verdict note
   seconds=$(limit 180)
-  local command=("$stagecut" validate "$profile" --partition "$split_file" --device "$validate_device" --schedule 1f1b
+  local command=("$stagecut" validate "$profile" --partition "$split_file" --device "$validate_device" --schedule "$schedule"
     --microbatches 8 --steps 3 --json)
   echo "   ${command[*]:1}"
   timeout -k 5 "$seconds" "${command[@]}" >"$out/$name.json" 2>"$out/$name.log" || rc=$?
@@ -637,6 +638,23 @@ if have "$stagecut" && time_left; then
     finish FAIL "the small llama's profile or partition failed (exit $rc): see $out/small-llama.profile.log"
   else
     validate_split small-llama.validation "$out/small-llama.profile.json" "$out/small-llama.partition.json"
+  fi
+fi
+
+# --- chunks run for real: the small LLaMA's ZB-V split (2 chunks per rank in a V, the turn
+# handed over in memory), gradients and memory per rank against the prediction
+
+begin "validate zb-v"
+if [[ ! -s "$out/small-llama.profile.json" ]]; then
+  finish SKIP "needs the small llama's profile"
+elif time_left; then
+  rc=0
+  run_logged 30 "$out/small-llama.zb-v.partition.txt" "$stagecut" partition "$out/small-llama.profile.json" \
+    --stages 2 --schedule zb-v --microbatches 8 --optimizer adam-mixed -o "$out/small-llama.zb-v.partition.json" || rc=$?
+  if ((rc != 0)); then
+    finish FAIL "the small llama's ZB-V partition failed (exit $rc): see $out/small-llama.zb-v.partition.txt"
+  else
+    validate_split small-llama.zb-v.validation "$out/small-llama.profile.json" "$out/small-llama.zb-v.partition.json" zb-v
   fi
 fi
 

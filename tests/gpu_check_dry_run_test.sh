@@ -51,7 +51,7 @@ if grep -q -E '^   FAIL ' <<<"$summary"; then
 fi
 grep -q -F "from PYTHON=$work/python3" <<<"$summary" || problems+=("LibTorch was not found through PYTHON")
 for step in libtorch carry nvidia-smi configure build debugger "cxx runtime link" "cuda tests" "profile cuda-events" "profile cupti" \
-  "cupti vs events" "profile llama bf16" "profile llama 70b tp8" "megatron tp layout" "llama memory vs torch" "sum of layers vs whole" partition validate "validate llama bf16" "calibration table" "wall time"; do
+  "cupti vs events" "profile llama bf16" "profile llama 70b tp8" "megatron tp layout" "llama memory vs torch" "sum of layers vs whole" partition validate "validate llama bf16" "validate zb-v" "calibration table" "wall time"; do
   grep -q -E "^   (PASS|WARN|SKIP)  $step  " <<<"$summary" || problems+=("no PASS, WARN or SKIP line for '$step'")
 done
 # The table runs in the dry run whatever the cores (2 ranks, a tiny model): its verdicts count.
@@ -64,6 +64,8 @@ done
 grep -q -E "^   (PASS|WARN)  validate  .*gradients pass" <<<"$summary" || problems+=("validate's gradients did not pass")
 grep -q -E "^   (PASS|WARN)  validate llama bf16  .*gradients pass .*--optimizer adam-mixed" <<<"$summary" ||
   problems+=("the bfloat16 llama's validate did not pass its gradients under adam-mixed")
+grep -q -E "^   (PASS|WARN)  validate zb-v  .*gradients pass" <<<"$summary" ||
+  problems+=("the small llama's ZB-V validate did not pass its gradients")
 
 if ((${#problems[@]} > 0)); then
   cat "$work/log"
