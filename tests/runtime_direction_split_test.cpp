@@ -10,6 +10,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
+#include "core/error.h"
 #include "core/json_document.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
@@ -122,6 +123,18 @@ std::vector<RankOutcome> runOrdered(const ValidateRequest& request, int stages) 
   return returned.front();
 }
 
+// One measured step, no warm-up, of `schedule` on the files in `dir` (p.json, s.json).
+ValidateRequest oneStep(const stagecut::testing::TempDir& dir, const std::string& schedule, int microbatches) {
+  ValidateRequest request;
+  request.profile_path = dir.file("p.json");
+  request.partition_path = dir.file("s.json");
+  request.schedule = schedule;
+  request.microbatches = microbatches;
+  request.warmup_steps = 0;
+  request.steps = 1;
+  return request;
+}
+
 }  // namespace
 
 TEST_CASE("groups that pair messages by order hand each receive the next message, whatever its tag",
@@ -168,13 +181,7 @@ TEST_CASE("3 stages over order-paired groups train as the full batch does under 
   for (const char* schedule : {"gpipe", "1f1b", "zb-h1"}) {
     for (int replicas : {1, 2}) {
       INFO(schedule << ", " << replicas << " replica(s)");
-      ValidateRequest request;
-      request.profile_path = split.dir.file("p.json");
-      request.partition_path = split.dir.file("s.json");
-      request.schedule = schedule;
-      request.microbatches = 5;
-      request.warmup_steps = 0;
-      request.steps = 1;
+      ValidateRequest request = oneStep(split.dir, schedule, 5);
       request.data_parallel = replicas;
       const std::vector<RankOutcome> outcomes = runOrdered(request, 3);
       REQUIRE(outcomes.size() == static_cast<std::size_t>(3 * replicas));
@@ -201,13 +208,7 @@ TEST_CASE("chunks in loop order and in a V run over order-paired groups as the f
     stagecut::Partition partition = stagecut::testing::makePartition({1, 2, 2, 1});
     partition.placement = stagecut::Placement{2, 2, style};
     stagecut::writePartitionFile(dir.file("s.json"), partition);
-    ValidateRequest request;
-    request.profile_path = dir.file("p.json");
-    request.partition_path = dir.file("s.json");
-    request.schedule = schedule;
-    request.microbatches = 4;
-    request.warmup_steps = 0;
-    request.steps = 1;
+    const ValidateRequest request = oneStep(dir, schedule, 4);
     const std::vector<RankOutcome> outcomes = runOrdered(request, 2);
     REQUIRE(outcomes.size() == 2u);
     const auto report = stagecut::buildValidationReport(request, profile, partition, outcomes);
@@ -226,6 +227,27 @@ TEST_CASE("chunks in loop order and in a V run over order-paired groups as the f
     const std::string written = stagecut::toJsonText(stagecut::validationToJson(report));
     const auto read = stagecut::validationFromJson(nlohmann::json::parse(written), "v.json");
     CHECK(stagecut::toJsonText(stagecut::validationToJson(read)) == written);
+    // The chunks are checked: a count its schedule does not run, a rank without its chunks, an op
+    // without its chunk.
+    const auto rejection = [](nlohmann::json document) {
+      try {
+        stagecut::validationFromJson(document, "v.json");
+      } catch (const stagecut::Error& error) {
+        return std::string(error.what());
+      }
+      return std::string();
+    };
+    nlohmann::json bad = nlohmann::json::parse(written);
+    bad["schedule"] = "1f1b";
+    CHECK_THAT(rejection(bad), Catch::Matchers::Contains("\"chunks_per_rank\"") &&
+                                   Catch::Matchers::Contains("which schedule 1f1b does not run"));
+    bad = nlohmann::json::parse(written);
+    bad["ranks"][1].erase("chunks");
+    CHECK_THAT(rejection(bad), Catch::Matchers::Contains("rank 1") && Catch::Matchers::Contains("chunks"));
+    bad = nlohmann::json::parse(written);
+    bad["timeline"]["measured"][0][0].erase(4);
+    CHECK_THAT(rejection(bad), Catch::Matchers::Contains("timeline.measured[0][0]: expected [kind, microbatch, "
+                                                         "start_ms, end_ms, chunk]"));
     const auto stages = stagecut::modelStageLayers(read);
     REQUIRE(stages.size() == 4u);
     for (std::size_t s = 0; s < 4; ++s) {
