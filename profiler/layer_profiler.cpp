@@ -10,6 +10,7 @@
 #include "core/sample_stats.h"
 #include "profiler/layer_memory.h"
 #include "profiler/memory_counter.h"
+#include "profiler/torch_runtime.h"
 #include "profiler/weight_gradient_split.h"
 #include "profiler/whole_model_window.h"
 
@@ -130,31 +131,38 @@ std::vector<LayerBench> prepareInputs(LayerChain& chain, const ChainBatch& batch
 // The B/W split of one layer's graph, kept after its whole backward (the split's hooks would
 // otherwise sit on the graph that backward runs): B finds where W will start and computes the
 // input's gradient, W then runs from there and adds into the weights' .grad, as every
-// microbatch after a step's first does (for an embedding's large table, that addition is a
-// visible part of its W). Timed alone instead, the weights' gradient re-runs the layer's
-// backward and B + W misses what the split itself costs (docs/profiler.md).
+// microbatch after a step's first does. Timed alone instead, the weights' gradient re-runs the
+// layer's backward and B + W misses what the split itself costs (docs/profiler.md).
 // Where `weight_pending` is given and not yet known, B's memory is counted on the way (an
 // atomic addition per allocation: nothing the timer sees).
 void timeWeightGradientSplit(const ChainLayer& layer, const torch::Tensor& output, const torch::Tensor& input,
                              const torch::Tensor& upstream_grad, RegionTimer& timer, UnitSampleLog& samples,
                              std::optional<std::uint64_t>* weight_pending) {
-  std::vector<torch::Tensor> targets;
-  if (input.requires_grad()) targets.push_back(input);
+  const std::vector<torch::Tensor> targets = {input};
   std::optional<MemoryCounter> counter;
   if (weight_pending != nullptr && !weight_pending->has_value()) counter.emplace(output.device().type());
   timer.start();
   WeightGradientSplit split(output, targets, layer.parameters);
-  std::vector<torch::Tensor> input_grads;
-  if (!targets.empty()) input_grads = torch::autograd::grad({output}, targets, {upstream_grad}, true, false, true);
+  const std::vector<torch::Tensor> input_grads =
+      torch::autograd::grad({output}, targets, {upstream_grad}, true, false, true);
   const double input_ms = timer.stopMs();
   if (counter) {
-    *weight_pending = targets.empty() ? 0 : pendingForWeights(*counter, input_grads);
+    *weight_pending = pendingForWeights(*counter, input_grads);
     counter.reset();
   }
-  samples.backward_input.push_back(targets.empty() ? 0.0 : input_ms);
+  samples.backward_input.push_back(input_ms);
   timer.start();
   split.runWeightBackward(upstream_grad, input_grads);
   samples.backward_weight.push_back(timer.stopMs());
+}
+
+// A backward with nothing to split: a layer without weights is all B, and one whose input takes
+// no gradient (an embedding's token ids) all W, its whole backward. Split, such a W re-made the
+// embedding's gradient table where the heap had to grow each time, 20 times its backward on the
+// CPU, while a stage's W of that layer is the backward it runs anyway.
+void recordUnsplitBackward(UnitSampleLog& samples, double backward_ms, bool has_weights) {
+  samples.backward_input.push_back(has_weights ? 0.0 : backward_ms);
+  samples.backward_weight.push_back(has_weights ? backward_ms : 0.0);
 }
 
 // Times F, B, W and the whole backward of one layer alone, on one graph (retained between the
@@ -188,11 +196,10 @@ void timeLayer(const ChainLayer& layer, const LayerBench& bench, const torch::Te
     backward_ms = timer.stopMs();
   }
   samples.backward.push_back(backward_ms);
-  if (has_weights) {
+  if (has_weights && input.requires_grad()) {
     timeWeightGradientSplit(layer, output, input, bench.upstream_grad, timer, samples, weight_pending);
   } else {
-    samples.backward_input.push_back(backward_ms);
-    samples.backward_weight.push_back(0.0);
+    recordUnsplitBackward(samples, backward_ms, has_weights);
   }
   samples.spent_s += secondsSince(started);
 }
@@ -265,7 +272,7 @@ void timeWholeModel(const LayerChain& chain, const std::vector<LayerBench>& benc
     const auto layer_started = Clock::now();
     // No gradient reaches a layer whose successor ignores its input; it has no backward to run.
     const bool runs = outputs[i].requires_grad() && gradient.defined();
-    const bool splits = records(i) && runs && !layer.parameters.empty();
+    const bool splits = records(i) && runs && !layer.parameters.empty() && leaves[i].requires_grad();
     double ms = 0.0;
     if (runs) {
       timer.start();
@@ -281,8 +288,7 @@ void timeWholeModel(const LayerChain& chain, const std::vector<LayerBench>& benc
         timeWeightGradientSplit(layer, outputs[i], leaves[i], gradient, timer, samples,
                                 pass.weight_pending ? &(*pass.weight_pending)[i] : nullptr);
       } else {
-        samples.backward_input.push_back(ms);
-        samples.backward_weight.push_back(0.0);
+        recordUnsplitBackward(samples, ms, !layer.parameters.empty());
       }
       samples.spent_s += secondsSince(layer_started);
     }
@@ -292,6 +298,16 @@ void timeWholeModel(const LayerChain& chain, const std::vector<LayerBench>& benc
   }
   whole.backward.push_back(backward_ms);
   whole.spent_s += secondsSince(started);
+}
+
+// A stage's weights hold their gradient buffers from a step's first microbatch on, as Megatron's
+// main_grad buffers are allocated once: the passes time that steady state. Left to the first
+// pass, the buffers' first touch (page faults, about 7 us a page on this project's VM) doubled a
+// block's W and backward in that pass, and with two rounds their median (docs/profiler.md).
+void holdGradientBuffers(const ChainLayer& layer) {
+  for (const auto& parameter : layer.parameters) {
+    if (parameter.requires_grad() && !parameter.grad().defined()) parameter.mutable_grad() = torch::zeros_like(parameter);
+  }
 }
 
 std::uint64_t parameterCount(const ChainLayer& layer) {
@@ -413,6 +429,11 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
   for (int i = window.first; i <= window.second; ++i) {
     namingLayerOnError(chain, i, [&] { buildLayer(chain, static_cast<std::size_t>(i)); });
   }
+  const auto in_window = [&](int i) { return i >= window.first && i <= window.second; };
+  for (int i = 0; i < layer_count; ++i) {
+    if (chain.layers[i].built() && (timed[i] || in_window(i))) holdGradientBuffers(chain.layers[i]);
+  }
+  if (!batch.input.is_cuda()) growRetainedHeap(windowPassBytes(profile.layers, window));
   // The estimate scales from the timed rounds only: the warm-up and the setup before are not rounds.
   Clock::time_point first_round_started = Clock::now();
   const auto report_progress = [&](int round, bool warmup, int layer, const std::string& name, double round_seconds) {
@@ -437,7 +458,6 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
   // What a profile costs: the sweep that gives the inputs and memory, then whole-model passes.
   const double setup_s = secondsSince(started);
   int passes_run = 0;
-  const auto in_window = [&](int i) { return i >= window.first && i <= window.second; };
   ChainPass chain_pass;
   chain_pass.window = window;
   chain_pass.recompute = options.recompute;

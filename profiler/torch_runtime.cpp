@@ -72,11 +72,22 @@ void pinThreads(int threads) {
 void retainFreedMemory() {
   // For bench/ A/B runs against glibc's default heap; not a user setting.
   if (freed_memory_retained || std::getenv("STAGECUT_BENCH_DEFAULT_HEAP") != nullptr) return;
-  // M_MMAP_THRESHOLD cannot go above 32 MiB, so mapping is turned off as a whole; without a trim
-  // threshold the heap would still hand its free top back to the kernel after each large free.
+  // M_MMAP_THRESHOLD cannot go above 32 MiB, so mapping is turned off as a whole; and trimming
+  // too (-1): with any finite threshold (it was 2 GiB) a model larger than that frees its top
+  // after each pass and faults it back in during the next, at about 7 us a page on a VM.
   const bool heap_only = ::mallopt(M_MMAP_MAX, 0) == 1;
-  const bool no_trim = ::mallopt(M_TRIM_THRESHOLD, INT32_MAX) == 1;
+  const bool no_trim = ::mallopt(M_TRIM_THRESHOLD, -1) == 1;
   freed_memory_retained = heap_only && no_trim;
+}
+
+void growRetainedHeap(std::uint64_t bytes) {
+  if (!freed_memory_retained || bytes == 0) return;
+  void* block = std::malloc(static_cast<std::size_t>(bytes));
+  if (block == nullptr) return;
+  // Volatile: a plain memset before free is a dead store the compiler may drop.
+  volatile char* pages = static_cast<volatile char*>(block);
+  for (std::uint64_t at = 0; at < bytes; at += 4096) pages[at] = 0;
+  std::free(block);
 }
 
 }  // namespace stagecut

@@ -16,6 +16,10 @@ namespace stagecut {
 /// their gradients, what it keeps for the backward and its output.
 std::uint64_t layerResidentBytes(const LayerCost& cost);
 
+/// Bytes a pass over layers `window` {first, last} allocates besides the weights and their
+/// gradients: each layer's kept activations and output, and the largest transient among them.
+std::uint64_t windowPassBytes(const std::vector<LayerCost>& layers, std::pair<int, int> window);
+
 /// {first, last} of the longest run of consecutive `layers` that fits `budget_bytes` (the
 /// earliest of equal length); the whole chain when budget_bytes is 0 or it fits. At least one
 /// layer.

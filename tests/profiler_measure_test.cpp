@@ -115,6 +115,50 @@ TEST_CASE("a measured profile has every layer with consistent figures", "[profil
   }
 }
 
+TEST_CASE("the timed passes start with the gradient buffers held, and an embedding's backward is all W", "[profiler][measure]") {
+  // A stage's weights hold their .grad from a step's first microbatch on; the first timed pass
+  // must not be the one that allocates them (that doubled a llama3-70b block's W in it).
+  stagecut::pinThreads(1);
+  stagecut::ZooOptions zoo;
+  zoo.family = "llama";
+  zoo.preset = "llama-tiny";
+  zoo.layers = 2;
+  zoo.seq = 16;
+  LayerChain chain = stagecut::buildZooModel(zoo);
+  stagecut::SteadyClockTimer timer;
+  MeasureOptions options = quickOptions();
+  options.warmup_rounds = 0;
+  int checked_layers = 0;
+  options.on_progress = [&](const stagecut::MeasureProgress& step) {
+    if (step.warmup || step.round != 0) return;
+    for (const auto& layer : chain.layers) {
+      for (const auto& parameter : layer.parameters) {
+        INFO(layer.name << " before the first pass's layer " << step.layer);
+        CHECK(parameter.grad().defined());
+      }
+    }
+    ++checked_layers;
+  };
+  const Profile profile = stagecut::measureLayerChain(chain, options, timer);
+  CHECK(checked_layers == static_cast<int>(chain.layers.size()));
+  // The embedding's input is token ids: its B has nothing to compute and its W is its backward,
+  // the same samples (a W split off on its own re-made the whole table, 20 times the backward).
+  const auto& embed = profile.layers.front();
+  REQUIRE(embed.name == "embed");
+  REQUIRE(embed.backward_weight_ms.has_value());
+  CHECK(embed.backward_input_ms->median == 0.0);
+  CHECK(embed.backward_weight_ms->median == embed.backward_ms.median);
+  CHECK(embed.backward_weight_ms->repeats == embed.backward_ms.repeats);
+  // A block's input takes a gradient: B and W are timed apart, and both do work.
+  const auto& block = profile.layers[1];
+  CHECK(block.backward_input_ms->median > 0.0);
+  CHECK(block.backward_weight_ms->median > 0.0);
+  CHECK(block.backward_weight_ms->median != block.backward_ms.median);
+  for (const auto& layer : chain.layers) {
+    for (const auto& parameter : layer.parameters) CHECK_FALSE(parameter.grad().defined());
+  }
+}
+
 TEST_CASE("the whole-model pass times each layer in chain order", "[profiler][measure]") {
   // Each layer sleeps a known time in its forward and, through a hook on its output, at the start
   // of its backward: the in-chain medians must land on the right layers (the backward runs the

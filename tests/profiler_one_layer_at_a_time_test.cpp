@@ -73,6 +73,21 @@ TEST_CASE("the whole-model window is the longest run of layers that fits", "[pro
   CHECK(stagecut::wholeModelWindow(layers, 1) == std::pair<int, int>{0, 0});
 }
 
+TEST_CASE("a pass over a window allocates its layers' kept bytes and its largest transient", "[profiler][one-layer]") {
+  std::vector<stagecut::LayerCost> layers(4);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    layers[i].param_bytes = 1000;  // held before the pass: not counted
+    layers[i].activation_bytes = 10 * (i + 1);
+    layers[i].output_bytes = 1;
+  }
+  layers[1].backward_transient_bytes = 70;
+  layers[2].forward_transient_bytes = 50;
+  layers[3].backward_transient_bytes = 500;  // outside the window below
+  // Layers 1-2: kept 20 + 1 + 30 + 1, the larger transient 70.
+  CHECK(stagecut::windowPassBytes(layers, {1, 2}) == 52u + 70u);
+  CHECK(stagecut::windowPassBytes(layers, {0, 3}) == 104u + 500u);
+}
+
 TEST_CASE("a profile builds one layer at a time and, short of memory, checks a window of the model", "[profiler][one-layer]") {
   stagecut::ProfileRequest request;
   request.zoo = tinyLlama(6);
