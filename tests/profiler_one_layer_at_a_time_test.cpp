@@ -4,6 +4,7 @@
 #include "profiler/layer_chain.h"
 #include "profiler/layer_profiler.h"
 #include "profiler/profile_request.h"
+#include "profiler/region_timer.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/whole_model_window.h"
 #include "profiler/zoo.h"
@@ -117,4 +118,45 @@ TEST_CASE("a profile builds one layer at a time and, short of memory, checks a w
     CHECK(windowed.layers[i].params == whole.layers[i].params);
     CHECK(windowed.layers[i].forward_ms.repeats >= 2);
   }
+}
+
+TEST_CASE("the sweep for the inputs neither builds nor runs a copy of an identical block", "[profiler][one-layer]") {
+  // 8 blocks: 1, 4 and 8 are timed, the other 5 copies. With a window of the embedding and one
+  // block, no copy is in a pass either: none may be built at all, and every figure still there.
+  stagecut::LayerChain chain = stagecut::describeZooModel(tinyLlama(8));
+  std::vector<int> builds(chain.layers.size(), 0);
+  for (std::size_t i = 0; i < chain.layers.size(); ++i) {
+    auto build = chain.layers[i].build;
+    if (!build) continue;  // the loss: nothing to build
+    chain.layers[i].build = [build, &builds, i](stagecut::ChainLayer& layer) {
+      ++builds[i];
+      build(layer);
+    };
+  }
+  stagecut::MeasureOptions options;
+  options.microbatch_size = 2;
+  options.warmup_rounds = 0;
+  options.min_repeats = 2;
+  options.max_repeats = 2;
+  options.window_bytes = [] { return std::uint64_t{1}; };
+  stagecut::SteadyClockTimer timer;
+  const stagecut::Profile profile = stagecut::measureLayerChain(chain, options, timer);
+  REQUIRE(profile.layers.size() == chain.layers.size());
+  int copies = 0;
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+    const auto& layer = profile.layers[i];
+    INFO(layer.name);
+    if (!layer.times_from) {
+      CHECK((builds[i] >= 1 || !chain.layers[i].build));
+      continue;
+    }
+    ++copies;
+    CHECK(builds[i] == 0);
+    // Its figures are its samples', its memory and output its group's first's.
+    CHECK(layer.forward_ms.median > 0);
+    CHECK(layer.activation_bytes == profile.layers[1].activation_bytes);
+    CHECK(layer.output_bytes == profile.layers[1].output_bytes);
+    CHECK(layer.params == profile.layers[1].params);
+  }
+  CHECK(copies == 5);
 }
