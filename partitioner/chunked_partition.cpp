@@ -173,9 +173,8 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
   if (!options.memory_cap_bytes.empty()) {
     problem.memory.table = &table;
     for (int r = 0; r < placement.ranks; ++r) {
-      problem.memory.rank_states.push_back(rankPeakCandidates(rankChunkMemoryStates(
-          schedule.ranks[static_cast<std::size_t>(r)], placement.chunks_per_rank, schedule.splits_backward, false,
-          placement.firstLocalOn(r), placement.lastLocalOn(r))));
+      problem.memory.rank_states.push_back(rankPeakCandidates(
+          rankChunkMemoryStates(schedule.ranks[static_cast<std::size_t>(r)], placement, r, schedule.splits_backward, false)));
       problem.memory.rank_cap_bytes.push_back(stageCapBytes(options, r));
     }
   }

@@ -183,9 +183,8 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
   costs.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
   const Placement placement = schedule.placement();
   for (int s = 0; s < stages; ++s) {
-    costs.peak_states.push_back(peakCandidates(rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)],
-                                                                schedule.chunks, schedule.splits_backward, true,
-                                                                placement.firstLocalOn(s), placement.lastLocalOn(s))));
+    costs.peak_states.push_back(peakCandidates(
+        rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)], placement, s, schedule.splits_backward, true)));
   }
   for (int s = 0; s < stages && !options.memory_cap_bytes.empty(); ++s) {
     costs.memory_cap_bytes.push_back(stageCapBytes(options, s));

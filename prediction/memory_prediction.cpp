@@ -65,8 +65,8 @@ MemoryPrediction predictMemory(const Profile& profile, const Partition& partitio
       rank.terms.assign(static_cast<std::size_t>(chunks), evenChunkShare(stageTerms(r, &recomputes), chunks));
     }
     const RankOps& ops = schedule.ranks[static_cast<std::size_t>(r)];
-    const std::vector<std::vector<MemoryState>> states = rankChunkMemoryStates(
-        ops, chunks, schedule.splits_backward, recomputes, runs.firstLocalOn(r), runs.lastLocalOn(r));
+    const std::vector<std::vector<MemoryState>> states =
+        rankChunkMemoryStates(ops, runs, r, schedule.splits_backward, recomputes);
     for (std::size_t i = 0; i < states.size(); ++i) {
       const MemoryParts parts = rankStateParts(states[i], rank.terms);
       const double bytes = parts.total();

@@ -281,17 +281,29 @@ double memoryStateBytes(const MemoryState& state, const StageMemoryTerms& terms)
   return memoryStateParts(state, terms).total();
 }
 
-std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, int chunks, bool splits_backward,
-                                                            bool recomputes, int first_chunk, int last_chunk) {
-  const std::size_t v = static_cast<std::size_t>(std::max(chunks, 1));
+std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, const Placement& placement, int rank,
+                                                            bool splits_backward, bool recomputes) {
+  const int v = std::max(placement.chunks_per_rank, 1);
+  const std::size_t chunks = static_cast<std::size_t>(v);
   std::vector<std::vector<MemoryState>> states;
   states.reserve(ops.size() + 1);
-  std::vector<double> kept(v, 0.0), pending(v, 0.0), sent(v, 0.0);
+  std::vector<double> kept(chunks, 0.0), pending(chunks, 0.0), sent(chunks, 0.0);
+  // Per local chunk: whether its input, and its output's gradient, come by message; and the
+  // local chunk its output is handed over to in memory, or -1.
+  std::vector<bool> input_by_message(chunks), gradient_by_message(chunks);
+  std::vector<int> hands_over_to(chunks, -1);
+  for (int local = 0; local < v; ++local) {
+    const int chunk = placement.chunkAt(rank, local);
+    const bool has_next = chunk + 1 < placement.chunkCount();
+    input_by_message[local] = chunk > 0 && placement.crossesRanks(chunk - 1);
+    gradient_by_message[local] = has_next && placement.crossesRanks(chunk);
+    if (has_next && !placement.crossesRanks(chunk)) hands_over_to[local] = placement.localOf(chunk + 1);
+  }
   const auto receivesInput = [&](const PipelineOp& op) {
-    return op.kind == OpKind::kForward && op.chunk != first_chunk;
+    return op.kind == OpKind::kForward && input_by_message[static_cast<std::size_t>(op.chunk)];
   };
   const auto receivesGradient = [&](const PipelineOp& op) {
-    return op.kind == OpKind::kBackward && op.chunk != last_chunk;
+    return op.kind == OpKind::kBackward && gradient_by_message[static_cast<std::size_t>(op.chunk)];
   };
   // next_receive[i]: the first op after i that receives, or ops.size().
   std::vector<std::size_t> next_receive(ops.size(), ops.size());
@@ -301,7 +313,7 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
   for (std::size_t index = 0; index < ops.size(); ++index) {
     const PipelineOp& op = ops[index];
     const std::size_t own = static_cast<std::size_t>(op.chunk);
-    std::vector<MemoryState> chunk_states(v);
+    std::vector<MemoryState> chunk_states(chunks);
     for (MemoryState& state : chunk_states) state.transient = MemoryState::Transient::kNone;
     MemoryState& state = chunk_states[own];
     if (next_receive[index] < ops.size()) {
@@ -317,7 +329,9 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
         break;
       case OpKind::kBackward:
         state.transient = MemoryState::Transient::kBackward;
-        state.received = receivesGradient(op);
+        state.received = receivesGradient(op) || hands_over_to[own] >= 0;
+        // The gradient handed over is this op's now, no longer the chunk's that made it.
+        if (hands_over_to[own] >= 0) sent[static_cast<std::size_t>(hands_over_to[own])] -= 1.0;
         // What B leaves for W (its rebuilt graph too, when it recomputes) is there at its end.
         state.recomputes = recomputes && !splits_backward;
         if (splits_backward) pending[own] += 1.0;
@@ -331,7 +345,7 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
     }
     // Gradient buffers outlive the step (zeroed, not freed, as Megatron's and DeepSpeed's are):
     // from the first backward of training on, so in every step from its start.
-    for (std::size_t c = 0; c < v; ++c) {
+    for (std::size_t c = 0; c < chunks; ++c) {
       chunk_states[c].kept = kept[c];
       chunk_states[c].pending = pending[c];
       chunk_states[c].sent = sent[c];
@@ -339,7 +353,7 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
     }
     states.push_back(std::move(chunk_states));
     if (op.kind == OpKind::kBackward) {
-      if (op.chunk != first_chunk) sent[own] += 1.0;
+      if (placement.chunkAt(rank, op.chunk) > 0) sent[own] += 1.0;
       if (!splits_backward) kept[own] -= 1.0;
     } else if (op.kind == OpKind::kWeight) {
       kept[own] -= 1.0;
@@ -349,17 +363,16 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
   MemoryState step;  // every send delivered, every microbatch done: the optimizer's turn
   step.gradients = true;
   step.transient = MemoryState::Transient::kOptimizer;
-  states.emplace_back(v, step);
+  states.emplace_back(chunks, step);
   return states;
 }
 
-std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
-                                          int first_chunk, int last_chunk) {
-  const int v = std::max(chunks, 1);
-  const double share = 1.0 / v;
+std::vector<MemoryState> rankMemoryStates(const RankOps& ops, const Placement& placement, int rank,
+                                          bool splits_backward, bool recomputes) {
+  const double share = 1.0 / std::max(placement.chunks_per_rank, 1);
   std::vector<MemoryState> folded;
   for (const std::vector<MemoryState>& chunk_states :
-       rankChunkMemoryStates(ops, v, splits_backward, recomputes, first_chunk, last_chunk)) {
+       rankChunkMemoryStates(ops, placement, rank, splits_backward, recomputes)) {
     MemoryState state;
     state.transient = MemoryState::Transient::kNone;
     for (const MemoryState& chunk : chunk_states) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/memory_parts.h"
+#include "core/placement.h"
 #include "core/profile.h"
 #include "prediction/recompute.h"
 #include "schedule/pipeline_schedule.h"
@@ -162,22 +163,23 @@ MemoryParts memoryStateParts(const MemoryState& state, const StageMemoryTerms& t
 /// optimizer step's are those of the rank's largest weight tensor).
 MemoryParts rankStateParts(const std::vector<MemoryState>& states, const std::vector<StageMemoryTerms>& terms);
 
-/// Per op of `ops` (one per op, in order, then the optimizer step's), the state of each of the
-/// rank's `chunks` local chunks at the op's peak. A chunk's kept and pending count its own
-/// microbatches; only the chunk the op runs holds the op's temporaries, its received gradient and
-/// (for the next op that receives) the posted buffer. B receives a gradient on every chunk but
-/// `last_chunk` (the chain's last, or -1 when the rank does not hold it) and sends one on every
-/// chunk but `first_chunk` (the chain's first, or -1); sent gradients are held until the step ends.
-/// F receives its input on every chunk but `first_chunk`.
-std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, int chunks, bool splits_backward,
-                                                            bool recomputes, int first_chunk, int last_chunk);
+/// Per op of `ops` (one per op, in order, then the optimizer step's), the state of each of
+/// `rank`'s local chunks under `placement` at the op's peak. A chunk's kept and pending count its
+/// own microbatches; only the chunk the op runs holds the op's temporaries, its received gradient
+/// and (for the next op that receives) the posted buffer. A chunk's input and its output's
+/// gradient arrive by message where the neighbouring chunk runs on another rank; where it runs on
+/// this one (a V's turn, a one-rank loop) they are handed over in memory: no receive is posted,
+/// and B's input gradient lives until the chunk before it takes it in its own B, not to the step's
+/// end as a sent one does. The chain's first chunk receives no input and sends no gradient, its
+/// last receives no gradient.
+std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, const Placement& placement, int rank,
+                                                            bool splits_backward, bool recomputes);
 
-/// rankChunkMemoryStates folded into one state per op for a rank whose v = `chunks` chunks each
-/// hold 1 / v of its per-microbatch bytes (the rank's terms are those of all its layers): what the
-/// partitioner evaluates for every range. `first_chunk` and `last_chunk` as for
-/// rankChunkMemoryStates (Placement::firstLocalOn, lastLocalOn).
-std::vector<MemoryState> rankMemoryStates(const RankOps& ops, int chunks, bool splits_backward, bool recomputes,
-                                          int first_chunk, int last_chunk);
+/// rankChunkMemoryStates folded into one state per op for a rank whose v chunks each hold 1 / v
+/// of its per-microbatch bytes (the rank's terms are those of all its layers): what the
+/// partitioner evaluates for every range.
+std::vector<MemoryState> rankMemoryStates(const RankOps& ops, const Placement& placement, int rank,
+                                          bool splits_backward, bool recomputes);
 
 /// The rows of rankChunkMemoryStates (one state per local chunk) that no other row dominates,
 /// chunk by chunk: what a rank's peak is the largest of, for any chunks' terms.

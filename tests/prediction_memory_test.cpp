@@ -308,8 +308,7 @@ TEST_CASE("the cost model's memory of every range is the peak over the schedule'
     for (int s = 0; s < 3; ++s) {
       // Every op's state, not only the candidates the cost model keeps.
       const std::vector<MemoryState> states =
-          stagecut::rankMemoryStates(schedule.ranks[s], schedule.chunks, schedule.splits_backward, true,
-                                     schedule.placement().firstLocalOn(s), schedule.placement().lastLocalOn(s));
+          stagecut::rankMemoryStates(schedule.ranks[s], schedule.placement(), s, schedule.splits_backward, true);
       for (int first = 0; first < layers; ++first) {
         for (int last = first; last < layers; ++last) {
           INFO(stagecut::scheduleName(kind) << " stage " << s << " layers " << first << ".." << last);
@@ -394,5 +393,42 @@ TEST_CASE("a chunked split's memory counts each chunk's own activations, as the 
         CHECK(predicted.memory.ranks[r].terms.size() == static_cast<std::size_t>(placement.chunks_per_rank));
       }
     }
+  }
+}
+
+TEST_CASE("at a V's turn the boundary is handed over in memory: no receive posted, no gradient held to the end",
+          "[prediction][memory][chunks]") {
+  // ZB-V on 2 ranks: rank 1 holds chunks 1 and 2, and chunk 1 hands its output to chunk 2 on
+  // the same rank, as the runtime does (runtime/stage_executor.cpp, send and receive to itself).
+  for (const int microbatches : {3, 4, 6}) {
+    const stagecut::Schedule schedule =
+        stagecut::pipelineSchedule(ScheduleKind::kZeroBubbleV, 2, microbatches, 2, 1);
+    const stagecut::Placement placement = schedule.placement();
+    REQUIRE(placement.rankOf(1) == 1);
+    REQUIRE(placement.rankOf(2) == 1);
+    const stagecut::RankOps& ops = schedule.ranks[1];
+    const auto states = stagecut::rankChunkMemoryStates(ops, placement, 1, schedule.splits_backward, false);
+    REQUIRE(states.size() == ops.size() + 1);
+    const int turn_from = placement.localOf(1);  // chunk 1 on rank 1
+    const int turn_to = placement.localOf(2);    // chunk 2 on rank 1
+    // Walked independently: a gradient chunk 2's B makes is alive until chunk 1's B of the
+    // same microbatch takes it (B runs microbatches in order on each chunk).
+    int made = 0, taken = 0, sent_to_rank_0 = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      INFO("M " << microbatches << ", op " << i);
+      const stagecut::PipelineOp& op = ops[i];
+      const bool takes = op.kind == stagecut::OpKind::kBackward && op.chunk == turn_from;
+      if (takes) ++taken;
+      CHECK(states[i][turn_to].posted_input == 0.0);
+      CHECK(states[i][turn_from].posted_gradient == 0.0);
+      CHECK(states[i][turn_to].sent == Approx(made - taken));
+      if (takes) CHECK(states[i][turn_from].received);
+      // Chunk 1's own input gradient goes to rank 0 by message: held to the step's end.
+      CHECK(states[i][turn_from].sent == Approx(sent_to_rank_0));
+      if (op.kind == stagecut::OpKind::kBackward && op.chunk == turn_to) ++made;
+      if (takes) ++sent_to_rank_0;
+    }
+    CHECK(made == microbatches);
+    CHECK(taken == microbatches);
   }
 }
