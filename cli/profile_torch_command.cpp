@@ -269,7 +269,7 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
   }
   requireThreadsFitCores("--threads", request.threads);
   const MeasureOptions& measure = request.measure;
-  if (measure.warmup_rounds != kAutoWarmupPasses) requireWholeInRange("--warmup", measure.warmup_rounds, 0, 1000, "rounds");
+  if (command.count("--warmup") > 0) requireWholeInRange("--warmup", measure.warmup_rounds, 0, 1000, "rounds");
   requireWholeInRange("--min-repeats", measure.min_repeats, 1, 1000000, "timed rounds");
   requireWholeInRange("--max-repeats", measure.max_repeats, measure.min_repeats, 1000000,
                       "timed rounds (no fewer than --min-repeats)");

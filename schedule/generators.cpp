@@ -157,8 +157,8 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
     const int lower = microbatches / stages * stages;
     const std::string fix = lower > 0 ? std::to_string(lower) + " or " : "";
     throw Error("--microbatches " + std::to_string(microbatches) +
-                ": interleaved-1f1b needs a multiple of --stages " + std::to_string(stages) +
-                "; use " + fix + std::to_string(lower + stages));
+                ": interleaved-1f1b needs a multiple of the pipeline's " + std::to_string(stages) +
+                " stages; use " + fix + std::to_string(lower + stages));
   }
   if (chunks == 1) {
     Schedule schedule = generateOneFOneB(stages, microbatches);

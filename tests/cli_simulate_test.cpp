@@ -150,7 +150,7 @@ TEST_CASE("stagecut simulate rejects bad shapes and names in one line with exit 
   expectError("--schedule interleaved-1f1b --chunks 0",
               "--chunks 0: each rank needs at least 1 model chunk");
   expectError("--schedule interleaved-1f1b --microbatches 6",
-              "--microbatches 6: interleaved-1f1b needs a multiple of --stages 4; use 4 or 8");
+              "--microbatches 6: interleaved-1f1b needs a multiple of the pipeline's 4 stages; use 4 or 8");
   expectError("--partition part.json", "--partition part.json: needs the profile it splits; use "
               "'stagecut simulate PROFILE --partition part.json'");
   expectError("--latency 10us", "--latency 10us: unit costs have no bytes or time unit; give a "

@@ -150,6 +150,9 @@ TEST_CASE("profile refuses numbers that are no request, before LibTorch runs any
       {"--budget inf", "--budget inf: must be a finite number of seconds per layer above 0 and at most 86400"},
       {"--cv-target -0.1",
        "--cv-target -0.1: must be a finite number of coefficient of variation above 0 and at most 10"},
+      // -1 is the default's own marker ("auto"), not a value a user may give.
+      {"--warmup -1", "--warmup -1: use 0 to 1000 rounds"},
+      {"--warmup -5", "--warmup -5: use 0 to 1000 rounds"},
       {"--max-repeats 2 --min-repeats 3",
        "--max-repeats 2: use 3 to 1000000 timed rounds (no fewer than --min-repeats)"},
       {"--threads 100000", "--threads 100000: use 1 to " + cores + threads_rule},

@@ -210,9 +210,9 @@ TEST_CASE("generators reject shapes they cannot run with the flag and the fix",
   CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 8, 0),
                     "--chunks 0: each rank needs at least 1 model chunk");
   CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 6, 2),
-                    "--microbatches 6: interleaved-1f1b needs a multiple of --stages 4; use 4 or 8");
+                    "--microbatches 6: interleaved-1f1b needs a multiple of the pipeline's 4 stages; use 4 or 8");
   CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 3, 2),
-                    "--microbatches 3: interleaved-1f1b needs a multiple of --stages 4; use 4");
+                    "--microbatches 3: interleaved-1f1b needs a multiple of the pipeline's 4 stages; use 4");
   CHECK_THROWS_WITH(generateSchedule("gpipe", 4, 8, 2),
                     "--chunks 2: gpipe runs one model chunk per rank; use --chunks 1, or "
                     "interleaved-1f1b for several chunks");
