@@ -25,6 +25,16 @@ struct LinearGeluImpl : torch::nn::Module {
 };
 TORCH_MODULE(LinearGelu);
 
+// A two-block zoo model at seq 16: small enough to profile in a test.
+stagecut::ZooOptions twoBlockZooOptions(const std::string& family, const std::string& preset) {
+  stagecut::ZooOptions zoo;
+  zoo.family = family;
+  zoo.preset = preset;
+  zoo.layers = 2;
+  zoo.seq = 16;
+  return zoo;
+}
+
 MeasureOptions quickOptions() {
   MeasureOptions options;
   options.microbatch_size = 2;
@@ -119,12 +129,7 @@ TEST_CASE("the timed passes start with the gradient buffers held, and an embeddi
   // A stage's weights hold their .grad from a step's first microbatch on; the first timed pass
   // must not be the one that allocates them (that doubled a llama3-70b block's W in it).
   stagecut::pinThreads(1);
-  stagecut::ZooOptions zoo;
-  zoo.family = "llama";
-  zoo.preset = "llama-tiny";
-  zoo.layers = 2;
-  zoo.seq = 16;
-  LayerChain chain = stagecut::buildZooModel(zoo);
+  LayerChain chain = stagecut::buildZooModel(twoBlockZooOptions("llama", "llama-tiny"));
   stagecut::SteadyClockTimer timer;
   MeasureOptions options = quickOptions();
   options.warmup_rounds = 0;
@@ -232,11 +237,7 @@ TEST_CASE("what B keeps for W, counted inside a round, is what a split counted a
   // A profile resumed from a finished one runs no round: its B/W memory is counted by the split
   // alone, the independent count the rounds' must equal.
   stagecut::pinThreads(1);
-  stagecut::ZooOptions zoo;
-  zoo.family = "gpt";
-  zoo.preset = "gpt-tiny";
-  zoo.layers = 2;
-  zoo.seq = 16;
+  stagecut::ZooOptions zoo = twoBlockZooOptions("gpt", "gpt-tiny");
   zoo.hidden = 32;
   zoo.heads = 2;
   zoo.vocab = 128;
