@@ -121,8 +121,8 @@ TEST_CASE("a profile builds one layer at a time and, short of memory, checks a w
 }
 
 TEST_CASE("the sweep for the inputs neither builds nor runs a copy of an identical block", "[profiler][one-layer]") {
-  // 8 blocks: 1, 4 and 8 are timed, the other 5 copies. With a window of the embedding and one
-  // block, no copy is in a pass either: none may be built at all, and every figure still there.
+  // 8 blocks: 1, 4 and 8 are timed, the other 5 copies. With a window of one layer (the
+  // embedding), no copy is in a pass either: none may be built at all, and every figure still there.
   stagecut::LayerChain chain = stagecut::describeZooModel(tinyLlama(8));
   std::vector<int> builds(chain.layers.size(), 0);
   for (std::size_t i = 0; i < chain.layers.size(); ++i) {
