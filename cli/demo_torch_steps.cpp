@@ -134,7 +134,7 @@ DemoSimulations simulateSchedules(const Profile& profile, const Partition& compu
   DemoSimulations simulations;
   const int stages = static_cast<int>(compute.stages.size());
   for (ScheduleKind kind : allScheduleKinds()) {
-    if (needsMicrobatchesPerStageGroup(kind) && plan.microbatches % stages != 0) continue;
+    if (!microbatchCountProblem(kind, stages, plan.microbatches).empty()) continue;
     PredictionOptions options;
     options.schedule = kind;
     options.microbatches = plan.microbatches;

@@ -92,7 +92,7 @@ PartitionOptions optionsForFormat(PartitionOptions options, const PartitionComma
   return options;
 }
 
-// partition --schedule interleaved-1f1b --chunks v (or zb-v's V): N x v chunks placed on the ranks,
+// partition --schedule interleaved-1f1b --chunks v (or a V: zb-v, dualpipe-v): N x v chunks placed on the ranks,
 // solved as one problem (a rank's load is the sum of its chunks).
 void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& profile, PartitionOptions options,
                          const std::string& tensor_parallel_note, const std::vector<int>& yours) {
@@ -111,8 +111,10 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   const Partition best = partitionChunked(profile, options, path, &search);
   const Partition partition = yours.empty() ? best : describeChunkedSplit(profile, options, yours, "yours", path, &search);
   const std::vector<int> counts = partition.layersPerStage();
-  const std::string text = flags.format == "json" ? std::string() : formatSplit(flags.format, profile, counts, partition.placement);
-  const nlohmann::json document = partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement));
+  const std::string text =
+      flags.format == "json" ? std::string() : formatSplit(flags.format, profile, counts, partition.placement, options.schedule);
+  const nlohmann::json document =
+      partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement, options.schedule));
   const std::optional<OutputPath> output = flags.shared.output();
   if (output) writeOutputFile(*output, toJsonText(document));
   if (flags.shared.json || flags.format == "json") {

@@ -7,6 +7,7 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/split_text.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
 
@@ -21,11 +22,11 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
   flags.microbatches_option = command->add_option("--microbatches,-m", flags.microbatches,
                       "Microbatches per step M (default: 4 x stages)");
   command->add_option("--schedule", flags.schedule,
-                      "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-v: how many microbatches' activations each "
-                      "stage keeps")
+                      scheduleNameList() + ": how many microbatches' activations each stage keeps (and, "
+                      "with chunks, how they sit on the ranks)")
       ->capture_default_str();
   flags.chunks_option =
-      command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b (zb-v always runs 2, in a V)")->capture_default_str();
+      command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")->capture_default_str();
   command->add_option("--memory-cap", flags.memory_cap,
                       "Memory per stage, e.g. 80GiB, or one per stage: 80GiB,80GiB,40GiB,80GiB");
   command->add_option("--bandwidth", flags.bandwidth,

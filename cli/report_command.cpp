@@ -113,13 +113,12 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--memory-cap", partition.memory_cap,
                       "Memory per stage, e.g. 80GiB, or one per stage; drawn on the memory chart");
   command->add_option("--schedules", flags->schedules,
-                      "Schedules to simulate: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, or all")
+                      "Schedules to simulate: " + scheduleNameList() + ", or all")
       ->capture_default_str();
   command->add_option("--chunks,-v", partition.chunks, "Model chunks per rank for interleaved-1f1b")
       ->capture_default_str();
   command->add_option("--schedule", partition.schedule,
-                      "gpipe, 1f1b, interleaved-1f1b, zb-h1 or zb-v: how many microbatches' activations each "
-                      "stage keeps")
+                      scheduleNameList() + ": how many microbatches' activations each stage keeps")
       ->capture_default_str();
   command->add_option("--bandwidth", partition.bandwidth, "Link bandwidth between stages, e.g. 25GB/s");
   command->add_option("--latency", partition.latency, "Latency per message, e.g. 10us");

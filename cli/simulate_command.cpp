@@ -197,9 +197,10 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   for (ScheduleKind kind : parseScheduleList(options.schedules)) {
     if (splitsBackward(kind)) splitting.push_back(scheduleName(kind));
   }
-  const std::string who = splitting.size() == 2 ? splitting[0] + " and " + splitting[1]
-                          : splitting.empty()   ? std::string()
-                                                : splitting[0];
+  std::string who;
+  for (std::size_t i = 0; i < splitting.size(); ++i) {
+    who += (i == 0 ? "" : i + 1 == splitting.size() ? " and " : ", ") + splitting[i];
+  }
   const bool one = splitting.size() == 1;
   if (!splitting.empty() && one_chunk.layers_with_even_split > 0) {
     report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
@@ -267,7 +268,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     if (kinds.size() > 1 || runs != options.chunks) {
       throw Error("--chunks " + std::to_string(options.chunks) + ": " + options.schedules +
                   (kinds.size() == 1 ? " fixes its" : " fix their") +
-                  " chunks per rank (zb-v 2, the others 1); add interleaved-1f1b to --schedule, or leave --chunks out");
+                  " chunks per rank (zb-v and dualpipe-v 2, the others 1); add interleaved-1f1b to --schedule, or leave --chunks out");
     }
   }
   SimulationReport report;
@@ -285,10 +286,9 @@ SimulationReport runSimulations(const SimulateOptions& options) {
 
   for (ScheduleKind kind : kinds) {
     const std::string name = scheduleName(kind);
-    if (needsMicrobatchesPerStageGroup(kind) && options.microbatches % stages != 0 && listsAll(options.schedules)) {
-      report.notes.push_back(name + " skipped: it needs --microbatches a multiple of " +
-                             std::to_string(stages) + ", not " +
-                             std::to_string(options.microbatches));
+    const std::string count_problem = microbatchCountProblem(kind, stages, options.microbatches);
+    if (!count_problem.empty() && listsAll(options.schedules)) {
+      report.notes.push_back(name + " skipped: it " + count_problem);
       continue;
     }
     const Placement own = inputs ? inputs->partition.rankPlacement() : Placement{};
@@ -296,7 +296,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     if (own_chunks && !runsPlacement(kind, own)) {
       const std::string placed = "places " + std::to_string(own.chunks_per_rank) + " chunks on each rank" +
                                  (own.style == Placement::Style::kV ? " in a V" : "");
-      const std::string runner = scheduleName(scheduleRunningChunks(own.style));
+      const std::string runner = schedulesRunningChunks(own.style);
       if (!listsAll(options.schedules)) {
         throw Error(options.partition_path + ": the split " + placed + "; " + name + " runs " +
                     (runsChunks(kind) ? std::string("its chunks ") + placementStyleWords(chunkStyle(kind)) : "one") +
@@ -437,10 +437,10 @@ void addSimulateCommand(CLI::App& app) {
   command->add_option("--microbatches,-m", options->microbatches, "Microbatches per step M")
       ->capture_default_str();
   command->add_option("--schedule,-s", options->schedules,
-                      "Comma-separated schedules: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, or all")
+                      "Comma-separated schedules: " + scheduleNameList() + ", or all")
       ->capture_default_str();
   command->add_option("--chunks,-v", options->chunks,
-                      "Model chunks per rank for interleaved-1f1b (zb-v always runs 2, in a V)")
+                      "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")
       ->capture_default_str();
   command->add_option("--bandwidth", options->bandwidth,
                       "Link bandwidth between stages, e.g. 25GB/s (with a profile)");

@@ -164,7 +164,7 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
     splits_backward = splits_backward || splitsBackward(parseScheduleName(figures.schedule));
   }
   out << "\n  Per stage: costs per microbatch ("
-      << (splits_backward ? "B and W as zb-h1 and zb-v run them; the others run B + W as\n  one backward"
+      << (splits_backward ? "B and W as the zero-bubble schedules and dualpipe-v run them; the\n  others run B + W as one backward"
                           : "B and W as the profile split them; the schedules run B + W as\n  one backward")
       << "), the transfer to the next stage, and each schedule's peak activation\n"
       << "  memory (microbatches in flight):\n\n";

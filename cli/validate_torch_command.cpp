@@ -66,7 +66,7 @@ void requireScheduleRunsSplit(ScheduleKind schedule, const Placement& placement,
   if (placement.chunked() && !runsPlacement(schedule, placement)) {
     throw Error(flag + ": " + request.partition_path + " places " + std::to_string(placement.chunks_per_rank) +
                 " chunks on each rank " + placementStyleWords(placement.style) + ", which " + request.schedule +
-                " does not run; use --schedule " + scheduleName(scheduleRunningChunks(placement.style)));
+                " does not run; use --schedule " + schedulesRunningChunks(placement.style));
   }
   if (!placement.chunked() && runsChunks(schedule)) {
     throw Error(flag + ": runs several model chunks per rank, and " + request.partition_path +
@@ -384,7 +384,7 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
   command->add_option("--microbatch-size", request.microbatch_size,
                       "Run at this measured microbatch size of a multi-size profile (default: the size its layers hold)");
   command->add_option("--partition", request.partition_path, "The stagecut.partition/1 to run")->required();
-  command->add_option("--schedule", request.schedule, "gpipe, 1f1b, zb-h1; interleaved-1f1b or zb-v for a split made with partition --schedule of the same name")->capture_default_str();
+  command->add_option("--schedule", request.schedule, "gpipe, 1f1b, zb-h1; interleaved-1f1b, zb-v or dualpipe-v for a split made with partition --schedule of the same name (zb-v and dualpipe-v run the same V splits)")->capture_default_str();
   command->add_option("--microbatches,-m", request.microbatches, "Microbatches per step (per replica with --data-parallel)")->capture_default_str();
   command->add_option("--steps", request.steps, "Measured steps")->capture_default_str();
   command->add_option("--warmup-steps", request.warmup_steps, "Untimed steps first")->capture_default_str();

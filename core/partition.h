@@ -82,7 +82,7 @@ struct PartitionDocument {
 /// One schedule of a comparison file's "schedules": its best split, simulated under it, or why
 /// the schedule was left out (partitioner/schedule_choices.h makes them).
 struct ScheduleComparison {
-  std::string schedule;  ///< "1f1b", "zb-h1", "interleaved-1f1b", "zb-v"
+  std::string schedule;  ///< "1f1b", "zb-h1", "interleaved-1f1b", "zb-v", "dualpipe-v"
   int chunks = 1;        ///< v per rank
   std::optional<PartitionDocument> split;  ///< absent when left out
   bool exact = false;    ///< whether the split's slowest rank is proven optimal

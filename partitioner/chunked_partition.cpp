@@ -17,7 +17,7 @@ namespace {
 Placement chunkPlacement(const PartitionOptions& options) {
   if (!runsChunks(options.schedule)) {
     throw Error(std::string("--chunks: ") + scheduleName(options.schedule) +
-                " runs one chunk per rank; use --schedule interleaved-1f1b or zb-v to split into chunks");
+                " runs one chunk per rank; use --schedule interleaved-1f1b, zb-v or dualpipe-v to split into chunks");
   }
   if (options.chunks < 1) {
     throw Error("--chunks " + std::to_string(options.chunks) + ": each rank needs at least 1 model chunk");

@@ -56,10 +56,9 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
     }
     for (ScheduleKind kind : options.schedules) {
       const std::string name = scheduleName(kind);
-      if (needsMicrobatchesPerStageGroup(kind) && microbatches % stages != 0) {
-        result.notes.push_back(layout + " " + name + " left out: M = " +
-                               std::to_string(microbatches) + " is not a multiple of N = " +
-                               std::to_string(stages));
+      const std::string count_problem = microbatchCountProblem(kind, stages, microbatches);
+      if (!count_problem.empty()) {
+        result.notes.push_back(layout + " " + name + " left out: it " + count_problem);
         continue;
       }
       PartitionOptions partition_options = options.partition;

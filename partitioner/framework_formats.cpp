@@ -222,9 +222,10 @@ namespace {
 // A chunked split in the words of the frameworks that run chunks on ranks: N x v stages, each
 // framework told N (Megatron's virtual size follows from the layout's length) and the schedule.
 std::string chunkedFormat(const std::string& format, const Profile& profile, const std::vector<int>& counts,
-                          const Placement& placement) {
+                          const Placement& placement, ScheduleKind schedule) {
   const std::string ranks = std::to_string(placement.ranks);
   const bool loop = placement.style == Placement::Style::kLoop;
+  const std::string pytorch_name = pytorchScheduleName(schedule);
   if (format == "list") return listFormat(counts);
   if (format == "megatron") {
     if (!loop) throw Error("megatron: Megatron-LM runs no V-shaped schedule; use --format torchtitan");
@@ -232,10 +233,10 @@ std::string chunkedFormat(const std::string& format, const Profile& profile, con
   }
   if (format == "torchtitan") {
     return torchtitanFormat(profile, counts) + "\npipeline_parallel_degree=" + ranks +
-           "\npipeline_parallel_schedule=\"" + (loop ? "Interleaved1F1B" : "ZBVZeroBubble") + "\"";
+           "\npipeline_parallel_schedule=\"" + pytorch_name + "\"";
   }
   if (format == "pippy") {
-    return pippyFormat(profile, counts) + "\nschedule=Schedule" + (loop ? "Interleaved1F1B" : "ZBVZeroBubble") + ", " +
+    return pippyFormat(profile, counts) + "\nschedule=Schedule" + pytorch_name + ", " +
            std::to_string(placement.chunks_per_rank) + " stages per rank (" +
            (loop ? "stage i on rank i % " + ranks : "rank r holds stages r and " +
                                                        std::to_string(placement.chunkCount() - 1) + " - r") + ")";
@@ -248,7 +249,8 @@ std::string chunkedFormat(const std::string& format, const Profile& profile, con
 }  // namespace
 
 std::string formatSplit(const std::string& format, const Profile& profile,
-                        const std::vector<int>& layers_per_stage, const std::optional<Placement>& placement) {
+                        const std::vector<int>& layers_per_stage, const std::optional<Placement>& placement,
+                        std::optional<ScheduleKind> schedule) {
   checkFrameworkFormatName(format);
   checkSplitShape(layers_per_stage, static_cast<int>(profile.layerCount()),
                   static_cast<int>(layers_per_stage.size()), "--format");
@@ -256,7 +258,10 @@ std::string formatSplit(const std::string& format, const Profile& profile,
     throw Error("--format json: the partition document is written by the command, not formatted here");
   }
   checkRules(format, profile, layers_per_stage);
-  if (placement && placement->chunked()) return chunkedFormat(format, profile, layers_per_stage, *placement);
+  if (placement && placement->chunked()) {
+    return chunkedFormat(format, profile, layers_per_stage, *placement,
+                         schedule.value_or(scheduleRunningChunks(placement->style)));
+  }
   if (format == "list") return listFormat(layers_per_stage);
   if (format == "megatron") {
     const std::string flags = megatronFlagsText(profile, layers_per_stage);
@@ -269,12 +274,12 @@ std::string formatSplit(const std::string& format, const Profile& profile,
 }
 
 FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage,
-                                  const std::optional<Placement>& placement) {
+                                  const std::optional<Placement>& placement, std::optional<ScheduleKind> schedule) {
   FrameworkOutputs outputs;
   for (const std::string& format : frameworkFormatNames()) {
     if (format == "json") continue;
     try {
-      const std::string text = formatSplit(format, profile, layers_per_stage, placement);
+      const std::string text = formatSplit(format, profile, layers_per_stage, placement, schedule);
       if (format != "megatron" || (placement && placement->chunked())) {
         outputs[format] = text;
         continue;

@@ -7,6 +7,7 @@
 
 #include "core/partition.h"
 #include "core/profile.h"
+#include "schedule/schedule_kind.h"
 
 namespace stagecut {
 
@@ -36,16 +37,20 @@ void checkFrameworkFormatName(const std::string& name);
 /// as the frameworks that run chunks take it: megatron the layout of N x v stages with
 /// `--pipeline-model-parallel-size N` (Megatron derives the virtual size from the layout's
 /// length), torchtitan the N x v module lists with `pipeline_parallel_degree` and
-/// `pipeline_parallel_schedule`, pippy the split points with its schedule class; deepspeed,
-/// torchgpipe and fairscale, which run one stage per rank, throw Error (input).
+/// `pipeline_parallel_schedule`, pippy the split points with its schedule class (PyTorch's name
+/// of `schedule`, the schedule that runs the chunks; absent, the placement's own:
+/// scheduleRunningChunks); deepspeed, torchgpipe and fairscale, which run one stage per rank,
+/// throw Error (input).
 std::string formatSplit(const std::string& format, const Profile& profile,
                         const std::vector<int>& layers_per_stage,
-                        const std::optional<Placement>& placement = std::nullopt);
+                        const std::optional<Placement>& placement = std::nullopt,
+                        std::optional<ScheduleKind> schedule = std::nullopt);
 
 /// Every format that can express the split (json excluded): the `outputs` map of a partition
 /// document. Megatron's two alternatives are two keys: "megatron" (the layout) and
 /// "megatron-flags".
 FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage,
-                                  const std::optional<Placement>& placement = std::nullopt);
+                                  const std::optional<Placement>& placement = std::nullopt,
+                                  std::optional<ScheduleKind> schedule = std::nullopt);
 
 }  // namespace stagecut

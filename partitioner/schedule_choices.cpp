@@ -16,7 +16,8 @@ std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const P
   const std::pair<ScheduleKind, int> candidates[] = {
       {ScheduleKind::kOneFOneB, 1},            {ScheduleKind::kZeroBubbleH1, 1},
       {ScheduleKind::kInterleavedOneFOneB, 2}, {ScheduleKind::kInterleavedOneFOneB, 3},
-      {ScheduleKind::kInterleavedOneFOneB, 4}, {ScheduleKind::kZeroBubbleV, 2}};
+      {ScheduleKind::kInterleavedOneFOneB, 4}, {ScheduleKind::kZeroBubbleV, 2},
+      {ScheduleKind::kDualPipeV, 2}};
   for (const auto& [kind, chunks] : candidates) {
     ScheduleChoice choice;
     choice.schedule = kind;
@@ -24,9 +25,9 @@ std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const P
     PartitionOptions schedule_options = options;
     schedule_options.schedule = kind;
     schedule_options.chunks = chunks;
-    if (needsMicrobatchesPerStageGroup(kind) && options.microbatches % options.stages != 0) {
-      choice.left_out = "needs the microbatches (" + std::to_string(options.microbatches) + ") a multiple of the " +
-                        std::to_string(options.stages) + " stages";
+    const std::string count_problem = microbatchCountProblem(kind, options.stages, options.microbatches);
+    if (!count_problem.empty()) {
+      choice.left_out = count_problem;
     } else if (chunks > 1 && options.recompute.mode != RecomputePolicy::Mode::kNone) {
       choice.left_out = "recomputation per chunk is not modelled yet";
     } else if (chunks > 1 && options.data_parallel > 1) {
@@ -69,7 +70,8 @@ std::vector<ScheduleComparison> scheduleComparisons(const Profile& profile, cons
     entry.left_out = choice.left_out;
     if (choice.split) {
       entry.split = PartitionDocument{
-          *choice.split, frameworkOutputs(profile, choice.split->layersPerStage(), choice.split->placement)};
+          *choice.split,
+          frameworkOutputs(profile, choice.split->layersPerStage(), choice.split->placement, choice.schedule)};
       entry.exact = choice.exact;
       entry.step_ms = choice.step_ms;
       entry.bubble = choice.bubble;

@@ -170,9 +170,9 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
                           plan.measured_sizes.end();
     const int microbatches = per_replica / size;
     const int stages = request.partition.stages;
-    if (needsMicrobatchesPerStageGroup(request.partition.schedule) && microbatches % stages != 0) {
-      plan.skipped.push_back({size, "interleaved-1f1b needs the microbatches (" + std::to_string(microbatches) +
-                                        ") a multiple of the " + std::to_string(stages) + " stages"});
+    const std::string count_problem = microbatchCountProblem(request.partition.schedule, stages, microbatches);
+    if (!count_problem.empty()) {
+      plan.skipped.push_back({size, std::string(scheduleName(request.partition.schedule)) + " " + count_problem});
       continue;
     }
     const int chunks = chunksPerRank(request.partition.schedule, request.partition.chunks);

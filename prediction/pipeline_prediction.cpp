@@ -63,7 +63,7 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   if (placement.chunked() && !runsChunks(options.schedule)) {
     throw Error(source + ": the split places " + std::to_string(placement.chunks_per_rank) +
                 " chunks on each rank; " + scheduleName(options.schedule) +
-                " runs one; use --schedule " + scheduleName(scheduleRunningChunks(placement.style)));
+                " runs one; use --schedule " + schedulesRunningChunks(placement.style));
   }
   const Placement scheduled =
       schedulePlacement(options.schedule, stages, placement.chunked() ? placement.chunks_per_rank : options.chunks);

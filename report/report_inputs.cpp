@@ -19,10 +19,12 @@ void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& option
   const int stages = static_cast<int>(inputs->chosen.stages.size());
   for (ScheduleKind kind : options.kinds) {
     const std::string name = scheduleName(kind);
-    if (needsMicrobatchesPerStageGroup(kind) && (inputs->microbatches % stages != 0 || stages < 2)) {
-      inputs->notes.push_back("Interleaved 1F1B is not shown: it needs the microbatches (" +
-                              std::to_string(inputs->microbatches) + ") to be a multiple of the " +
-                              std::to_string(stages) + " stages");
+    std::string count_problem = microbatchCountProblem(kind, stages, inputs->microbatches);
+    if (count_problem.empty() && needsMicrobatchesPerStageGroup(kind) && stages < 2) {
+      count_problem = "needs 2 or more stages to interleave";
+    }
+    if (!count_problem.empty()) {
+      inputs->notes.push_back(scheduleDisplayName(name) + " is not shown: it " + count_problem);
       continue;
     }
     PredictionOptions prediction;

@@ -73,6 +73,9 @@ std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microb
     case ScheduleKind::kZeroBubbleV:
       if (!equal_f_b_w || microbatches < 2 * stages - 1) return std::nullopt;
       return zeroBubbleVBubbleFraction(stages, microbatches);
+    case ScheduleKind::kDualPipeV:
+      if (!equal_f_b_w || microbatches < fewestMicrobatches(kind, stages)) return std::nullopt;
+      return zeroBubbleVBubbleFraction(stages, microbatches);
   }
   return std::nullopt;
 }
@@ -87,6 +90,7 @@ std::string closedFormText(ScheduleKind kind) {
     case ScheduleKind::kZeroBubbleH1:
       return "(N-1)/(3M+N-1)";
     case ScheduleKind::kZeroBubbleV:
+    case ScheduleKind::kDualPipeV:
       return "(N-1)/(6M+N-1)";
   }
   return "";

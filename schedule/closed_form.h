@@ -36,7 +36,10 @@ double zeroBubbleVBubbleFraction(int stages, int microbatches);
 /// The closed-form bubble of schedule `kind` where one is known for equal stage costs and no
 /// communication: gpipe and 1f1b (any F : B), interleaved-1f1b (any F : B, M a multiple of N),
 /// zb-h1 (only when `equal_f_b_w`, and M >= N), zb-v (only when `equal_f_b_w`, and
-/// M >= 2N - 1). std::nullopt otherwise.
+/// M >= 2N - 1), dualpipe-v (zb-v's (N - 1) / (6M + N - 1): its step reaches the same bound when
+/// `equal_f_b_w` and M >= 2N; DeepSeek's table gives (N - 1)(F&B + B - 3W) with F&B the time of
+/// a forward overlapped with a backward, which stagecut runs one after the other).
+/// std::nullopt otherwise.
 std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
                                        bool equal_f_b_w);
 

@@ -1,6 +1,8 @@
 #include "schedule/generators.h"
 
 #include <algorithm>
+#include <deque>
+#include <utility>
 
 #include "core/error.h"
 #include "core/suggest.h"
@@ -107,9 +109,11 @@ Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int c
     case ScheduleKind::kZeroBubbleH1:
       return generateZeroBubbleH1(stages, microbatches);
     case ScheduleKind::kZeroBubbleV:
+      return generateZeroBubbleV(stages, microbatches);
+    case ScheduleKind::kDualPipeV:
       break;
   }
-  return generateZeroBubbleV(stages, microbatches);
+  return generateDualPipeV(stages, microbatches);
 }
 
 Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks) {
@@ -276,6 +280,81 @@ Schedule generateZeroBubbleV(int stages, int microbatches) {
     }
     while (weight[1] < backward[1]) add(OpKind::kWeight, 1);
     while (weight[0] < backward[0]) add(OpKind::kWeight, 0);
+  }
+  return schedule;
+}
+
+Schedule generateDualPipeV(int stages, int microbatches) {
+  checkPipelineShape(stages, microbatches, 2);
+  checkScheduleSize(stages, microbatches, 2);
+  const int fewest = fewestMicrobatches(ScheduleKind::kDualPipeV, stages);
+  if (microbatches < fewest) {
+    throw Error("--microbatches " + std::to_string(microbatches) + ": dualpipe-v needs at least 2N = " +
+                std::to_string(fewest) + " microbatches on " + std::to_string(stages) +
+                " stages (DualPipeV fills both arms of the V before its steady state); use --microbatches " +
+                std::to_string(fewest) + " or more, or zb-v");
+  }
+  Schedule schedule = emptySchedule(ScheduleKind::kDualPipeV, stages, microbatches, 2);
+  schedule.style = Placement::Style::kV;
+  schedule.splits_backward = true;
+  for (int rank = 0; rank < stages; ++rank) {
+    RankOps& ops = schedule.ranks[rank];
+    ops.reserve(6 * static_cast<std::size_t>(microbatches));
+    int next_forward[2] = {0, 0};
+    int next_backward[2] = {0, 0};
+    std::deque<std::pair<int, int>> deferred_weights;  // (microbatch, chunk) of split backwards, oldest first
+    const auto forward = [&](int chunk) { ops.push_back({OpKind::kForward, next_forward[chunk]++, chunk}); };
+    // A whole backward runs its W at once; a split one leaves W for a later slot.
+    const auto backward = [&](int chunk, bool whole) {
+      const int microbatch = next_backward[chunk]++;
+      ops.push_back({OpKind::kBackward, microbatch, chunk});
+      if (whole) {
+        ops.push_back({OpKind::kWeight, microbatch, chunk});
+      } else {
+        deferred_weights.emplace_back(microbatch, chunk);
+      }
+    };
+    const auto deferredWeight = [&] {
+      if (deferred_weights.empty()) return;
+      ops.push_back({OpKind::kWeight, deferred_weights.front().first, deferred_weights.front().second});
+      deferred_weights.pop_front();
+    };
+    const int later_ranks = stages - rank - 1;
+    for (int i = 0; i < 2 * later_ranks; ++i) forward(0);
+    for (int i = 0; i <= rank; ++i) {
+      forward(0);
+      forward(1);
+    }
+    for (int i = 0; i < later_ranks; ++i) {
+      backward(1, false);
+      deferredWeight();
+      forward(1);
+    }
+    for (int i = 0; i < microbatches - 2 * stages + rank + 1; ++i) {
+      forward(0);
+      backward(1, true);
+      forward(1);
+      backward(0, true);
+    }
+    for (int i = 0; i < later_ranks; ++i) {
+      backward(1, true);
+      forward(1);
+      backward(0, true);
+    }
+    // The last r + 1 pairs of backwards split from their middle on (chunk 1's first on odd ranks),
+    // so that r + 1 W are left for the drain.
+    bool split = false;
+    for (int i = 0; i <= rank; ++i) {
+      if (i == (rank + 1) / 2 && rank % 2 == 1) split = true;
+      backward(1, !split);
+      if (i == (rank + 1) / 2 && rank % 2 == 0) split = true;
+      backward(0, !split);
+    }
+    for (int i = 0; i < later_ranks; ++i) {
+      deferredWeight();
+      backward(0, !split);
+    }
+    while (!deferred_weights.empty()) deferredWeight();
   }
   return schedule;
 }

@@ -9,7 +9,7 @@
 namespace stagecut {
 
 /// The schedule names generateSchedule() knows, in the order the CLI lists and runs them:
-/// gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v.
+/// gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe-v.
 const std::vector<std::string>& scheduleNames();
 
 /// Splits a comma-separated list such as "gpipe,1f1b" ("all" for every schedule) into
@@ -23,7 +23,7 @@ void checkPipelineShape(int stages, int microbatches, int chunks);
 
 /// The op lists of schedule `name` for N = `stages` ranks, M = `microbatches` and v = `chunks`
 /// model chunks per rank (chunksPerRank(): any v for interleaved-1f1b, which also needs M a
-/// multiple of N; exactly 2 for zb-v; 1 for the others).
+/// multiple of N; exactly 2 for zb-v and dualpipe-v, which also needs M >= 2N; 1 for the others).
 /// Throws Error (input) naming the flag (--stages, --microbatches, --chunks, --schedule) and the
 /// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run. Every generator
 /// also refuses more than 2^22 forward ops per step (N x M x v), which no pipeline needs and which
@@ -59,5 +59,15 @@ Schedule generateZeroBubbleH1(int stages, int microbatches);
 /// drain. On equal F = B = W chunk costs its step is 6M + N - 1 units for M >= 2N - 1, the
 /// least any schedule can take (see zeroBubbleVBubbleFraction).
 Schedule generateZeroBubbleV(int stages, int microbatches);
+
+/// DualPipeV (DeepSeek's DualPipe cut in half; PyTorch's ScheduleDualPipeV, whose order this is):
+/// the V of zb-v, for M >= 2N. Rank r warms up with 2(N - r - 1) forwards of chunk 0, r + 1
+/// pairs of forwards and N - r - 1 (B, W, F) of chunk 1; the steady state pairs a forward of one
+/// chunk with the whole backward (B then W) of the other, as DualPipe overlaps them; the
+/// cool-down splits the second half of its backwards and runs their W last. Where PyTorch
+/// overlaps a forward with a backward in one action, the list runs the forward first. On equal
+/// F = B = W chunk costs its step is 6M + N - 1 units, as zb-v's, with more microbatches in
+/// flight (2N + 1 chunk activations on every rank).
+Schedule generateDualPipeV(int stages, int microbatches);
 
 }  // namespace stagecut

@@ -73,7 +73,7 @@ PartitionCosts costsFromPartition(const Profile& profile, const Partition& parti
     throw Error(partition_source + ": the split places " + std::to_string(own.chunks_per_rank) + " chunks on each rank" +
                 (own.chunks_per_rank == placement.chunks_per_rank
                      ? std::string(" ") + placementStyleWords(own.style) + ", the schedule " + placementStyleWords(placement.style) +
-                           "; use --schedule " + scheduleName(scheduleRunningChunks(own.style))
+                           "; use --schedule " + schedulesRunningChunks(own.style)
                      : ", the schedule runs " + std::to_string(placement.chunks_per_rank) + "; use --chunks " +
                            std::to_string(own.chunks_per_rank)));
   }

@@ -142,6 +142,7 @@ std::string scheduleDisplayName(const std::string& name) {
   if (name == "interleaved-1f1b") return "Interleaved 1F1B";
   if (name == "zb-h1") return "ZB-H1";
   if (name == "zb-v") return "ZB-V";
+  if (name == "dualpipe-v") return "DualPipeV";
   return name;
 }
 

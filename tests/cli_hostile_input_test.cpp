@@ -440,7 +440,7 @@ const std::vector<BadCommand>& badCommands() {
       {"partition: an empty optimizer", {profile}, "partition " + kP + " --stages 2 --optimizer ''",
        "--optimizer: unknown optimizer ''; use one of: none, sgd, sgd-momentum, adam, adam-mixed"},
       {"partition: an empty schedule", {profile}, "partition " + kP + " --stages 2 --schedule ''",
-       "--schedule: unknown schedule ''; use one of: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v"},
+       "--schedule: unknown schedule ''; use one of: gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe-v"},
       {"partition: an empty format", {profile}, "partition " + kP + " --stages 2 --format ''",
        "--format: unknown format ''; use one of: list, json, megatron, torchgpipe, fairscale, "
        "deepspeed, pippy, torchtitan"},

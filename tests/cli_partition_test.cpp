@@ -160,7 +160,8 @@ TEST_CASE("compare prints the baselines beside the optimum with the slowdown", "
   CHECK_THAT(result.out, Contains("  lower bound ms            16.95     16.95     16.95\n"));
   // Each schedule with its own best split, the chunked ones among them.
   CHECK_THAT(result.out, Contains("Each schedule with its own best split"));
-  for (const char* row : {"  1f1b              1", "  zb-h1             1", "  interleaved-1f1b  2", "  zb-v              2"}) {
+  for (const char* row : {"  1f1b              1", "  zb-h1             1", "  interleaved-1f1b  2", "  zb-v              2",
+                          "  dualpipe-v        2"}) {
     CHECK_THAT(result.out, Contains(row));
   }
   CHECK_THAT(result.out, Contains("left out: interleaved-1f1b (v = 3): 12 chunks need more layers than the profile's 11"));
@@ -179,11 +180,13 @@ TEST_CASE("compare --json prints a stagecut.comparison/1 document", "[cli][compa
   // Each schedule on its own best split, as the text's last table: the split that
   // `partition --schedule S [--chunks v]` writes, its simulated step, or why it is left out.
   const auto& schedules = document["schedules"];
-  REQUIRE(schedules.size() == 6u);
+  REQUIRE(schedules.size() == 7u);
   CHECK(schedules[0]["schedule"] == "1f1b");
   CHECK(schedules[5]["schedule"] == "zb-v");
   CHECK(schedules[5]["split"]["placement"]["style"] == "v");
   CHECK(schedules[5]["split"]["outputs"]["torchtitan"].get<std::string>().find("ZBVZeroBubble") != std::string::npos);
+  CHECK(schedules[6]["schedule"] == "dualpipe-v");
+  CHECK(schedules[6]["split"]["outputs"]["torchtitan"].get<std::string>().find("\"DualPipeV\"") != std::string::npos);
   CHECK(schedules[4]["left_out"].get<std::string>().find("more layers than the profile's 11") != std::string::npos);
   const CommandResult zbv = runStagecut("partition '" + kExampleGptProfile + "' --stages 3 --schedule zb-v --json");
   REQUIRE(zbv.exit_code == 0);
@@ -196,7 +199,7 @@ TEST_CASE("compare --json prints a stagecut.comparison/1 document", "[cli][compa
     CHECK(entry["bubble"].get<double>() > 0);
   }
   // The document reads back (report --comparison takes it).
-  CHECK(stagecut::comparisonFromJson(document, "c.json").schedules.size() == 6u);
+  CHECK(stagecut::comparisonFromJson(document, "c.json").schedules.size() == 7u);
 }
 
 TEST_CASE("import pipedream writes a profile and says which Input nodes it dropped", "[cli][import]") {
@@ -407,14 +410,16 @@ TEST_CASE("partition --schedule zb-v places 2 chunks per rank in a V for torchti
                                               "' --schedule all --microbatches 8 --json");
   REQUIRE(simulated.exit_code == 0);
   const nlohmann::json figures = nlohmann::json::parse(simulated.out);
-  REQUIRE(figures["schedules"].size() == 1);
+  // Both V schedules run the V's split; interleaved 1F1B's loop order cannot.
+  REQUIRE(figures["schedules"].size() == 2);
   CHECK(figures["schedules"][0]["schedule"] == "zb-v");
+  CHECK(figures["schedules"][1]["schedule"] == "dualpipe-v");
   CHECK(document["predicted_step_ms"].get<double>() ==
         Approx(figures["schedules"][0]["step_time"].get<double>()).epsilon(1e-6));
   checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path +
                               "' --schedule interleaved-1f1b --microbatches 8"),
                   path + ": the split places 2 chunks on each rank in a V; interleaved-1f1b runs its chunks in loop "
-                         "order; use --schedule zb-v");
+                         "order; use --schedule zb-v or dualpipe-v");
   checkInputError(partition("--stages 2 --schedule zb-v --format megatron"),
                   "--format megatron: Megatron-LM runs no V-shaped schedule (zb-v); use --format torchtitan or pippy");
   checkInputError(partition("--stages 2 --schedule zb-v --format deepspeed"),
@@ -422,6 +427,33 @@ TEST_CASE("partition --schedule zb-v places 2 chunks per rank in a V for torchti
                   "torchtitan or pippy");
   checkInputError(partition("--stages 2 --schedule zb-v --chunks 3"),
                   "--chunks 3: zb-v runs 2 model chunks per rank (a V); leave --chunks out");
+}
+
+TEST_CASE("partition --schedule dualpipe-v cuts zb-v's V, named DualPipeV for torchtitan and PiPPy, for M >= 2N",
+          "[cli][partition][chunks]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/dualpipe.json";
+  const CommandResult text =
+      partition("--stages 2 --schedule dualpipe-v --microbatches 8 --format torchtitan -o '" + path + "'");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("2 ranks x 2 chunks in a V"));
+  CHECK_THAT(text.out, Contains("pipeline_parallel_schedule=\"DualPipeV\""));
+  const nlohmann::json document = nlohmann::json::parse(stagecut::readTextFile(path));
+  CHECK(document["placement"] == nlohmann::json({{"ranks", 2}, {"chunks_per_rank", 2}, {"style", "v"}}));
+  CHECK_THAT(document["outputs"]["pippy"].get<std::string>(), Contains("schedule=ScheduleDualPipeV, 2 stages per rank"));
+  CHECK(document["outputs"].count("megatron") == 0);
+  // The same V as zb-v's: the slowest rank is the same; the step is DualPipeV's own simulation.
+  const nlohmann::json zbv = nlohmann::json::parse(partition("--stages 2 --schedule zb-v --microbatches 8 --json").out);
+  CHECK(document["bottleneck_ms"].get<double>() == Approx(zbv["bottleneck_ms"].get<double>()));
+  const nlohmann::json simulated = nlohmann::json::parse(
+      runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + path + "' --schedule dualpipe-v --microbatches 8 --json").out);
+  CHECK(document["predicted_step_ms"].get<double>() ==
+        Approx(simulated["schedules"][0]["step_time"].get<double>()).epsilon(1e-6));
+  checkInputError(partition("--stages 3 --schedule dualpipe-v --microbatches 5"),
+                  "--microbatches 5: dualpipe-v needs at least 2N = 6 microbatches on 3 stages (DualPipeV fills both "
+                  "arms of the V before its steady state); use --microbatches 6 or more, or zb-v");
+  checkInputError(partition("--stages 2 --schedule dualpipe-v --format megatron"),
+                  "--format megatron: Megatron-LM runs no V-shaped schedule (dualpipe-v); use --format torchtitan or pippy");
 }
 
 TEST_CASE("a chunked partition file is read back and simulated on its own chunks", "[cli][partition][chunks]") {

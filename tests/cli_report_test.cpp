@@ -30,7 +30,7 @@ TEST_CASE("report splits the profile itself and writes one HTML file", "[cli][re
   const CommandResult result = report("--stages 4 --microbatches 8 --memory-cap 140MiB -o '" + dir.file("r.html") + "'");
   REQUIRE(result.exit_code == 0);
   CHECK(result.err.empty());
-  CHECK(result.out == "wrote " + dir.file("r.html") + " (3 splits, 5 schedules, 0 validation runs)\n");
+  CHECK(result.out == "wrote " + dir.file("r.html") + " (3 splits, 6 schedules, 0 validation runs)\n");
   CHECK(dir.list() == std::vector<std::string>{"r.html"});
   const std::string html = stagecut::readTextFile(dir.file("r.html"));
   CHECK_THAT(html, Contains("compute split: 3,3,3,2"));
@@ -49,7 +49,7 @@ TEST_CASE("report takes splits from compare -o and runs from validate --json", "
                                       dir.file("compute.json") + "' '" + dir.file("params.json") +
                                       "' -o '" + dir.file("r.html") + "'");
   REQUIRE(result.exit_code == 0);
-  CHECK_THAT(result.out, Contains("(3 splits, 5 schedules, 2 validation runs)"));
+  CHECK_THAT(result.out, Contains("(3 splits, 6 schedules, 2 validation runs)"));
   const std::string html = stagecut::readTextFile(dir.file("r.html"));
   CHECK_THAT(html, Contains("4 microbatches per step"));  // implied by the saved splits
   CHECK_THAT(html, Contains(">Measured 1F1B</tspan>"));

@@ -56,7 +56,7 @@ TEST_CASE("stagecut simulate --json prints stagecut.simulation/1", "[cli][simula
   CHECK(document.at("format") == "stagecut.simulation/1");
   CHECK(document.at("costs") == "unit");
   const auto& schedules = document.at("schedules");
-  REQUIRE(schedules.size() == 5);
+  REQUIRE(schedules.size() == 6);
   CHECK(schedules[0].at("schedule") == "gpipe");
   CHECK(schedules[0].at("step_time").get<double>() == Approx(33));
   CHECK(schedules[0].at("bubble").get<double>() == Approx(3.0 / 11));
@@ -73,6 +73,11 @@ TEST_CASE("stagecut simulate --json prints stagecut.simulation/1", "[cli][simula
   CHECK(schedules[4].at("step_time").get<double>() == Approx(25.5));
   CHECK(schedules[4].at("closed_form_bubble").get<double>() == Approx(3.0 / 51));
   CHECK(schedules[4].at("bubble").get<double>() == Approx(3.0 / 51));
+  // DualPipeV (M = 2N here): the same bound, one more microbatch-chunk in flight on every rank.
+  CHECK(schedules[5].at("schedule") == "dualpipe-v");
+  CHECK(schedules[5].at("step_time").get<double>() == Approx(25.5));
+  CHECK(schedules[5].at("closed_form_bubble").get<double>() == Approx(3.0 / 51));
+  CHECK(schedules[5].at("peak_in_flight") == nlohmann::json::array({9, 9, 9, 9}));
 }
 
 TEST_CASE("stagecut simulate writes a Chrome trace and an SVG", "[cli][simulate]") {
@@ -95,8 +100,8 @@ TEST_CASE("stagecut simulate compares schedules on a profile and a partition", "
   const CommandResult text = runStagecut("simulate " + inputs + " --schedule all --microbatches 6");
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Contains("3 stages x 6 microbatches"));
-  CHECK_THAT(text.out, Contains("note: 3 of 6 layers have no separate B and W times; zb-h1 and zb-v "
-                                "split their backward evenly into B and W"));
+  CHECK_THAT(text.out, Contains("note: 3 of 6 layers have no separate B and W times; zb-h1, zb-v and "
+                                "dualpipe-v split their backward evenly into B and W"));
   CHECK_THAT(text.out, Contains("note: interleaved-1f1b divides each stage's costs evenly"));
   CHECK_THAT(text.out, Contains("closed form if balanced"));
   CHECK_THAT(text.out, Contains("each schedule's peak activation\n  memory (microbatches in flight)"));
@@ -125,12 +130,14 @@ TEST_CASE("stagecut simulate compares schedules on a profile and a partition", "
   CHECK(slow_document.at("communication") == "1MB/s + 2ms latency per boundary");
 }
 
-TEST_CASE("stagecut simulate skips interleaved-1f1b under 'all' when M is not a multiple of N",
+TEST_CASE("stagecut simulate skips under 'all' the schedules that cannot run M (interleaved-1f1b, dualpipe-v)",
           "[cli][simulate]") {
   const CommandResult result = runStagecut("simulate --stages 4 --microbatches 6 --schedule all");
   CHECK(result.exit_code == 0);
-  CHECK_THAT(result.out, Contains("note: interleaved-1f1b skipped: it needs --microbatches a "
-                                  "multiple of 4, not 6"));
+  CHECK_THAT(result.out, Contains("note: interleaved-1f1b skipped: it needs the microbatches (6) a "
+                                  "multiple of the 4 stages"));
+  CHECK_THAT(result.out, Contains("note: dualpipe-v skipped: it needs the microbatches (6) at least twice the 4 stages"));
+  CHECK_THAT(result.out, Contains("ZB-V: step"));
   CHECK_THAT(result.out, Contains("ZB-H1: step"));
 }
 
@@ -231,11 +238,11 @@ TEST_CASE("simulate --chunks with schedules that fix their chunks per rank is re
           "[cli][simulate][errors]") {
   CommandResult result = runStagecut("simulate --schedule zb-v --chunks 3");
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: --chunks 3: zb-v fixes its chunks per rank (zb-v 2, the others 1); add "
+  CHECK(result.err == "stagecut: --chunks 3: zb-v fixes its chunks per rank (zb-v and dualpipe-v 2, the others 1); add "
                       "interleaved-1f1b to --schedule, or leave --chunks out\n");
   result = runStagecut("simulate --schedule 1f1b,zb-h1 --chunks 2");
   CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: --chunks 2: 1f1b,zb-h1 fix their chunks per rank (zb-v 2, the others 1); add "
+  CHECK(result.err == "stagecut: --chunks 2: 1f1b,zb-h1 fix their chunks per rank (zb-v and dualpipe-v 2, the others 1); add "
                       "interleaved-1f1b to --schedule, or leave --chunks out\n");
   // What the schedule runs anyway, and any v beside interleaved-1f1b, are taken.
   CHECK(runStagecut("simulate --schedule zb-v --chunks 2").exit_code == 0);

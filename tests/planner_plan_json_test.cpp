@@ -138,7 +138,7 @@ TEST_CASE("the plan reader names the source and the field it rejects", "[planner
   document = plan;
   document["schedule"] = "1f1";
   CHECK(rejectionOf(document) ==
-        "plan.json: field \"schedule\" is \"1f1\"; expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v");
+        "plan.json: field \"schedule\" is \"1f1\"; expected one of gpipe, 1f1b, interleaved-1f1b, zb-h1, zb-v, dualpipe-v");
   document = plan;
   document["rows"][0]["layers_per_stage"] = {4};
   CHECK(rejectionOf(document) ==

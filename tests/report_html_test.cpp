@@ -81,9 +81,9 @@ TEST_CASE("the report fetches nothing: its only URLs are the SVG namespace", "[r
 
 TEST_CASE("the report draws a Gantt chart of every simulated schedule", "[report]") {
   const ReportInputs inputs = exampleInputs(4, 8);
-  REQUIRE(inputs.schedules.size() == 5);
+  REQUIRE(inputs.schedules.size() == 6);
   const std::string html = stagecut::renderReportHtml(inputs);
-  for (const char* name : {"GPipe", "1F1B", "Interleaved 1F1B (v = 2)", "ZB-H1", "ZB-V"}) {
+  for (const char* name : {"GPipe", "1F1B", "Interleaved 1F1B (v = 2)", "ZB-H1", "ZB-V", "DualPipeV"}) {
     CHECK_THAT(html, Contains("<tspan font-weight=\"bold\">" + std::string(name) + "</tspan>"));
   }
   // Each inline chart has its own idle pattern: ids are page-wide in HTML.
@@ -96,7 +96,7 @@ TEST_CASE("interleaved 1F1B is left out with a note when M is not a multiple of 
   const ReportInputs inputs = exampleInputs(4, 6);
   CHECK(inputs.schedules.size() == 4);
   CHECK_THAT(stagecut::renderReportHtml(inputs),
-             Contains("Interleaved 1F1B is not shown: it needs the microbatches (6) to be a multiple of the 4 stages"));
+             Contains("Interleaved 1F1B is not shown: it needs the microbatches (6) a multiple of the 4 stages"));
 }
 
 TEST_CASE("validations show predicted above measured on one axis, and the measured speed-up", "[report]") {
@@ -193,7 +193,7 @@ TEST_CASE("splits read back from a comparison keep compute as the chosen one and
   const ReportInputs again = stagecut::reportInputsFromSplits(built.profile, "p.json", built.splits, "cmp.json", 0);
   CHECK(again.chosen.method == "compute");
   CHECK(again.microbatches == 8);
-  CHECK(again.schedules.size() == 5);
+  CHECK(again.schedules.size() == 6);
   CHECK(stagecut::reportInputsFromSplits(built.profile, "p.json", built.splits, "cmp.json", 12).microbatches == 12);
   CHECK_THROWS_WITH(stagecut::reportInputsFromSplits(built.profile, "p.json", {}, "cmp.json", 0),
                     "cmp.json: holds no splits; write it with 'stagecut compare p.json --stages N -o FILE'");

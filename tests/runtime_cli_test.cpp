@@ -108,15 +108,16 @@ TEST_CASE("validate runs a 2-rank pipeline whose gradients equal the full batch'
   CHECK_THAT(text.out, Contains("F ms") && Contains("B ms") && Contains("W ms"));
 }
 
-TEST_CASE("validate runs interleaved 1F1B and ZB-V splits on 2 ranks, gradients equal to the full batch's",
+TEST_CASE("validate runs interleaved 1F1B, ZB-V and DualPipeV splits on 2 ranks, gradients equal to the full batch's",
           "[runtime][cli][chunks]") {
   const TempDir dir;
   stagecut::testing::writeTinyGptSplit(dir);
-  for (const char* schedule : {"interleaved-1f1b", "zb-v"}) {
+  for (const char* schedule : {"interleaved-1f1b", "zb-v", "dualpipe-v"}) {
     INFO(schedule);
+    const bool v_shape = std::string(schedule) != "interleaved-1f1b";
     const std::string split = dir.file(std::string(schedule) + ".json");
     CommandResult result = runStagecut("partition " + dir.file("p.json") + " --stages 2 --schedule " + schedule +
-                                       (std::string(schedule) == "zb-v" ? "" : " --chunks 2") +
+                                       (v_shape ? "" : " --chunks 2") +
                                        " --microbatches 4 --any-split -o " + split);
     REQUIRE(result.exit_code == 0);
     result = runStagecut("validate " + dir.file("p.json") + " --partition " + split + " --schedule " + schedule +
@@ -131,7 +132,7 @@ TEST_CASE("validate runs interleaved 1F1B and ZB-V splits on 2 ranks, gradients 
       REQUIRE(rank["chunks"].size() == 2u);
       // Rank r's chunks are the split's stages r and r + 2 in loop order, r and 3 - r in a V.
       const int r = rank["rank"].get<int>();
-      const int second = std::string(schedule) == "zb-v" ? 3 - r : r + 2;
+      const int second = v_shape ? 3 - r : r + 2;
       CHECK(rank["chunks"][0][0] == partition["stages"][r]["first"]);
       CHECK(rank["chunks"][1][1] == partition["stages"][second]["last"]);
       // Each op names its chunk: [kind, microbatch, start, end, chunk].
@@ -142,6 +143,11 @@ TEST_CASE("validate runs interleaved 1F1B and ZB-V splits on 2 ranks, gradients 
     REQUIRE(result.exit_code == 0);
     CHECK_THAT(result.out, Contains("2 ranks x 2 chunks"));
   }
+  // DualPipeV's shape is refused before any rank starts.
+  const CommandResult few = runStagecut("validate " + dir.file("p.json") + " --partition " + dir.file("dualpipe-v.json") +
+                                        " --schedule dualpipe-v --microbatches 3 --steps 1");
+  CHECK(few.exit_code == 2);
+  CHECK_THAT(few.err, Contains("--microbatches 3: dualpipe-v needs at least 2N = 4 microbatches on 2 stages"));
 }
 
 TEST_CASE("validate runs a bfloat16 llama split over Gloo with float32 gradients and adam-mixed by default",

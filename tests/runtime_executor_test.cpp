@@ -138,10 +138,13 @@ TEST_CASE("chunks placed in loop order or in a V train as the full batch does", 
     int chunks;
     std::vector<int> layers_per_stage;  // of the 6-layer MLP
   };
-  // Uneven chunks; a V's turn and a one-rank loop hand tensors over without a message.
+  // Uneven chunks; a V's turn and a one-rank loop hand tensors over without a message. DualPipeV's
+  // split backwards leave their W's to the end of the step (M = 6 >= 2N for N <= 3).
   const std::vector<Case> cases = {{"interleaved-1f1b", 2, 2, {2, 1, 2, 1}}, {"interleaved-1f1b", 3, 2, {1, 1, 1, 1, 1, 1}},
                                    {"interleaved-1f1b", 1, 3, {3, 2, 1}},       {"zb-v", 2, 2, {1, 2, 2, 1}},
-                                   {"zb-v", 3, 2, {1, 1, 1, 1, 1, 1}},          {"zb-v", 1, 2, {4, 2}}};
+                                   {"zb-v", 3, 2, {1, 1, 1, 1, 1, 1}},          {"zb-v", 1, 2, {4, 2}},
+                                   {"dualpipe-v", 2, 2, {2, 1, 1, 2}},          {"dualpipe-v", 3, 2, {1, 1, 1, 1, 1, 1}},
+                                   {"dualpipe-v", 1, 2, {3, 3}}};
   for (const Case& c : cases) {
     INFO(c.schedule << " on " << c.ranks << " rank(s) x " << c.chunks << " chunks");
     const int microbatches = 6;

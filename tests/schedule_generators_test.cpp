@@ -50,15 +50,16 @@ TEST_CASE("every generator lists each op of each rank exactly once", "[schedule]
       for (int microbatches = 1; microbatches <= 16; ++microbatches) {
         const stagecut::ScheduleKind kind = stagecut::parseScheduleName(name);
         if (stagecut::needsMicrobatchesPerStageGroup(kind) && microbatches % stages != 0) continue;
+        if (microbatches < stagecut::fewestMicrobatches(kind, stages)) continue;
         const int chunks = stagecut::chunksPerRank(kind, 3);
         INFO(name << " N = " << stages << " M = " << microbatches);
         const Schedule schedule = generateSchedule(name, stages, microbatches, chunks);
         CHECK_NOTHROW(stagecut::checkScheduleComplete(schedule));
-        const bool splits = name == "zb-h1" || name == "zb-v";
+        const bool splits = name == "zb-h1" || name == "zb-v" || name == "dualpipe-v";
         CHECK(schedule.opCount() ==
               static_cast<std::size_t>(splits ? 3 : 2) * stages * chunks * microbatches);
         CHECK(schedule.splits_backward == splits);
-        CHECK(schedule.chunks == (name == "zb-v" ? 2 : name == "interleaved-1f1b" ? 3 : 1));
+        CHECK(schedule.chunks == (name == "zb-v" || name == "dualpipe-v" ? 2 : name == "interleaved-1f1b" ? 3 : 1));
       }
     }
   }
@@ -188,6 +189,36 @@ TEST_CASE("ZB-V runs PyTorch's order: rank r holds model stages r and 2N - 1 - r
   }
 }
 
+TEST_CASE("DualPipeV runs PyTorch's ScheduleDualPipeV order on the V, a forward before each "
+          "whole backward it overlaps, and every rank keeps 2N + 1 chunk sets",
+          "[schedule][generators]") {
+  // N = 2, M = 4, worked out by hand from the eight steps of PyTorch's
+  // _calculate_single_rank_operations (DeepSeek's DualPipeV): rank 0 warms up with
+  // 2(N - r - 1) = 2 forwards of chunk 0, r + 1 = 1 pair of forwards, N - r - 1 = 1 (B, W, F) of
+  // chunk 1; then M - 2N + r + 1 = 1 step of F0 B1 F1 B0 (each B with its W), N - r - 1 = 1 of
+  // B1 F1 B0, and the cool-down, whose last backward is split and its W run last.
+  const Schedule small = generateSchedule("dualpipe-v", 2, 4, 2);
+  const auto op = [](OpKind kind, int microbatch, int chunk) { return PipelineOp{kind, microbatch, chunk}; };
+  const OpKind F = OpKind::kForward, B = OpKind::kBackward, W = OpKind::kWeight;
+  CHECK(small.ranks[0] == RankOps{op(F, 0, 0), op(F, 1, 0), op(F, 2, 0), op(F, 0, 1), op(B, 0, 1), op(W, 0, 1),
+                                  op(F, 1, 1), op(F, 3, 0), op(B, 1, 1), op(W, 1, 1), op(F, 2, 1), op(B, 0, 0),
+                                  op(W, 0, 0), op(B, 2, 1), op(W, 2, 1), op(F, 3, 1), op(B, 1, 0), op(W, 1, 0),
+                                  op(B, 3, 1), op(W, 3, 1), op(B, 2, 0), op(W, 2, 0), op(B, 3, 0), op(W, 3, 0)});
+  // Rank 1 (odd) splits chunk 1's backward first in its last pair and runs both W at the end.
+  CHECK(std::vector<PipelineOp>(small.ranks[1].end() - 4, small.ranks[1].end()) ==
+        RankOps{op(B, 3, 1), op(B, 3, 0), op(W, 3, 1), op(W, 3, 0)});
+  CHECK(small.placement() == stagecut::Placement{2, 2, stagecut::Placement::Style::kV});
+  for (int stages = 1; stages <= 8; ++stages) {
+    for (int microbatches = 2 * stages; microbatches <= 2 * stages + 12; ++microbatches) {
+      const Schedule schedule = generateSchedule("dualpipe-v", stages, microbatches, 2);
+      for (int rank = 0; rank < stages; ++rank) {
+        INFO("N = " << stages << " M = " << microbatches << " rank " << rank);
+        CHECK(peakInFlightOfList(schedule.ranks[rank], true) == 2 * stages + 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("parseScheduleList expands all, keeps the order given and drops repeats",
           "[schedule][generators]") {
   using Names = std::vector<std::string>;
@@ -197,8 +228,8 @@ TEST_CASE("parseScheduleList expands all, keeps the order given and drops repeat
     return result;
   };
   CHECK(names("gpipe,1f1b") == Names{"gpipe", "1f1b"});
-  CHECK(names("all") == Names{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v"});
-  CHECK(names("zb-h1,all") == Names{"zb-h1", "gpipe", "1f1b", "interleaved-1f1b", "zb-v"});
+  CHECK(names("all") == Names{"gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"});
+  CHECK(names("zb-h1,all") == Names{"zb-h1", "gpipe", "1f1b", "interleaved-1f1b", "zb-v", "dualpipe-v"});
   CHECK(names("1f1b,,1f1b") == Names{"1f1b"});
 }
 
@@ -218,13 +249,18 @@ TEST_CASE("generators reject shapes they cannot run with the flag and the fix",
                     "interleaved-1f1b for several chunks");
   CHECK_THROWS_WITH(generateSchedule("zb-v", 4, 8, 3),
                     "--chunks 3: zb-v runs 2 model chunks per rank (a V); use --chunks 2");
+  CHECK_THROWS_WITH(generateSchedule("dualpipe-v", 4, 7, 2),
+                    "--microbatches 7: dualpipe-v needs at least 2N = 8 microbatches on 4 stages (DualPipeV fills "
+                    "both arms of the V before its steady state); use --microbatches 8 or more, or zb-v");
+  CHECK_THROWS_WITH(generateSchedule("dualpipe-v", 4, 8, 3),
+                    "--chunks 3: dualpipe-v runs 2 model chunks per rank (a V); use --chunks 2");
   CHECK_THROWS_WITH(generateSchedule("1f1", 4, 8),
                     "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
   CHECK_THROWS_WITH(stagecut::parseScheduleList("gpipe,zb-h2"),
                     "--schedule: unknown schedule 'zb-h2', did you mean 'zb-h1'?");
   CHECK_THROWS_WITH(stagecut::parseScheduleList("pipedream"),
                     "--schedule: unknown schedule 'pipedream'; use one of: gpipe, 1f1b, "
-                    "interleaved-1f1b, zb-h1, zb-v, all");
+                    "interleaved-1f1b, zb-h1, zb-v, dualpipe-v, all");
   CHECK_THROWS_WITH(stagecut::parseScheduleList(","),
                     "--schedule \",\": no schedule named; use e.g. --schedule gpipe,1f1b or "
                     "--schedule all");

@@ -203,6 +203,24 @@ TEST_CASE("ZB-V with F = B = W on every chunk takes 6M + N - 1 slots, the least 
   }
 }
 
+TEST_CASE("DualPipeV with F = B = W on every chunk reaches zb-v's bound, 6M + N - 1 slots",
+          "[schedule][simulator][closed-form]") {
+  for (int stages = 1; stages <= 10; ++stages) {
+    for (int microbatches = 2 * stages; microbatches <= 2 * stages + 30; microbatches += 3) {
+      INFO("N = " << stages << " M = " << microbatches);
+      const Schedule schedule = generateSchedule("dualpipe-v", stages, microbatches, 2);
+      const SimulationResult result = simulate(schedule, equalCosts(schedule, 1, 1, 1));
+      CHECK(result.step_ms == Approx(6.0 * microbatches + stages - 1));
+      const auto closed = stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, stages, microbatches, 2, true);
+      REQUIRE(closed.has_value());
+      CHECK(result.bubble == Approx(*closed));
+      // On unequal costs the bound does not hold and no closed form is claimed.
+      CHECK_FALSE(stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, stages, microbatches, 2, false));
+    }
+  }
+  CHECK_FALSE(stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, 4, 7, 2, true));
+}
+
 TEST_CASE("the slowest stage sets the pace of an unbalanced pipeline", "[schedule][simulator]") {
   // Stage 1 costs 2 + 4 per microbatch, stage 0 1 + 2. Once F0 reaches stage 1 (at 1, plus the
   // transfer) it never waits: the step is F0 on stage 0, 4 x 6 on stage 1, B3 on stage 0.
