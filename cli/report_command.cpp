@@ -86,6 +86,18 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
   }
   ReportInputs inputs = reportInputsFromSplits(profile, path, splits, flags.comparison_path,
                                                microbatches, schedules);
+  // compare chose each schedule's own split for its M: drawn at another M they would mislead.
+  const int compared_microbatches = impliedMicrobatches(inputs.chosen);
+  if (compared_microbatches == inputs.microbatches) {
+    inputs.schedule_choices = std::move(comparison.schedules);
+  } else if (!comparison.schedules.empty()) {
+    inputs.notes.push_back("Each schedule's own best split is not shown: " + flags.comparison_path +
+                           " chose them for " +
+                           (compared_microbatches > 0 ? std::to_string(compared_microbatches) : std::string("another")) +
+                           " microbatches, not the " + std::to_string(inputs.microbatches) +
+                           " drawn here; run 'stagecut compare' with --microbatches " +
+                           std::to_string(inputs.microbatches));
+  }
   if (!flags.partition.memory_cap.empty()) {
     inputs.memory_cap_bytes =
         parseMemoryCaps(flags.partition.memory_cap, static_cast<int>(inputs.chosen.stages.size()));

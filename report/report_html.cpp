@@ -289,6 +289,43 @@ std::string splitsSection(const ReportInputs& inputs) {
   return html + "</section>\n";
 }
 
+// Each schedule with its own best split, as `compare` lists them: a chunked schedule is judged on
+// the chunking made for it, not on the compute split cut into even pieces as drawn above.
+std::string scheduleChoicesTable(const std::vector<ScheduleComparison>& choices) {
+  if (choices.empty()) return "";
+  const ScheduleComparison* baseline = choices.front().split ? &choices.front() : nullptr;
+  std::string html = "<h3 id=\"schedule-choices\">Each schedule on its own best split</h3>\n<p>The chunked "
+                     "schedules cut into N x v chunks for themselves (<code>stagecut partition --schedule S "
+                     "--chunks v</code> prints each); step and bubble simulated under the schedule, memory the "
+                     "fullest rank's predicted peak.</p>\n<table>\n<tr><th>schedule</th><th>v</th>"
+                     "<th>layers per chunk</th><th>slowest rank ms</th><th>step ms</th><th>bubble</th>"
+                     "<th>peak memory</th><th>step vs " +
+                     (baseline ? escapeMarkup(scheduleDisplayName(baseline->schedule)) : std::string("first")) +
+                     "</th><th>optimal</th></tr>\n";
+  std::string left_out;
+  for (const ScheduleComparison& choice : choices) {
+    const std::string name = scheduleDisplayName(choice.schedule);
+    if (!choice.split) {
+      left_out += "<p class=\"note\">Left out: " + escapeMarkup(name) +
+                  (choice.chunks > 1 ? " (v = " + std::to_string(choice.chunks) + ")" : std::string()) + ": " +
+                  escapeMarkup(choice.left_out) + "</p>\n";
+      continue;
+    }
+    const Partition& split = choice.split->partition;
+    const double gap = split.lower_bound_ms > 0 ? split.bottleneck_ms / split.lower_bound_ms - 1.0 : 0.0;
+    const double versus = baseline && baseline->step_ms > 0 ? choice.step_ms / baseline->step_ms - 1.0 : 0.0;
+    html += "<tr><td>" + escapeMarkup(name) + "</td><td>" + std::to_string(choice.chunks) + "</td><td>" +
+            escapeMarkup(joinNumbers(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
+            "</td><td>" + formatMs(choice.step_ms) + "</td><td>" + formatPercent(choice.bubble) + "</td><td>" +
+            formatBytes(static_cast<std::uint64_t>(choice.peak_bytes)) + "</td><td" +
+            (versus > 0.005 ? " class=\"worse\"" : "") + ">" +
+            (&choice == baseline ? std::string("&ndash;") : formatSignedPercent(versus)) + "</td><td>" +
+            (choice.exact ? std::string("yes") : "&le; " + formatPercent(gap, gap < 0.01 ? 2 : 1) + " above") +
+            "</td></tr>\n";
+  }
+  return html + "</table>\n" + left_out;
+}
+
 std::string schedulesSection(const ReportInputs& inputs, int* chart_index) {
   std::string html = "<section id=\"schedules\">\n<h2>Schedules on the " + escapeMarkup(inputs.chosen.method) +
                      " split</h2>\n";
@@ -317,6 +354,7 @@ std::string schedulesSection(const ReportInputs& inputs, int* chart_index) {
     html += inlineGantt(renderSvgGantt(views, options), (*chart_index)++);
   }
   for (const std::string& note : inputs.notes) html += "<p class=\"note\">" + escapeMarkup(note) + "</p>\n";
+  html += scheduleChoicesTable(inputs.schedule_choices);
   return html + "</section>\n";
 }
 

@@ -7,6 +7,7 @@
 #include "core/json_document.h"
 #include "core/partition_json.h"
 #include "partitioner/profile_partitioner.h"
+#include "partitioner/schedule_choices.h"
 #include "prediction/pipeline_prediction.h"
 #include "schedule/generators.h"
 #include "schedule/svg_gantt.h"
@@ -54,6 +55,8 @@ void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& option
   }
 }
 
+}  // namespace
+
 // predictedStepMs() is sum(stage costs) + (M - 1) x bottleneck, so a saved split still says M.
 int impliedMicrobatches(const Partition& split) {
   double sum_ms = 0.0;
@@ -64,8 +67,6 @@ int impliedMicrobatches(const Partition& split) {
   if (rounded < 1 || std::fabs(m - rounded) > 1e-3 * std::max(1.0, rounded)) return 0;
   return static_cast<int>(rounded);
 }
-
-}  // namespace
 
 ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& options,
                                const std::string& source, const ReportScheduleOptions& schedules) {
@@ -84,6 +85,7 @@ ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& o
   simulated.data_parallel = options.data_parallel;
   simulated.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
   simulateSchedules(&inputs, simulated);
+  inputs.schedule_choices = scheduleComparisons(profile, bestSplitPerSchedule(profile, options, source));
   return inputs;
 }
 

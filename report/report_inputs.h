@@ -50,6 +50,9 @@ struct ReportInputs {
   std::vector<Partition> splits;
   Partition chosen;  ///< the split the schedules were simulated on (usually "compute")
   std::vector<ReportSchedule> schedules;
+  /// Each schedule on its own best split, the chunked ones cut into N x v chunks (compare's
+  /// "schedules"): empty, the page leaves the table out.
+  std::vector<ScheduleComparison> schedule_choices;
   std::vector<ReportValidation> validations;
   /// Memory cap in bytes: empty for none, one for every stage, or one per stage.
   std::vector<std::uint64_t> memory_cap_bytes;
@@ -70,7 +73,8 @@ struct ReportScheduleOptions {
 };
 
 /// Partitions `profile` by uniform, params and compute under `options` (as `stagecut compare`
-/// does), chooses the compute split and simulates `schedules` on it. `source` names the profile in
+/// does), chooses the compute split and simulates `schedules` on it, and finds each schedule's own
+/// best split (bestSplitPerSchedule()). `source` names the profile in
 /// messages and on the page. Throws Error (input) for options the partitioner rejects (stage
 /// count, microbatches, caps no split fits) and shapes a schedule cannot run.
 ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& options,
@@ -84,6 +88,10 @@ ReportInputs buildReportInputs(const Profile& profile, const PartitionOptions& o
 ReportInputs reportInputsFromSplits(const Profile& profile, const std::string& source,
                                     std::vector<Partition> splits, const std::string& splits_source,
                                     int microbatches, const ReportScheduleOptions& schedules = {});
+
+/// The M a saved N-stage split was priced for, from its predicted step (sum of stage costs +
+/// (M - 1) x bottleneck); 0 when the figures do not give a whole M.
+int impliedMicrobatches(const Partition& split);
 
 /// "2024-05-01 12:00 UTC": the current time, for ReportProvenance::date.
 std::string currentUtcDate();

@@ -54,6 +54,19 @@ TEST_CASE("report takes splits from compare -o and runs from validate --json", "
   CHECK_THAT(html, Contains("4 microbatches per step"));  // implied by the saved splits
   CHECK_THAT(html, Contains(">Measured 1F1B</tspan>"));
   CHECK_THAT(html, Contains("Measured speed-up"));
+  CHECK_THAT(html, Contains("Each schedule on its own best split"));  // compare's "schedules"
+}
+
+TEST_CASE("report leaves compare's own-split schedules out when drawn at another M, and says so", "[cli][report]") {
+  const TempDir dir;
+  REQUIRE(runStagecut("compare '" + kExampleGptProfile + "' --stages 2 --microbatches 4 --json -o '" + dir.file("cmp.json") + "'").exit_code == 0);
+  const CommandResult result =
+      report("--comparison '" + dir.file("cmp.json") + "' --microbatches 6 -o '" + dir.file("r.html") + "'");
+  REQUIRE(result.exit_code == 0);
+  const std::string html = stagecut::readTextFile(dir.file("r.html"));
+  CHECK_THAT(html, !Contains("Each schedule on its own best split"));
+  CHECK_THAT(html, Contains("Each schedule&#39;s own best split is not shown: " + dir.file("cmp.json") +
+                            " chose them for 4 microbatches, not the 6 drawn here"));
 }
 
 TEST_CASE("report errors name the input and the fix, exit 2", "[cli][report][errors]") {

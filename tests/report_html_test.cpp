@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
+#include "core/units.h"
 #include "partitioner/partition_options.h"
+#include "partitioner/schedule_choices.h"
 #include "report/report_html.h"
 #include "report/report_inputs.h"
 #include "report/validation_view.h"
@@ -97,6 +99,35 @@ TEST_CASE("interleaved 1F1B is left out with a note when M is not a multiple of 
   CHECK(inputs.schedules.size() == 4);
   CHECK_THAT(stagecut::renderReportHtml(inputs),
              Contains("Interleaved 1F1B is not shown: it needs the microbatches (6) a multiple of the 4 stages"));
+}
+
+TEST_CASE("each schedule's own best split is tabled as compare chooses it, the left-out ones said why", "[report]") {
+  PartitionOptions options;
+  options.stages = 2;
+  options.microbatches = 8;
+  const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
+  const ReportInputs inputs = stagecut::buildReportInputs(profile, options, "example-gpt.profile.json");
+  const std::vector<stagecut::ScheduleChoice> choices = stagecut::bestSplitPerSchedule(profile, options, "p.json");
+  REQUIRE(inputs.schedule_choices.size() == choices.size());
+  const std::string html = stagecut::renderReportHtml(inputs);
+  CHECK_THAT(html, Contains("Each schedule on its own best split"));
+  for (const stagecut::ScheduleChoice& choice : choices) {
+    REQUIRE(choice.split);
+    // The row is the chunking made for the schedule, with its own simulated step.
+    CHECK_THAT(html, Contains("<td>" + std::to_string(choice.chunks) + "</td><td>" +
+                              stagecut::joinNumbers(choice.split->layersPerStage()) + "</td><td>" +
+                              stagecut::formatMs(choice.split->bottleneck_ms) + "</td><td>" +
+                              stagecut::formatMs(choice.step_ms) + "</td>"));
+  }
+  CHECK(countOf(html, "Left out: ") == 0);
+
+  const ReportInputs narrow = exampleInputs(4, 6);  // not a multiple of 4, under DualPipeV's 2N
+  const std::string narrow_html = stagecut::renderReportHtml(narrow);
+  CHECK_THAT(narrow_html, Contains("Left out: Interleaved 1F1B (v = 2): "));
+  CHECK_THAT(narrow_html, Contains("Left out: DualPipeV (v = 2): "));
+  ReportInputs none = exampleInputs(2, 4);
+  none.schedule_choices.clear();
+  CHECK_THAT(stagecut::renderReportHtml(none), !Contains("Each schedule on its own best split"));
 }
 
 TEST_CASE("validations show predicted above measured on one axis, and the measured speed-up", "[report]") {
