@@ -22,8 +22,8 @@ struct PlanFlags {
   double fit_tolerance = 0.1;
 };
 
-// Per stage when few enough to read, else the largest and its stage.
-std::string memoryCell(const PlanRow& row) {
+// Per stage (rank) when few enough to read, else the largest and its stage (rank).
+std::string memoryCell(const PlanRow& row, const std::string& unit) {
   if (row.peak_memory_bytes.size() <= 4) {
     std::string text;
     for (std::uint64_t bytes : row.peak_memory_bytes) text += (text.empty() ? "" : " ") + formatBytes(bytes);
@@ -33,39 +33,51 @@ std::string memoryCell(const PlanRow& row) {
   for (std::size_t s = 1; s < row.peak_memory_bytes.size(); ++s) {
     if (row.peak_memory_bytes[s] > row.peak_memory_bytes[largest]) largest = s;
   }
-  return "max " + formatBytes(row.peak_memory_bytes[largest]) + " (stage " + std::to_string(largest) + ")";
+  return "max " + formatBytes(row.peak_memory_bytes[largest]) + " (" + unit + " " + std::to_string(largest) + ")";
 }
 
 void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
   const PlanRequest& request = plan.request;
   out << "plan for " << (profile.model.name.empty() ? "the profile" : profile.model.name) << ": "
       << request.partition.stages << " stages, global batch " << request.global_batch << ", " << scheduleName(request.partition.schedule);
-  if (runsChunks(request.partition.schedule)) out << " (" << request.partition.chunks << " chunks)";
+  const bool chunked = runsChunks(request.partition.schedule);
+  const std::string unit = chunked ? "rank" : "stage";
+  if (request.choose_chunks) {
+    out << " (v = " << joinNumbers(chunkCountsToTry(request.partition.schedule), ", ")
+        << " chunks per rank tried at each size, the fastest kept)";
+  } else if (chunked) {
+    out << " (" << request.partition.chunks << " chunks per rank)";
+  }
   if (request.partition.data_parallel > 1) out << ", " << request.partition.data_parallel << " replicas";
   out << "; measured at microbatch " << joinNumbers(plan.measured_sizes, ",") << "\n\n";
 
   TextTable table;
   table.addColumn("", TextTable::Align::kLeft);
   for (const char* header : {"b", "M"}) table.addColumn(header, TextTable::Align::kRight);
-  table.addColumn("split", TextTable::Align::kLeft);
+  if (chunked) table.addColumn("v", TextTable::Align::kRight);
+  table.addColumn(chunked ? "layers per chunk" : "split", TextTable::Align::kLeft);
   for (const char* header : {"bottleneck ms", "step ms", "bubble"}) table.addColumn(header, TextTable::Align::kRight);
-  table.addColumn("peak memory per stage", TextTable::Align::kLeft);
+  table.addColumn(chunked ? "peak memory per rank" : "peak memory per stage", TextTable::Align::kLeft);
   table.addColumn("samples/s", TextTable::Align::kRight);
   table.addColumn("", TextTable::Align::kLeft);
   for (std::size_t i = 0; i < plan.rows.size(); ++i) {
     const PlanRow& row = plan.rows[i];
     std::string note = row.measured ? "" : "fitted";
     if (!row.feasible) {
-      note = row.overflow_stage >= 0 ? "over the cap: stage " + std::to_string(row.overflow_stage) + " by " +
+      note = row.overflow_stage >= 0 ? "over the cap: " + unit + " " + std::to_string(row.overflow_stage) + " by " +
                                            formatBytes(row.overflow_bytes)
                                      : "no split meets the caps";
     }
     const bool best = static_cast<int>(i) == plan.best;
     if (best) note = note.empty() ? "best" : "best, " + note;
-    table.addRow({best ? "*" : "", std::to_string(row.microbatch_size), std::to_string(row.microbatches),
-                  joinNumbers(row.layers_per_stage, ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
-                  formatPercent(row.bubble), memoryCell(row), formatMs(row.samples_per_s),
-                  note});
+    std::vector<std::string> cells = {best ? "*" : "", std::to_string(row.microbatch_size),
+                                      std::to_string(row.microbatches)};
+    if (chunked) cells.push_back(std::to_string(row.chunks));
+    for (std::string cell : {joinNumbers(row.layers_per_stage, ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
+                             formatPercent(row.bubble), memoryCell(row, unit), formatMs(row.samples_per_s), note}) {
+      cells.push_back(std::move(cell));
+    }
+    table.addRow(cells);
   }
   table.print(out, "  ");
 
@@ -101,7 +113,9 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
   if (plan.best >= 0) {
     const PlanRow& best = plan.rows[static_cast<std::size_t>(plan.best)];
     out << "\n  best: microbatch " << best.microbatch_size << " x " << best.microbatches << " microbatches, split "
-        << joinNumbers(best.layers_per_stage, ",") << ", " << formatMs(best.step_ms) << " ms per step\n";
+        << joinNumbers(best.layers_per_stage, ",")
+        << (chunked ? " (" + std::to_string(best.chunks) + " chunks per rank)" : std::string()) << ", "
+        << formatMs(best.step_ms) << " ms per step\n";
   }
 }
 
@@ -138,6 +152,8 @@ void addPlanCommand(CLI::App& app) {
     request.global_batch = flags->global_batch;
     request.fit_tolerance = flags->fit_tolerance;
     request.partition = resolvePartitionFlags(partition_flags, profile);
+    request.choose_chunks = choosesChunks(request.partition.schedule) &&
+                            !(partition_flags.chunks_option && partition_flags.chunks_option->count() > 0);
     const MicrobatchPlan plan = planMicrobatches(profile, request, partition_flags.profile_path);
     requireFeasibleRow(plan);
     const nlohmann::json document = planToJson(planDocument(plan));

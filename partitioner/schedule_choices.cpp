@@ -13,11 +13,11 @@ namespace stagecut {
 std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const PartitionOptions& options,
                                                  const std::string& source) {
   std::vector<ScheduleChoice> choices;
-  const std::pair<ScheduleKind, int> candidates[] = {
-      {ScheduleKind::kOneFOneB, 1},            {ScheduleKind::kZeroBubbleH1, 1},
-      {ScheduleKind::kInterleavedOneFOneB, 2}, {ScheduleKind::kInterleavedOneFOneB, 3},
-      {ScheduleKind::kInterleavedOneFOneB, 4}, {ScheduleKind::kZeroBubbleV, 2},
-      {ScheduleKind::kDualPipeV, 2}};
+  std::vector<std::pair<ScheduleKind, int>> candidates;
+  for (ScheduleKind kind : {ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleavedOneFOneB,
+                            ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV}) {
+    for (int chunks : chunkCountsToTry(kind)) candidates.emplace_back(kind, chunks);
+  }
   for (const auto& [kind, chunks] : candidates) {
     ScheduleChoice choice;
     choice.schedule = kind;

@@ -1,10 +1,12 @@
 #include "planner/microbatch_plan.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 #include "core/suggest.h"
 #include "core/units.h"
+#include "partitioner/chunked_partition.h"
 #include "partitioner/partition_summary.h"
 #include "partitioner/profile_partitioner.h"
 #include "prediction/pipeline_prediction.h"
@@ -39,23 +41,31 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   }
 }
 
-PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request,
+// The split `partition --schedule S` makes: N stages, or N x v chunks placed as S runs them.
+Partition scheduleSplit(const Profile& profile, const PartitionOptions& options, const std::string& source) {
+  if (options.chunks > 1) return partitionChunked(profile, options, source);
+  return partitionProfile(profile, options, source, SplitMethod::kCompute);
+}
+
+PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request, int chunks,
                 const std::string& source) {
   PlanRow row;
   row.microbatch_size = size;
   row.microbatches = request.global_batch / request.partition.data_parallel / size;
   row.measured = measured;
+  row.chunks = chunks;
   PartitionOptions options = request.partition;
   options.microbatches = row.microbatches;
+  options.chunks = chunks;
   const bool capped = !options.memory_cap_bytes.empty();
   PartitionOptions uncapped = options;
   uncapped.memory_cap_bytes.clear();
   // The uncapped split first: its errors are the options' (the same for every row); a capped
   // split that fails only means this row does not fit.
-  row.partition = partitionProfile(at_size, uncapped, source, SplitMethod::kCompute);
+  row.partition = scheduleSplit(at_size, uncapped, source);
   if (capped) {
     try {
-      row.partition = partitionProfile(at_size, options, source, SplitMethod::kCompute);
+      row.partition = scheduleSplit(at_size, options, source);
     } catch (const Error&) {
       row.feasible = false;
     }
@@ -70,8 +80,12 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   row.samples_per_s = row.step_ms > 0 ? request.global_batch / (row.step_ms / 1000.0) : 0.0;
 
   // The partitioner's memory term takes the schedule's in-flight counts, so it is every
-  // schedule's peak: weights' state plus kept activations at the busiest point.
-  for (const StageCost& stage : row.partition.stages) row.peak_memory_bytes.push_back(stage.memory_bytes);
+  // schedule's peak: weights' state plus kept activations at the busiest point. Each chunk
+  // carries its rank's peak.
+  const Placement placement = row.partition.rankPlacement();
+  for (int rank = 0; rank < placement.ranks; ++rank) {
+    row.peak_memory_bytes.push_back(row.partition.stages[static_cast<std::size_t>(placement.chunkAt(rank, 0))].memory_bytes);
+  }
   if (capped) {
     for (std::size_t s = 0; s < row.peak_memory_bytes.size(); ++s) {
       const std::uint64_t cap = options.memory_cap_bytes.size() == 1 ? options.memory_cap_bytes[0]
@@ -87,6 +101,39 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
     }
   }
   return row;
+}
+
+// A row that fits beats one that does not, then the shorter step.
+bool betterRow(const PlanRow& a, const PlanRow& b) {
+  if (a.feasible != b.feasible) return a.feasible;
+  return a.step_ms < b.step_ms;
+}
+
+// The size's row at each chunk count the request allows, the best kept; none when every one is
+// over the generators' op limit. Trying v = 2, 3, 4, a v whose chunking the options rule out
+// (rules, too few layers) is passed over, and its error stands only when no v is left.
+std::optional<PlanRow> bestRowOverChunks(const Profile& at_size, int size, bool measured, const PlanRequest& request,
+                                         const std::string& source) {
+  const ScheduleKind schedule = request.partition.schedule;
+  const std::vector<int> chunk_counts = request.choose_chunks
+                                            ? chunkCountsToTry(schedule)
+                                            : std::vector<int>{chunksPerRank(schedule, request.partition.chunks)};
+  const std::int64_t ops_per_chunk = static_cast<std::int64_t>(request.partition.stages) *
+                                     (request.global_batch / request.partition.data_parallel / size);
+  std::optional<PlanRow> best;
+  std::optional<Error> first_error;
+  for (const int chunks : chunk_counts) {
+    if (ops_per_chunk * chunks > kMaxForwardOps) continue;
+    try {
+      PlanRow row = planRow(at_size, size, measured, request, chunks, source);
+      if (!best || betterRow(row, *best)) best = std::move(row);
+    } catch (const Error& error) {
+      if (!request.choose_chunks || error.kind() != ErrorKind::kInput) throw;
+      if (!first_error) first_error = error;
+    }
+  }
+  if (!best && first_error) throw *first_error;
+  return best;
 }
 
 }  // namespace
@@ -175,12 +222,12 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
       plan.skipped.push_back({size, std::string(scheduleName(request.partition.schedule)) + " " + count_problem});
       continue;
     }
-    const int chunks = chunksPerRank(request.partition.schedule, request.partition.chunks);
-    if (static_cast<std::int64_t>(stages) * microbatches * chunks > kMaxForwardOps) {
+    std::optional<PlanRow> chosen = bestRowOverChunks(sized.at(size), size, measured, request, source);
+    if (!chosen) {
       plan.skipped.push_back({size, "more than " + formatCount(kMaxForwardOps) + " forward ops per step"});
       continue;
     }
-    plan.rows.push_back(planRow(sized.at(size), size, measured, request, source));
+    plan.rows.push_back(std::move(*chosen));
   }
   if (plan.rows.empty()) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": no microbatch size can be planned (" +
@@ -201,18 +248,19 @@ void requireFeasibleRow(const MicrobatchPlan& plan) {
   if (plan.best >= 0 || plan.rows.empty()) return;
   const auto fastest = std::min_element(plan.rows.begin(), plan.rows.end(),
                                         [](const PlanRow& a, const PlanRow& b) { return a.step_ms < b.step_ms; });
+  // Recomputation is not modelled per chunk, so a chunked schedule is not sent there.
+  const bool chunked = runsChunks(plan.request.partition.schedule);
+  const std::string fixes = chunked ? "raise the cap or use more --stages" : "raise the cap, use more --stages or --recompute full";
   if (fastest->overflow_stage < 0) {
     throw Error("--memory-cap: no microbatch size fits; even at the fastest row (microbatch " +
-                std::to_string(fastest->microbatch_size) + ") no split meets the caps; raise the cap, use more " +
-                "--stages or --recompute full");
+                std::to_string(fastest->microbatch_size) + ") no split meets the caps; " + fixes);
   }
   const int stage = fastest->overflow_stage;
   const std::uint64_t needs = fastest->peak_memory_bytes[static_cast<std::size_t>(stage)];
   throw Error("--memory-cap: no microbatch size fits; at the fastest row (microbatch " +
               std::to_string(fastest->microbatch_size) + ", " + std::to_string(fastest->microbatches) +
-              " microbatches) stage " + std::to_string(stage) + " needs " + formatBytes(needs) + ", " +
-              formatBytes(fastest->overflow_bytes) + " over its cap; raise the cap, use more --stages or " +
-              "--recompute full");
+              " microbatches) " + (chunked ? "rank " : "stage ") + std::to_string(stage) + " needs " +
+              formatBytes(needs) + ", " + formatBytes(fastest->overflow_bytes) + " over its cap; " + fixes);
 }
 
 }  // namespace stagecut

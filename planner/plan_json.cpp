@@ -45,7 +45,10 @@ PlanRowFigures rowFromJson(const json& item, const std::string& where, int stage
   row.microbatch_size = fields.integer("microbatch_size", 1, kMaxCount);
   row.microbatches = fields.integer("microbatches", 1, kMaxCount);
   row.measured = fields.boolean("measured");
-  fields.requireEntries("layers_per_stage", static_cast<std::size_t>(stages), "one per stage");
+  // Written only for a chunked split, whose layers_per_stage lists its N x v chunks.
+  if (fields.has("chunks")) row.chunks = fields.integer("chunks", 2, kMaxCount / stages);
+  fields.requireEntries("layers_per_stage", static_cast<std::size_t>(stages) * static_cast<std::size_t>(row.chunks),
+                        row.chunks > 1 ? "one per chunk, stages x chunks" : "one per stage");
   row.layers_per_stage = fields.integerList("layers_per_stage", 1, kMaxCount);
   row.bottleneck_ms = fields.nonNegative("bottleneck_ms");
   row.step_ms = fields.nonNegative("predicted_step_ms");
@@ -110,6 +113,7 @@ json planToJson(const PlanDocument& document) {
                  {"peak_memory_bytes", row.peak_memory_bytes},
                  {"feasible", row.feasible},
                  {"samples_per_s", row.samples_per_s}};
+    if (row.chunks > 1) item["chunks"] = row.chunks;
     if (!row.feasible && row.overflow_stage >= 0) {
       item["overflow"] = {{"stage", row.overflow_stage}, {"bytes", row.overflow_bytes}};
     }

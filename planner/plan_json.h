@@ -31,8 +31,9 @@ struct PlanDocument {
 PlanDocument planDocument(const MicrobatchPlan& plan);
 
 /// The `stagecut.plan/1` document: `rows` (per planned microbatch size: microbatch_size,
-/// microbatches, measured, layers_per_stage, bottleneck_ms, predicted_step_ms, bubble,
-/// peak_memory_bytes per stage, feasible, overflow, samples_per_s), `best` (index or null),
+/// microbatches, measured, chunks (v per rank, only when over 1), layers_per_stage (per chunk when
+/// chunked), bottleneck_ms, predicted_step_ms, bubble, peak_memory_bytes per stage (rank),
+/// feasible, overflow, samples_per_s), `best` (index or null),
 /// `skipped` sizes with the reason, and the layers' fitted lines.
 nlohmann::json planToJson(const PlanDocument& document);
 

@@ -75,6 +75,13 @@ int chunksPerRank(ScheduleKind kind, int requested) {
   return chunkStyle(kind) == Placement::Style::kV ? 2 : 1;
 }
 
+std::vector<int> chunkCountsToTry(ScheduleKind kind) {
+  // Past 4 the bubble gain is small beside the messages each chunk adds (Megatron's own
+  // examples stop at 4 to 5), and every v costs a search.
+  if (choosesChunks(kind)) return {2, 3, 4};
+  return {chunksPerRank(kind, 1)};
+}
+
 Placement::Style chunkStyle(ScheduleKind kind) {
   return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV ? Placement::Style::kV
                                                                                 : Placement::Style::kLoop;

@@ -50,6 +50,10 @@ bool choosesChunks(ScheduleKind kind);
 /// interleaved-1f1b, 2 for zb-v and dualpipe-v, 1 for the others.
 int chunksPerRank(ScheduleKind kind, int requested);
 
+/// The chunks per rank a search weighs when the user names none (compare, plan): 2, 3 and 4 for
+/// interleaved-1f1b, chunksPerRank's one for the others.
+std::vector<int> chunkCountsToTry(ScheduleKind kind);
+
 /// How the schedule places its chunks on ranks: a V for zb-v and dualpipe-v, loop order for the
 /// others.
 Placement::Style chunkStyle(ScheduleKind kind);

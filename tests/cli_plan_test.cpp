@@ -52,6 +52,34 @@ TEST_CASE("stagecut plan prints a row per microbatch size and marks the best", "
   CHECK(nlohmann::json::parse(json.out) == document);
 }
 
+TEST_CASE("stagecut plan chooses v for interleaved 1F1B unless --chunks fixes it, and says so", "[cli][plan][chunks]") {
+  const TempDir dir;
+  stagecut::writeProfileFile(dir.file("p.json"), sizedProfile());
+  const CommandResult chosen = runStagecut("plan " + dir.file("p.json") +
+                                           " --stages 2 --global-batch 16 --schedule interleaved-1f1b --json");
+  REQUIRE(chosen.exit_code == 0);
+  const auto document = nlohmann::json::parse(chosen.out);
+  for (const auto& row : document["rows"]) {
+    const int chunks = row["chunks"].get<int>();
+    CHECK((chunks == 2 || chunks == 3));  // 6 layers: v = 4 needs 8 chunks
+    CHECK(row["layers_per_stage"].size() == static_cast<std::size_t>(2 * chunks));
+    CHECK(row["peak_memory_bytes"].size() == 2u);
+  }
+  const CommandResult text = runStagecut("plan " + dir.file("p.json") +
+                                         " --stages 2 --global-batch 16 --schedule interleaved-1f1b");
+  REQUIRE(text.exit_code == 0);
+  CHECK_THAT(text.out, Contains("interleaved-1f1b (v = 2, 3, 4 chunks per rank tried at each size, the fastest kept)"));
+  CHECK_THAT(text.out, Contains("layers per chunk"));
+  CHECK_THAT(text.out, Contains("peak memory per rank"));
+  const CommandResult fixed = runStagecut("plan " + dir.file("p.json") +
+                                          " --stages 2 --global-batch 16 --schedule interleaved-1f1b --chunks 3 --json");
+  REQUIRE(fixed.exit_code == 0);
+  for (const auto& row : nlohmann::json::parse(fixed.out)["rows"]) CHECK(row["chunks"] == 3);
+  checkInputError(runStagecut("plan " + dir.file("p.json") +
+                              " --stages 2 --global-batch 16 --schedule interleaved-1f1b --chunks 4"),
+                  "--chunks 4: 2 stages x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
+}
+
 TEST_CASE("stagecut plan prices a tensor-parallel profile's collectives at every size with --tp-bandwidth",
           "[cli][plan][tensor-parallel]") {
   const TempDir dir;

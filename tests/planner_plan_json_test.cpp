@@ -1,3 +1,4 @@
+#include <limits>
 // stagecut.plan/1: plans of the example GPT and of a profile measured at several sizes written,
 // read back and written again byte for byte; the reader's rejections.
 #include <string>
@@ -131,6 +132,15 @@ TEST_CASE("the plan reader names the source and the field it rejects", "[planner
   document["rows"][0]["peak_memory_bytes"][1] = 1.5;
   CHECK(rejectionOf(document) ==
         "plan.json: row 0: field \"peak_memory_bytes[1]\" must be a whole number, got 1.5");
+  document = plan;
+  document["rows"][0]["chunks"] = 1;  // absent for one chunk per rank
+  CHECK(rejectionOf(document) == "plan.json: row 0: field \"chunks\" must be between 2 and " +
+                                     std::to_string(std::numeric_limits<int>::max() / plan["stages"].get<int>()) + ", got 1");
+  document["rows"][0]["chunks"] = 2;  // then layers_per_stage lists stages x 2 chunks
+  CHECK_THAT(rejectionOf(document), Catch::Matchers::Contains("row 0: field \"layers_per_stage\" has " +
+                                                              std::to_string(plan["stages"].get<int>()) + " entries; expected " +
+                                                              std::to_string(2 * plan["stages"].get<int>()) +
+                                                              ", one per chunk, stages x chunks"));
   document = plan;
   document["skipped"] = "none";
   CHECK(rejectionOf(document) == "plan.json: field \"skipped\" must be an array, got \"none\"");

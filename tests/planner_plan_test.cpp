@@ -1,10 +1,13 @@
 // The microbatch planner against closed forms: equal stages under 1F1B and GPipe.
 #include <cmath>
+#include <set>
 
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "partitioner/chunked_partition.h"
 #include "planner/microbatch_plan.h"
+#include "planner/sized_profile.h"
 #include "schedule/schedule_kind.h"
 #include "planner/plan_json.h"
 #include "tests/test_support.h"
@@ -177,4 +180,58 @@ TEST_CASE("interleaved rows need M a multiple of N, and a plan with no row is an
         "microbatches (2) a multiple of the 4 stages; microbatch 2: interleaved-1f1b needs the microbatches (1) a "
         "multiple of the 4 stages); pick a global batch that a measured size divides into a whole number of "
         "microbatches the schedule can run");
+}
+
+TEST_CASE("a chunked schedule's rows are its own N x v chunking, and plan chooses v where none is given",
+          "[planner][plan][chunks]") {
+  // Uneven layers, so the best chunking is neither the N-stage split subdivided nor even.
+  const Profile profile = stagecut::testing::makeSizedProfile(12, {1, 2, 4}, [](stagecut::LayerCost& layer, int size) {
+    const double ms = (1.0 + size) * (1.0 + 0.37 * (layer.index % 5));
+    layer.params = 1000;
+    layer.param_bytes = 4000;
+    layer.backward_input_ms.reset();
+    layer.backward_weight_ms.reset();
+    layer.output_shape.reset();
+    layer.forward_ms = stagecut::TimeStatsMs::exactly(ms);
+    layer.backward_ms = stagecut::TimeStatsMs::exactly(2 * ms);
+    layer.activation_bytes = (1u << 20) * static_cast<unsigned>(size);
+    layer.output_bytes = 0;
+  });
+  const stagecut::SizedProfile sized(profile, 0.1, "p.json");
+  std::vector<MicrobatchPlan> fixed;  // v = 2, 3, 4 given
+  for (int chunks : {2, 3, 4}) {
+    PlanRequest given = request(2, 16, "interleaved-1f1b");
+    given.partition.chunks = chunks;
+    fixed.push_back(stagecut::planMicrobatches(profile, given, "p.json"));
+    for (const stagecut::PlanRow& row : fixed.back().rows) {
+      CHECK(row.chunks == chunks);
+      CHECK(row.peak_memory_bytes.size() == 2u);  // per rank
+      stagecut::PartitionOptions options = given.partition;
+      options.microbatches = row.microbatches;
+      const stagecut::Partition oracle = stagecut::partitionChunked(sized.at(row.microbatch_size), options, "p.json");
+      CHECK(row.layers_per_stage == oracle.layersPerStage());
+      CHECK(row.bottleneck_ms == oracle.bottleneck_ms);
+    }
+  }
+  PlanRequest choosing = request(2, 16, "interleaved-1f1b");
+  choosing.choose_chunks = true;
+  const MicrobatchPlan chosen = stagecut::planMicrobatches(profile, choosing, "p.json");
+  REQUIRE(chosen.rows.size() == fixed[0].rows.size());
+  std::set<int> chunk_counts;
+  for (std::size_t i = 0; i < chosen.rows.size(); ++i) {
+    double fastest = fixed[0].rows[i].step_ms;
+    for (const MicrobatchPlan& plan : fixed) fastest = std::min(fastest, plan.rows[i].step_ms);
+    CHECK(chosen.rows[i].step_ms == fastest);
+    CHECK(chosen.rows[i].layers_per_stage.size() == static_cast<std::size_t>(2 * chosen.rows[i].chunks));
+    chunk_counts.insert(chosen.rows[i].chunks);
+  }
+  const MicrobatchPlan v_shaped = stagecut::planMicrobatches(profile, request(2, 16, "zb-v"), "p.json");
+  for (const stagecut::PlanRow& row : v_shaped.rows) CHECK(row.layers_per_stage.size() == 4u);
+  // A v that the options rule out is passed over when choosing, an error when given.
+  PlanRequest many = request(4, 16, "interleaved-1f1b");  // 4 x 4 = 16 chunks, 12 layers
+  many.choose_chunks = true;
+  for (const stagecut::PlanRow& row : stagecut::planMicrobatches(profile, many, "p.json").rows) CHECK(row.chunks < 4);
+  many.choose_chunks = false;
+  many.partition.chunks = 4;
+  CHECK(rejection(profile, many) == "--chunks 4: 4 stages x 4 chunks need 16 layers, the profile has 12; use fewer --chunks");
 }
