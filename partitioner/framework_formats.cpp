@@ -132,9 +132,21 @@ std::string megatronLayoutText(const Profile& profile, const std::vector<int>& c
   return "--pipeline-model-parallel-layout \"" + layout + "\"" + megatronParallelText(profile);
 }
 
-std::string megatronFlagsText(const Profile& profile, const std::vector<int>& counts) {
-  const std::string flags = megatronFlags(megatronGroups(profile), counts);
+// The layout, with the pipeline size that makes a layout of N x v stages a virtual pipeline.
+std::string megatronLayoutLine(const Profile& profile, const std::vector<int>& counts, const Placement& placement) {
+  return megatronLayoutText(profile, counts) +
+         (placement.chunked() ? " --pipeline-model-parallel-size " + std::to_string(placement.ranks) : "");
+}
+
+std::string megatronFlagsText(const Profile& profile, const std::vector<int>& counts, const Placement& placement) {
+  const std::string flags = megatronFlags(megatronGroups(profile), counts, placement.chunks_per_rank);
   return flags.empty() ? flags : flags + megatronParallelText(profile);
+}
+
+// Megatron refuses the layout and the flags together: one line or the other.
+std::string megatronFormat(const Profile& profile, const std::vector<int>& counts, const Placement& placement) {
+  const std::string flags = megatronFlagsText(profile, counts, placement);
+  return megatronLayoutLine(profile, counts, placement) + (flags.empty() ? "" : "\nor\n" + flags);
 }
 
 std::string deepspeedFormat(const Profile& profile, const std::vector<int>& counts) {
@@ -229,7 +241,7 @@ std::string chunkedFormat(const std::string& format, const Profile& profile, con
   if (format == "list") return listFormat(counts);
   if (format == "megatron") {
     if (!loop) throw Error("megatron: Megatron-LM runs no V-shaped schedule; use --format torchtitan");
-    return megatronLayoutText(profile, counts) + " --pipeline-model-parallel-size " + ranks;
+    return megatronFormat(profile, counts, placement);
   }
   if (format == "torchtitan") {
     return torchtitanFormat(profile, counts) + "\npipeline_parallel_degree=" + ranks +
@@ -263,10 +275,7 @@ std::string formatSplit(const std::string& format, const Profile& profile,
                          schedule.value_or(scheduleRunningChunks(placement->style)));
   }
   if (format == "list") return listFormat(layers_per_stage);
-  if (format == "megatron") {
-    const std::string flags = megatronFlagsText(profile, layers_per_stage);
-    return megatronLayoutText(profile, layers_per_stage) + (flags.empty() ? "" : "\nor\n" + flags);
-  }
+  if (format == "megatron") return megatronFormat(profile, layers_per_stage, Placement::loop(static_cast<int>(layers_per_stage.size()), 1));
   if (format == "torchgpipe" || format == "fairscale") return balanceFormat(format, profile, layers_per_stage);
   if (format == "deepspeed") return deepspeedFormat(profile, layers_per_stage);
   if (format == "pippy") return pippyFormat(profile, layers_per_stage);
@@ -280,13 +289,14 @@ FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>
     if (format == "json") continue;
     try {
       const std::string text = formatSplit(format, profile, layers_per_stage, placement, schedule);
-      if (format != "megatron" || (placement && placement->chunked())) {
+      if (format != "megatron") {
         outputs[format] = text;
         continue;
       }
       // Two keys: Megatron refuses the layout and the flags together.
-      outputs["megatron"] = megatronLayoutText(profile, layers_per_stage);
-      const std::string flags = megatronFlagsText(profile, layers_per_stage);
+      const Placement ranks = placement ? *placement : Placement::loop(static_cast<int>(layers_per_stage.size()), 1);
+      outputs["megatron"] = megatronLayoutLine(profile, layers_per_stage, ranks);
+      const std::string flags = megatronFlagsText(profile, layers_per_stage, ranks);
       if (!flags.empty()) outputs["megatron-flags"] = flags;
     } catch (const Error& error) {
       if (error.kind() != ErrorKind::kInput) throw;  // a coverage bug must not pass silently

@@ -157,15 +157,14 @@ std::vector<std::string> expandMegatronLayout(const std::string& layout) {
   return stages;
 }
 
-std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_for_embedding,
-                                         bool account_for_loss, std::optional<int> first, std::optional<int> last) {
-  if (stages < 1 || blocks < 0) return {};
+namespace {
+
+// Blocks per pipeline rank, one chunk each.
+std::vector<int> blocksPerRankFromFlags(int blocks, int stages, bool account_for_embedding, bool account_for_loss,
+                                        std::optional<int> first, std::optional<int> last) {
   const bool uneven = first.has_value() || last.has_value();
   const bool accounted = account_for_embedding || account_for_loss;
   if (stages == 1) return uneven || accounted ? std::vector<int>{} : std::vector<int>{blocks};
-  // "num_layers_in_first_pipeline_stage ... cannot be set at the same time with
-  // account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split"
-  if (uneven && accounted) return {};
   if (uneven) {
     if ((first && *first <= 0) || (last && *last <= 0)) return {};  // "must be larger than 0"
     int remaining = blocks - first.value_or(0) - last.value_or(0);
@@ -189,31 +188,71 @@ std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_fo
   return result;
 }
 
-std::string megatronFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage) {
+}  // namespace
+
+std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_for_embedding,
+                                         bool account_for_loss, std::optional<int> first, std::optional<int> last,
+                                         int virtual_stages) {
+  if (stages < 1 || blocks < 0 || virtual_stages < 1) return {};
+  // "num_layers_in_first_pipeline_stage ... cannot be set at the same time with
+  // account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split"
+  if ((first || last) && (account_for_embedding || account_for_loss)) return {};
+  if (virtual_stages == 1) {
+    return blocksPerRankFromFlags(blocks, stages, account_for_embedding, account_for_loss, first, last);
+  }
+  if (stages == 1) return {};  // a virtual pipeline needs two ranks or more
+  const int chunks = stages * virtual_stages;
+  if (account_for_embedding || account_for_loss) {
+    // Every chunk builds (B + e + l) / (N v); the embedding's slot is chunk 0's (rank 0's first),
+    // the loss's the last chunk's (rank N - 1's last), not every chunk of those ranks.
+    const int counted = blocks + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+    if (counted % chunks != 0) return {};
+    std::vector<int> result(static_cast<std::size_t>(chunks), counted / chunks);
+    if (account_for_embedding) --result.front();
+    if (account_for_loss) --result.back();
+    if (result.front() < 0 || result.back() < 0) return {};
+    return result;
+  }
+  // Even, or the first and last ranks' totals: each rank's blocks, as without chunks, divide
+  // evenly over its v chunks (chunk c on rank c mod N).
+  const std::vector<int> per_rank = blocksPerRankFromFlags(blocks, stages, false, false, first, last);
+  if (per_rank.empty()) return {};
+  std::vector<int> result;
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    const int rank_blocks = per_rank[static_cast<std::size_t>(chunk % stages)];
+    if (rank_blocks % virtual_stages != 0) return {};
+    result.push_back(rank_blocks / virtual_stages);
+  }
+  return result;
+}
+
+std::string megatronFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_chunk, int virtual_stages) {
   bool expressible = false;
-  const std::vector<int> blocks = blocksPerStage(groups, layers_per_stage, &expressible);
+  const std::vector<int> blocks = blocksPerStage(groups, layers_per_chunk, &expressible);
   if (!expressible || groups.embedding_layers == 0 || groups.loss_layers == 0) return "";
-  const int stages = static_cast<int>(blocks.size());
-  const std::string base = "--num-layers " + std::to_string(groups.block_layers) +
-                           " --pipeline-model-parallel-size " + std::to_string(stages);
+  if (virtual_stages < 1 || blocks.size() % static_cast<std::size_t>(virtual_stages) != 0) return "";
+  const int stages = static_cast<int>(blocks.size()) / virtual_stages;
+  const std::string base =
+      "--num-layers " + std::to_string(groups.block_layers) + " --pipeline-model-parallel-size " +
+      std::to_string(stages) +
+      (virtual_stages > 1 ? " --num-virtual-stages-per-pipeline-rank " + std::to_string(virtual_stages) : "");
+  const auto builds = [&](bool embedding, bool loss, std::optional<int> first, std::optional<int> last) {
+    return megatronBlocksFromFlags(groups.block_layers, stages, embedding, loss, first, last, virtual_stages) == blocks;
+  };
   for (int accounted = 0; accounted < 4; ++accounted) {
     const bool embedding = (accounted & 1) != 0, loss = (accounted & 2) != 0;
-    if (megatronBlocksFromFlags(groups.block_layers, stages, embedding, loss, std::nullopt, std::nullopt) == blocks) {
+    if (builds(embedding, loss, std::nullopt, std::nullopt)) {
       return base + (embedding ? " --account-for-embedding-in-pipeline-split" : "") +
              (loss ? " --account-for-loss-in-pipeline-split" : "");
     }
   }
-  const std::string first = " --decoder-first-pipeline-num-layers " + std::to_string(blocks.front());
-  const std::string last = " --decoder-last-pipeline-num-layers " + std::to_string(blocks.back());
-  if (megatronBlocksFromFlags(groups.block_layers, stages, false, false, blocks.front(), std::nullopt) == blocks) {
-    return base + first;
-  }
-  if (megatronBlocksFromFlags(groups.block_layers, stages, false, false, std::nullopt, blocks.back()) == blocks) {
-    return base + last;
-  }
-  if (megatronBlocksFromFlags(groups.block_layers, stages, false, false, blocks.front(), blocks.back()) == blocks) {
-    return base + first + last;
-  }
+  // The first and last ranks' totals, over all their chunks.
+  const int first_blocks = blocks.front() * virtual_stages, last_blocks = blocks.back() * virtual_stages;
+  const std::string first = " --decoder-first-pipeline-num-layers " + std::to_string(first_blocks);
+  const std::string last = " --decoder-last-pipeline-num-layers " + std::to_string(last_blocks);
+  if (builds(false, false, first_blocks, std::nullopt)) return base + first;
+  if (builds(false, false, std::nullopt, last_blocks)) return base + last;
+  if (builds(false, false, first_blocks, last_blocks)) return base + first + last;
   return "";
 }
 

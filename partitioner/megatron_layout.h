@@ -42,12 +42,22 @@ std::vector<std::string> expandMegatronLayout(const std::string& layout);
 /// - with `--decoder-first-pipeline-num-layers A` and/or `--decoder-last-pipeline-num-layers Z`
 ///   (each >= 1): the other stages share the rest evenly, at least one block each.
 /// Megatron refuses the two kinds together and either with a layout, so the text holds one kind.
-std::string megatronFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_stage);
+/// With `virtual_stages` v > 1, `layers_per_chunk` lists the N x v chunks of a virtual pipeline
+/// (chunk c on rank c mod N) and the flags add `--num-virtual-stages-per-pipeline-rank v` under
+/// Megatron's rules for it (megatronBlocksFromFlags).
+std::string megatronFlags(const MegatronGroups& groups, const std::vector<int>& layers_per_chunk,
+                          int virtual_stages = 1);
 
 /// Blocks per stage that Megatron builds from megatronFlags()' flags (B blocks, N stages), by
 /// its documented rules; empty when it would refuse them. The inverse the tests and --split use.
+/// With `virtual_stages` v > 1 (Megatron's get_num_layers_to_build with a virtual pipeline), the
+/// N x v chunks' blocks in chain order: each rank's total, as without chunks, divided evenly
+/// over its v chunks (A, Z and the middle ranks' share each a multiple of v); with the
+/// account-for flags every chunk builds (B + e + l) / (N v), chunk 0 one fewer for the
+/// embedding and the last chunk one fewer for the loss. N = 1 with v > 1 is refused.
 std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_for_embedding,
-                                         bool account_for_loss, std::optional<int> first, std::optional<int> last);
+                                         bool account_for_loss, std::optional<int> first, std::optional<int> last,
+                                         int virtual_stages = 1);
 
 /// The best split (SplitScore order, then fewer layers earlier) among those megatronFlags() can
 /// express and the model allows (its cuts and memory caps). Empty when none exists.

@@ -198,7 +198,7 @@ std::vector<int> fromLayoutFlags(const std::vector<std::string>& words, const Pr
 }
 
 std::vector<int> fromMegatronFlags(const std::vector<std::string>& words, const Profile& profile, int stages,
-                                   const std::string& flag, const std::string& text) {
+                                   Placement* placement, const std::string& flag, const std::string& text) {
   bool embedding = false, loss = false;
   std::optional<int> first, last, num_layers, size, virtual_stages;
   for (std::size_t at = 0; at < words.size(); ++at) {
@@ -214,28 +214,34 @@ std::vector<int> fromMegatronFlags(const std::vector<std::string>& words, const 
   }
   const MegatronGroups groups = megatronGroups(profile);
   requireBlockCount(num_layers, groups, flag, text);
-  if (virtual_stages && *virtual_stages > 1) {
-    fail(flag, text, "--num-virtual-stages-per-pipeline-rank " + std::to_string(*virtual_stages) +
-                         ": Megatron's virtual pipeline, several model chunks per rank; stagecut splits and runs "
-                         "one chunk per rank so far");
+  const int chunks = virtual_stages ? *virtual_stages : 1;
+  if (chunks < 1) fail(flag, text, "--num-virtual-stages-per-pipeline-rank needs 1 chunk per rank or more");
+  if (chunks > 1 && placement == nullptr) {
+    fail(flag, text, "--num-virtual-stages-per-pipeline-rank " + std::to_string(chunks) +
+                         ": a virtual pipeline, several model chunks per rank; this command takes one chunk per rank");
   }
   if (size && stages > 0 && *size != stages) {
     fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
   }
   const int pipeline = size ? *size : stages;
   if (!size && stages <= 0) fail(flag, text, "add --pipeline-model-parallel-size N (or --stages N)");
-  if (pipeline < 1 || pipeline > static_cast<int>(profile.layerCount())) {
-    fail(flag, text, std::to_string(pipeline) + " stages for the profile's " + std::to_string(profile.layerCount()) +
-                         " layers");
+  if (pipeline < 1 || static_cast<std::size_t>(pipeline) * static_cast<std::size_t>(chunks) > profile.layerCount()) {
+    fail(flag, text, std::to_string(pipeline) + " stages" +
+                         (chunks > 1 ? " x " + std::to_string(chunks) + " chunks" : std::string()) +
+                         " for the profile's " + std::to_string(profile.layerCount()) + " layers");
   }
-  std::vector<int> blocks = megatronBlocksFromFlags(groups.block_layers, pipeline, embedding, loss, first, last);
+  std::vector<int> blocks =
+      megatronBlocksFromFlags(groups.block_layers, pipeline, embedding, loss, first, last, chunks);
   if (blocks.empty()) {
     fail(flag, text, "Megatron refuses these flags for " + std::to_string(groups.block_layers) +
-                         " transformer layers on " + std::to_string(pipeline) +
-                         " stages (uneven middle stages, a flag below 1, or both kinds of flag)");
+                         " transformer layers on " + std::to_string(pipeline) + " stages" +
+                         (chunks > 1 ? " of " + std::to_string(chunks) + " chunks each" : std::string()) +
+                         " (uneven middle stages, a flag below 1, or both kinds of flag" +
+                         (chunks > 1 ? ", or a rank's layers not a multiple of its chunks" : "") + ")");
   }
   blocks.front() += groups.embedding_layers;
   blocks.back() += groups.loss_layers;
+  if (placement && chunks > 1) *placement = Placement::loop(pipeline, chunks);
   return blocks;
 }
 
@@ -339,7 +345,7 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
     const bool has_layout =
         std::find(words.begin(), words.end(), "--pipeline-model-parallel-layout") != words.end();
     counts = has_layout ? fromLayoutFlags(words, profile, stages, placement, flag, text)
-                        : fromMegatronFlags(words, profile, stages, flag, text);
+                        : fromMegatronFlags(words, profile, stages, placement, flag, text);
   } else if (text.rfind("split_spec={", 0) == 0) {
     counts = fromSplitSpec(text, profile, flag);
     over_modules_possible = true;

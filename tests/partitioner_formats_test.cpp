@@ -1,3 +1,7 @@
+#include <algorithm>
+#include <optional>
+#include <tuple>
+
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
@@ -111,6 +115,99 @@ TEST_CASE("megatron's flags: the simplest that express the split, by Megatron's 
   CHECK(stagecut::megatronBlocksFromFlags(8, 4, false, false, 0, std::nullopt).empty());  // "must be > 0"
   CHECK(stagecut::megatronBlocksFromFlags(8, 3, false, false, 4, 4).empty());  // a middle stage without layers
   CHECK(stagecut::megatronBlocksFromFlags(8, 3, false, false, 4, 3) == std::vector<int>{4, 1, 3});
+}
+
+namespace {
+
+// Megatron's get_num_layers_to_build with a virtual pipeline, written from its (rank, virtual
+// stage) view as the rules read in megatron/core: blocks built by chunk c = k N + r, or empty
+// where TransformerConfig refuses the flags.
+std::vector<int> megatronVirtualPipelineBuilds(int blocks, int ranks, int v, bool embedding, bool loss,
+                                               std::optional<int> first, std::optional<int> last) {
+  if ((first || last) && (embedding || loss)) return {};
+  std::vector<int> per_rank(static_cast<std::size_t>(ranks));
+  if (first || last) {
+    if ((first && (*first <= 0 || *first % v != 0)) || (last && (*last <= 0 || *last % v != 0))) return {};
+    const int middle = blocks - first.value_or(0) - last.value_or(0);
+    const int middle_ranks = ranks - (first ? 1 : 0) - (last ? 1 : 0);
+    if (middle < 0 || (middle > 0) != (middle_ranks > 0)) return {};
+    if (middle_ranks > 0 && (middle % middle_ranks != 0 || (middle / middle_ranks) % v != 0)) return {};
+    for (int r = 0; r < ranks; ++r) {
+      per_rank[static_cast<std::size_t>(r)] = r == 0 && first ? *first
+                                              : r == ranks - 1 && last ? *last
+                                                                       : middle / middle_ranks;
+    }
+  } else {
+    const int counted = blocks + (embedding ? 1 : 0) + (loss ? 1 : 0);
+    if (counted % ranks != 0 || (counted / ranks) % v != 0) return {};
+    for (int& rank : per_rank) rank = counted / ranks;
+  }
+  std::vector<int> chunks;
+  for (int k = 0; k < v; ++k) {
+    for (int r = 0; r < ranks; ++r) {
+      int built = per_rank[static_cast<std::size_t>(r)] / v;
+      if (embedding && r == 0 && k == 0) --built;
+      if (loss && r == ranks - 1 && k == v - 1) --built;
+      if (built < 0) return {};
+      chunks.push_back(built);
+    }
+  }
+  return chunks;
+}
+
+}  // namespace
+
+TEST_CASE("megatron's flags for a virtual pipeline build every chunk as Megatron's rules do, and read back",
+          "[partitioner][formats][megatron][chunks]") {
+  int expressed = 0;
+  for (int blocks = 1; blocks <= 16; ++blocks) {
+    const stagecut::Profile profile = gptLike(blocks);
+    const stagecut::MegatronGroups groups = stagecut::megatronGroups(profile);
+    for (int ranks = 2; ranks <= 4; ++ranks) {
+      for (int v = 2; v <= 4; ++v) {
+        std::vector<std::tuple<bool, bool, std::optional<int>, std::optional<int>>> flag_sets;
+        for (int accounted = 0; accounted < 4; ++accounted) {
+          flag_sets.emplace_back((accounted & 1) != 0, (accounted & 2) != 0, std::nullopt, std::nullopt);
+        }
+        for (int a = 0; a <= blocks; ++a) {
+          for (int z = 0; z <= blocks; ++z) {
+            flag_sets.emplace_back(false, false, a > 0 ? std::optional<int>(a) : std::nullopt,
+                                   z > 0 ? std::optional<int>(z) : std::nullopt);
+          }
+        }
+        flag_sets.emplace_back(true, false, 2, std::nullopt);  // both kinds: refused
+        for (const auto& [embedding, loss, first, last] : flag_sets) {
+          const std::vector<int> built =
+              stagecut::megatronBlocksFromFlags(blocks, ranks, embedding, loss, first, last, v);
+          INFO(blocks << " blocks, " << ranks << " ranks x " << v << ", flags " << embedding << loss << " "
+                      << first.value_or(-1) << " " << last.value_or(-1));
+          REQUIRE(built == megatronVirtualPipelineBuilds(blocks, ranks, v, embedding, loss, first, last));
+          if (built.empty()) continue;
+          std::vector<int> counts = built;
+          counts.front() += groups.embedding_layers;
+          counts.back() += groups.loss_layers;
+          if (std::find(counts.begin(), counts.end(), 0) != counts.end()) continue;  // no empty chunk in a split
+          // The simplest flags for that chunking build it too, and --split reads them back.
+          const std::string text = stagecut::megatronFlags(groups, counts, v);
+          REQUIRE(!text.empty());
+          CHECK_THAT(text, Catch::Matchers::Contains("--num-virtual-stages-per-pipeline-rank " + std::to_string(v)));
+          stagecut::Placement placement;
+          CHECK(stagecut::parseSplitText(text, profile, 0, "--split", &placement) == counts);
+          CHECK(placement == stagecut::Placement::loop(ranks, v));
+          ++expressed;
+        }
+      }
+    }
+  }
+  CHECK(expressed > 100);
+  // LLaMA-70B's shape: 80 blocks on 8 ranks x 5, the first rank 5 blocks and the last 15.
+  CHECK(stagecut::megatronBlocksFromFlags(80, 8, false, false, 5, 15, 5) ==
+        std::vector<int>{1, 2, 2, 2, 2, 2, 2, 3, 1, 2, 2, 2, 2, 2, 2, 3, 1, 2, 2, 2, 2, 2, 2, 3,
+                         1, 2, 2, 2, 2, 2, 2, 3, 1, 2, 2, 2, 2, 2, 2, 3});
+  CHECK(stagecut::megatronBlocksFromFlags(80, 8, false, false, 6, 15, 5).empty());  // 6 not a multiple of 5
+  CHECK(stagecut::megatronBlocksFromFlags(4, 1, false, false, std::nullopt, std::nullopt, 2).empty());  // one rank
+  // A chunking Megatron's flags cannot build (two chunks of one rank unequal) has none.
+  CHECK(stagecut::megatronFlags(stagecut::megatronGroups(gptLike(8)), {2, 2, 3, 4}, 2).empty());
 }
 
 TEST_CASE("framework formats describe the split in each framework's words", "[partitioner][formats]") {

@@ -588,8 +588,26 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
   CHECK(error("--num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L", 0) ==
         "--split --num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L: "
         "--num-virtual-stages-per-pipeline-rank 2 but the layout has 3 stages for 3 ranks (1 each)");
-  CHECK(error("--pipeline-model-parallel-size 4 --num-virtual-stages-per-pipeline-rank 2", 0).find(
-            "Megatron's virtual pipeline, several model chunks per rank") != std::string::npos);
+  CHECK(error("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2", 0) ==
+        "--split --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2: "
+        "--num-virtual-stages-per-pipeline-rank 2: a virtual pipeline, several model chunks per rank; this "
+        "command takes one chunk per rank");
+  {
+    // The flags of a virtual pipeline where the caller takes chunks: 6 blocks on 3 ranks x 2.
+    stagecut::Placement placement;
+    CHECK(stagecut::parseSplitText("--num-layers 6 --pipeline-model-parallel-size 3 "
+                                   "--num-virtual-stages-per-pipeline-rank 2",
+                                   profile, 0, "--split", &placement) == std::vector<int>{2, 1, 1, 1, 1, 3});
+    CHECK(placement == stagecut::Placement::loop(3, 2));
+    CHECK(stagecut::testing::inputErrorOf([&] {
+            stagecut::parseSplitText("--pipeline-model-parallel-size 3 --num-virtual-stages-per-pipeline-rank 2 "
+                                     "--decoder-first-pipeline-num-layers 3",
+                                     profile, 0, "--split", &placement);
+          }) == "--split --pipeline-model-parallel-size 3 --num-virtual-stages-per-pipeline-rank 2 "
+                "--decoder-first-pipeline-num-layers 3: Megatron refuses these flags for 6 transformer layers on 3 "
+                "stages of 2 chunks each (uneven middle stages, a flag below 1, or both kinds of flag, or a rank's "
+                "layers not a multiple of its chunks)");
+  }
   CHECK(error("--pipeline-model-parallel-layout Et*3|t*3|L --pipeline-model-parallel-size 2", 0) ==
         "--split --pipeline-model-parallel-layout Et*3|t*3|L --pipeline-model-parallel-size 2: the layout has 3 "
         "stages, which Megatron puts on 2 ranks only as equal numbers of chunks; give 2 x v stages");
