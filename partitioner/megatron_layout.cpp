@@ -159,6 +159,18 @@ std::vector<std::string> expandMegatronLayout(const std::string& layout) {
 
 namespace {
 
+// The embedding (loss) counts as one layer of an even split into `pieces` and the first (last)
+// piece builds one transformer layer fewer; without either, the layers divide evenly.
+std::vector<int> evenSplitAccounting(int blocks, int pieces, bool account_for_embedding, bool account_for_loss) {
+  const int counted = blocks + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+  if (counted % pieces != 0) return {};
+  std::vector<int> result(static_cast<std::size_t>(pieces), counted / pieces);
+  if (account_for_embedding) --result.front();
+  if (account_for_loss) --result.back();
+  if (result.front() < 0 || result.back() < 0) return {};
+  return result;
+}
+
 // Blocks per pipeline rank, one chunk each.
 std::vector<int> blocksPerRankFromFlags(int blocks, int stages, bool account_for_embedding, bool account_for_loss,
                                         std::optional<int> first, std::optional<int> last) {
@@ -177,15 +189,7 @@ std::vector<int> blocksPerRankFromFlags(int blocks, int stages, bool account_for
     if (last) result.push_back(*last);
     return result;
   }
-  // The embedding (loss) counts as one layer of the even split and the first (last) stage
-  // builds one transformer layer fewer; without either, the layers divide evenly.
-  const int counted = blocks + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
-  if (counted % stages != 0) return {};
-  std::vector<int> result(static_cast<std::size_t>(stages), counted / stages);
-  if (account_for_embedding) --result.front();
-  if (account_for_loss) --result.back();
-  if (result.front() < 0 || result.back() < 0) return {};
-  return result;
+  return evenSplitAccounting(blocks, stages, account_for_embedding, account_for_loss);
 }
 
 }  // namespace
@@ -205,13 +209,7 @@ std::vector<int> megatronBlocksFromFlags(int blocks, int stages, bool account_fo
   if (account_for_embedding || account_for_loss) {
     // Every chunk builds (B + e + l) / (N v); the embedding's slot is chunk 0's (rank 0's first),
     // the loss's the last chunk's (rank N - 1's last), not every chunk of those ranks.
-    const int counted = blocks + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
-    if (counted % chunks != 0) return {};
-    std::vector<int> result(static_cast<std::size_t>(chunks), counted / chunks);
-    if (account_for_embedding) --result.front();
-    if (account_for_loss) --result.back();
-    if (result.front() < 0 || result.back() < 0) return {};
-    return result;
+    return evenSplitAccounting(blocks, chunks, account_for_embedding, account_for_loss);
   }
   // Even, or the first and last ranks' totals: each rank's blocks, as without chunks, divide
   // evenly over its v chunks (chunk c on rank c mod N).
