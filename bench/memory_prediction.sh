@@ -3,10 +3,10 @@
 # models (the issue's small GPT and the demo's in float32 under --optimizer adam and none, a small
 # LLaMA in bfloat16 under adam-mixed: bf16 weights, float32 gradients, masters and moments),
 # 2 and 3 ranks, gpipe, 1f1b and zb-h1, plain and --recompute full (one validate runs both), and
-# interleaved 1F1B (2 chunks per rank) and ZB-V, plain (validate recomputes N-stage splits only),
+# interleaved 1F1B (2 chunks per rank), ZB-V and DualPipeV, plain (validate recomputes N-stage splits only),
 # each on its own chunked split. Prints one row per rank and the largest error. Memory does not
 # depend on the machine's load; the run takes ~20 minutes on 2 cores.
-# Usage: [MODELS="small demo llama"] [SCHEDULES="gpipe 1f1b zb-h1 interleaved-1f1b zb-v"]
+# Usage: [MODELS="small demo llama"] [SCHEDULES="gpipe 1f1b zb-h1 interleaved-1f1b zb-v dualpipe-v"]
 #        bench/memory_prediction.sh [BUILD_DIR]
 set -euo pipefail
 build=${1:-build}
@@ -27,14 +27,15 @@ for model in "${chosen[@]}"; do
   "$stagecut" profile ${models[$model]} --min-repeats 3 --max-repeats 3 -o "$out/$model.profile.json" >/dev/null
 done
 
-read -r -a schedules <<<"${SCHEDULES:-gpipe 1f1b zb-h1 interleaved-1f1b zb-v}"
+read -r -a schedules <<<"${SCHEDULES:-gpipe 1f1b zb-h1 interleaved-1f1b zb-v dualpipe-v}"
 for model in "${chosen[@]}"; do
   for stages in 2 3; do
     for schedule in "${schedules[@]}"; do
-      # Chunked splits: 6 microbatches, a multiple of 2 and 3 ranks as interleaving needs.
+      # Chunked splits: 6 microbatches, a multiple of 2 and 3 ranks as interleaving needs and
+      # DualPipeV's 2N on 3 ranks.
       case "$schedule" in
         interleaved-1f1b) split_flags=(--chunks 2 --microbatches 6); run_flags=(--microbatches 6) ;;
-        zb-v) split_flags=(--microbatches 6); run_flags=(--microbatches 6) ;;
+        zb-v | dualpipe-v) split_flags=(--microbatches 6); run_flags=(--microbatches 6) ;;
         *) split_flags=(--microbatches 8); run_flags=(--microbatches 8 --recompute full) ;;
       esac
       for optimizer in ${optimizers[$model]}; do
