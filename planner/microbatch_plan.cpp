@@ -207,6 +207,7 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
   checkRequest(request, plan.measured_sizes);
   checkStageCount(request.partition.stages, profile.layerCount());
   const int per_replica = request.global_batch / request.partition.data_parallel;
+  bool too_many_ops = false;
   for (const int size : divisorsOf(per_replica)) {
     const std::string reason = sized.notCoveredReason(size);
     if (!reason.empty()) {
@@ -224,15 +225,34 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
     }
     std::optional<PlanRow> chosen = bestRowOverChunks(sized.at(size), size, measured, request, source);
     if (!chosen) {
-      plan.skipped.push_back({size, "more than " + formatCount(kMaxForwardOps) + " forward ops per step"});
+      // One text for every size, so the sizes it stops are listed together.
+      plan.skipped.push_back({size, "G / b microbatches x " + std::to_string(stages) + " stages is over the " +
+                                        formatCount(kMaxForwardOps) + " forward ops one simulated step holds"});
+      too_many_ops = true;
       continue;
     }
     plan.rows.push_back(std::move(*chosen));
   }
   if (plan.rows.empty()) {
+    std::string fix = "pick a global batch that a measured size divides into a whole number of microbatches the "
+                      "schedule can run";
+    if (too_many_ops) {
+      // The largest batch whose largest measured size stays within the op limit.
+      const std::vector<int> chunk_counts = request.choose_chunks
+                                                ? chunkCountsToTry(request.partition.schedule)
+                                                : std::vector<int>{chunksPerRank(request.partition.schedule,
+                                                                                 request.partition.chunks)};
+      const std::int64_t per_step = static_cast<std::int64_t>(request.partition.stages) *
+                                    *std::min_element(chunk_counts.begin(), chunk_counts.end());
+      const std::int64_t largest = static_cast<std::int64_t>(request.partition.data_parallel) *
+                                   plan.measured_sizes.back() * (kMaxForwardOps / per_step);
+      fix = "use a --global-batch of at most " + std::to_string(largest) + " (" +
+            std::to_string(kMaxForwardOps / per_step) + " microbatches of " +
+            std::to_string(plan.measured_sizes.back()) + (request.partition.data_parallel > 1 ? " per replica" : "") +
+            ") that a measured size divides";
+    }
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": no microbatch size can be planned (" +
-                whyNoSize(plan) + "); pick a global batch that a measured size divides into a whole number of " +
-                "microbatches the schedule can run");
+                whyNoSize(plan) + "); " + fix);
   }
   for (std::size_t i = 0; i < plan.rows.size(); ++i) {
     const PlanRow& row = plan.rows[i];

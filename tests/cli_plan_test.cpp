@@ -129,9 +129,17 @@ TEST_CASE("stagecut plan errors are one line with exit 2", "[cli][plan][errors]"
                     "needs 32.1 MiB, 31.1 MiB over its cap; raise the cap, use more --stages or --recompute full");
   // A batch no size fits says, for each measured size, why not: here too many microbatches.
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 2000000000"),
-                  "--global-batch 2000000000: no microbatch size can be planned (microbatch 2, 4 and 8: more than "
-                  "4.2M forward ops per step; microbatch 20: beyond twice the largest measured size (8)); pick a "
-                  "global batch that a measured size divides into a whole number of microbatches the schedule can run");
+                  "--global-batch 2000000000: no microbatch size can be planned (microbatch 2, 4 and 8: G / b "
+                  "microbatches x 3 stages is over the 4.2M forward ops one simulated step holds; microbatch 20: "
+                  "beyond twice the largest measured size (8)); use a --global-batch of at most 11184808 (1398101 "
+                  "microbatches of 8) that a measured size divides");
+  // 1398101 microbatches of 8 on 3 stages is within the limit: the largest batch it names plans.
+  CHECK(runStagecut("plan " + p + " --stages 3 --global-batch 11184808 --json").exit_code == 0);
+  checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 2000000000 --data-parallel 4"),
+                  "--global-batch 2000000000: no microbatch size can be planned (microbatch 2, 4 and 8: G / b "
+                  "microbatches x 3 stages is over the 4.2M forward ops one simulated step holds; microbatch 20: "
+                  "beyond twice the largest measured size (8)); use a --global-batch of at most 44739232 (1398101 "
+                  "microbatches of 8 per replica) that a measured size divides");
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --schedule zb-h2"),
                     "--schedule: unknown schedule 'zb-h2', did you mean 'zb-h1'?");
   checkInputError(runStagecut("plan " + p + " --stages 3 --global-batch 16 --fit-tolerance -1"),
