@@ -74,7 +74,8 @@ TEST_CASE("stagecut plan chooses v for interleaved 1F1B unless --chunks fixes it
   const CommandResult fixed = runStagecut("plan " + dir.file("p.json") +
                                           " --stages 2 --global-batch 16 --schedule interleaved-1f1b --chunks 3 --json");
   REQUIRE(fixed.exit_code == 0);
-  for (const auto& row : nlohmann::json::parse(fixed.out)["rows"]) CHECK(row["chunks"] == 3);
+  const auto fixed_document = nlohmann::json::parse(fixed.out);
+  for (const auto& row : fixed_document["rows"]) CHECK(row["chunks"] == 3);
   checkInputError(runStagecut("plan " + dir.file("p.json") +
                               " --stages 2 --global-batch 16 --schedule interleaved-1f1b --chunks 4"),
                   "--chunks 4: 2 stages x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");

@@ -543,7 +543,9 @@ double largestMeasuredPeak(const nlohmann::json& report) {
 
 double largestPredictedStage(const std::string& partition_path) {
   double most = 0;
-  for (const auto& stage : nlohmann::json::parse(stagecut::readTextFile(partition_path))["stages"]) {
+  // The document outlives the loop: operator[] of a temporary would not.
+  const auto document = nlohmann::json::parse(stagecut::readTextFile(partition_path));
+  for (const auto& stage : document["stages"]) {
     most = std::max(most, stage["memory_bytes"].get<double>());
   }
   return most;
