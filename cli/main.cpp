@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/flag_bounds.h"
 #include "cli/self_executable.h"
 #include "cli/standard_output.h"
 #include "cli/torch_commands.h"
@@ -88,6 +89,7 @@ int runCommand(int argc, char** argv) {
   // Listed in --help (and in the nearest-name hint) as the LibTorch part has them.
   for (const stagecut::TorchCommand& command : stagecut::kTorchCommands) app.add_subcommand(command.name, command.description);
 #endif
+  stagecut::boundNumericFlags(app);
   app.footer("Run 'stagecut <command> --help' for a command's options.\n");
 
   try {

@@ -286,9 +286,17 @@ void requireWeightsFit(double parameters, double largest_layer_parameters, const
 void checkZooOptions(const ZooOptions& options) {
   if (options.family == "gpt") return checkGpt(options);
   if (options.family == "llama") return checkLlama(options);
+  const bool known = options.family == "mlp" || options.family == "vgg16";
+  if (!known) {
+    throw Error("--model " + options.family + ": not a built-in model" + unknownNameHint(options.family, zooFamilies()));
+  }
+  // A preset the family has none of would be ignored, and the profile not the model asked for.
+  if (!options.preset.empty()) {
+    throw Error("--preset " + options.preset + ": --model " + options.family +
+                " has no presets (gpt and llama have them); size it with its own flags, or leave --preset out");
+  }
   if (options.family == "mlp") return checkMlp(options);
-  if (options.family == "vgg16") return checkVgg16(options);
-  throw Error("--model " + options.family + ": not a built-in model" + unknownNameHint(options.family, zooFamilies()));
+  return checkVgg16(options);
 }
 
 }  // namespace stagecut

@@ -125,4 +125,13 @@ TEST_CASE("impossible zoo settings are rejected with the fix", "[profiler][zoo][
   vgg.family = "vgg16";
   vgg.image_size = 100;
   CHECK_THROWS_WITH(buildZooModel(vgg), Contains("use a multiple of 32"));
+  // A preset of a family without presets was ignored; now it is named.
+  for (const char* family : {"mlp", "vgg16"}) {
+    ZooOptions presetless;
+    presetless.family = family;
+    presetless.preset = "gpt2-small";
+    CHECK_THROWS_WITH(buildZooModel(presetless), "--preset gpt2-small: --model " + std::string(family) +
+                                                     " has no presets (gpt and llama have them); size it with "
+                                                     "its own flags, or leave --preset out");
+  }
 }
