@@ -6,11 +6,27 @@
 #include <fstream>
 #include <sstream>
 
+#include <sys/stat.h>
+
 #include "core/error.h"
+#include "core/units.h"
 
 namespace stagecut {
 
-std::string readTextFile(const std::string& path) {
+std::string readTextFile(const std::string& path, std::uint64_t max_bytes) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) {
+    throw Error(path + ": cannot open (" + std::strerror(errno) + "); check the path");
+  }
+  if (S_ISDIR(status.st_mode)) throw Error(path + ": is a folder; give the file in it");
+  // /dev/zero or a pipe never ends, and its size says nothing: only regular files are read.
+  if (!S_ISREG(status.st_mode)) {
+    throw Error(path + ": is not a regular file (a device, pipe or socket); give a file stagecut wrote");
+  }
+  if (static_cast<std::uint64_t>(status.st_size) > max_bytes) {
+    throw Error(path + ": is " + formatBytes(static_cast<std::uint64_t>(status.st_size)) +
+                ", more than any document stagecut writes (at most " + formatBytes(max_bytes) + "); check the path");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error(path + ": cannot open (" + std::strerror(errno) + "); check the path");

@@ -1,13 +1,20 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace stagecut {
 
-/// Reads a whole file. Throws Error (input) naming the path when it cannot be opened or read.
-std::string readTextFile(const std::string& path);
+/// The largest file readTextFile() takes by default: above any document stagecut writes for a
+/// model it can plan (a profile is about 1 KB a layer per measured size).
+inline constexpr std::uint64_t kMaxDocumentBytes = std::uint64_t{512} << 20;
+
+/// Reads a whole file, looked at before it is read: a folder, a device, a pipe or a socket, or a
+/// file over `max_bytes`, is refused without reading it. Throws Error (input) naming the path
+/// for those and when it cannot be opened or read.
+std::string readTextFile(const std::string& path, std::uint64_t max_bytes = kMaxDocumentBytes);
 
 /// Parses JSON text from `source` (a file name, used in messages). Throws Error (input) with one
 /// line naming the source when the text is empty, not JSON, or holds a number out of range.

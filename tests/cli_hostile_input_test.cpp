@@ -6,7 +6,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -575,6 +580,50 @@ TEST_CASE("each hostile flag value is rejected in one line naming the flag", "[c
   for (const BadCommand& row : badCommands()) {
     INFO(row.what);
     expectRejected(row.files, row.args, row.message);
+  }
+}
+
+TEST_CASE("every reader looks at a path before reading it: folders, devices, pipes and oversize files",
+          "[cli][errors][hostile]") {
+  // Each reader of the LibTorch-free commands, its path last but one word.
+  const std::vector<std::string> readers = {"inspect {x}", "partition {x} --stages 2",
+                                            "simulate {dir}/p.json --partition {x}",
+                                            "import pipedream {x} -o {dir}/o.json",
+                                            "report {dir}/p.json --comparison {x} -o {dir}/r.html"};
+  const auto run = [](const std::string& reader, const std::string& path) {
+    std::string args = reader;
+    args.replace(args.find("{x}"), 3, path);
+    return args;
+  };
+  for (const std::string& reader : readers) {
+    INFO(reader);
+    const InputFile profile{"p.json", profileText(4)};
+    expectRejected({profile}, run(reader, "/dev/zero"),
+                   "/dev/zero: is not a regular file (a device, pipe or socket); give a file stagecut wrote");
+    expectRejected({profile}, run(reader, "{dir}"), "{dir}: is a folder; give the file in it");
+    {
+      const TempDir dir;
+      dir.write("p.json", profileText(4));
+      const std::string fifo = dir.file("f.json");
+      REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+      // A pipe nobody writes: read, it would block for ever; looked at, it is refused.
+      const CommandResult result = runStagecut(inDir(run(reader, fifo), dir.path()));
+      CHECK(result.exit_code == 2);
+      CHECK(result.err == "stagecut: " + fifo + ": is not a regular file (a device, pipe or socket); give a file "
+                          "stagecut wrote\n");
+    }
+    {
+      // 1 GiB of nothing, sparse: refused by its size, before a byte is read.
+      const TempDir dir;
+      dir.write("p.json", profileText(4));
+      const std::string big = dir.file("big.json");
+      { std::ofstream create(big); }
+      std::filesystem::resize_file(big, std::uintmax_t{1} << 30);
+      const CommandResult result = runStagecut(inDir(run(reader, big), dir.path()));
+      CHECK(result.exit_code == 2);
+      CHECK(result.err == "stagecut: " + big + ": is 1.00 GiB, more than any document stagecut writes (at most "
+                         "512 MiB); check the path\n");
+    }
   }
 }
 

@@ -457,3 +457,19 @@ TEST_CASE("two outputs of one command that are the same file are refused before 
   stagecut::checkDistinctOutputs({OutputPath(dir.file("t.json"), "--trace"), OutputPath(dir.file("g.svg"), "--svg")});
   stagecut::checkDistinctOutputs({OutputPath("/dev/null", "--trace"), OutputPath("/dev/null", "--svg")});
 }
+
+TEST_CASE("readTextFile reads a regular file up to its bound and looks at anything else first",
+          "[core][io][errors]") {
+  const TempDir dir;
+  dir.write("ten.json", "0123456789");
+  CHECK(stagecut::readTextFile(dir.file("ten.json"), 10) == "0123456789");  // the bound itself is taken
+  CHECK(stagecut::testing::inputErrorOf([&] { stagecut::readTextFile(dir.file("ten.json"), 9); }) ==
+        dir.file("ten.json") + ": is 10 B, more than any document stagecut writes (at most 9 B); check the path");
+  CHECK(stagecut::testing::inputErrorOf([&] { stagecut::readTextFile(dir.path()); }) ==
+        dir.path() + ": is a folder; give the file in it");
+  CHECK(stagecut::testing::inputErrorOf([&] { stagecut::readTextFile("/dev/null"); }) ==
+        "/dev/null: is not a regular file (a device, pipe or socket); give a file stagecut wrote");
+  // A link to a regular file is the file.
+  std::filesystem::create_symlink(dir.file("ten.json"), dir.file("link.json"));
+  CHECK(stagecut::readTextFile(dir.file("link.json")) == "0123456789");
+}
