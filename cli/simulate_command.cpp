@@ -411,6 +411,9 @@ void writeCharts(const SimulateOptions& options, const SimulationReport& report)
                                    : baseName(report.profile_path) + " split by " +
                                          baseName(report.partition_path));
     writeOutputFile(chartOutput(options, "--svg", options.svg_path), renderSvgGantt(views, svg));
+    // On stderr: stdout may be the --json document.
+    const std::string drawn = svgGanttDrawingNote(views);
+    if (!drawn.empty()) std::cerr << "stagecut: --svg " << options.svg_path << ": " << drawn << "\n";
   }
 }
 

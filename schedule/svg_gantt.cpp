@@ -21,6 +21,11 @@ constexpr double kAxis = 34;
 constexpr double kPanelGap = 18;
 constexpr double kLabelFontPx = 12;
 const char* const kFont = "Helvetica, Arial, sans-serif";
+// What one chart draws at most, whatever the pipeline: past kMaxDrawnOps each rank is drawn in
+// pixel columns (a bar narrower than a pixel shows nothing anyway), past kMaxDrawnRanks only the
+// first ranks are. Together they keep the chart under kMaxSvgGanttBytes (svg_gantt.h).
+constexpr std::size_t kMaxDrawnOps = 40000;
+constexpr int kMaxDrawnRanks = 256;
 
 Rgb lighten(Rgb colour, double amount) {
   return {colour.r + (255 - colour.r) * amount, colour.g + (255 - colour.g) * amount,
@@ -51,9 +56,66 @@ std::string formatStep(double step, const std::string& unit) {
 double rowHeight(int stages) { return std::clamp(440.0 / stages, 9.0, 30.0); }
 double rowGap(int stages) { return rowHeight(stages) >= 20 ? 6.0 : 2.0; }
 
+int drawnRanks(const Schedule& schedule) { return std::min(schedule.stages, kMaxDrawnRanks); }
+
 double panelHeight(const Schedule& schedule) {
-  return kPanelTitle + schedule.stages * (rowHeight(schedule.stages) + rowGap(schedule.stages)) +
-         kAxis + kPanelGap;
+  const int ranks = drawnRanks(schedule);
+  return kPanelTitle + ranks * (rowHeight(ranks) + rowGap(ranks)) + kAxis + kPanelGap;
+}
+
+// Each drawn rank's ops, or 0 columns per rank when every op fits the budget as a bar of its own.
+int columnsPerRank(const std::vector<SimulatedSchedule>& runs) {
+  std::size_t ops = 0, ranks = 0;
+  for (const SimulatedSchedule& run : runs) {
+    for (int rank = 0; rank < drawnRanks(*run.schedule); ++rank) ops += run.schedule->ranks[rank].size();
+    ranks += static_cast<std::size_t>(drawnRanks(*run.schedule));
+  }
+  if (ops <= kMaxDrawnOps || ranks == 0) return 0;
+  return static_cast<int>(std::clamp<std::size_t>(kMaxDrawnOps / ranks, 8, static_cast<std::size_t>(kWidth - kLeft - kRight)));
+}
+
+// One rank drawn in `columns` columns over [0, axis_end): each column takes the colour of the op
+// kind and chunk that fills most of it, or stays idle when ops fill under half of it; runs of one
+// colour are one bar. No microbatch numbers: a column holds many ops.
+void drawRankColumns(SvgBuilder* svg, const RankOps& ops, const std::vector<OpTiming>& times, int chunks,
+                     double axis_end, int columns, double left, double y, double width, double row) {
+  const double column_ms = axis_end / columns;
+  std::vector<std::vector<std::pair<int, double>>> cover(static_cast<std::size_t>(columns));
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const int key = static_cast<int>(ops[i].kind) * 100000 + ops[i].chunk;
+    const int first = std::clamp(static_cast<int>(times[i].start_ms / column_ms), 0, columns - 1);
+    const int last = std::clamp(static_cast<int>(times[i].end_ms / column_ms), 0, columns - 1);
+    for (int c = first; c <= last; ++c) {
+      const double overlap = std::min(times[i].end_ms, (c + 1) * column_ms) - std::max(times[i].start_ms, c * column_ms);
+      if (overlap <= 0) continue;
+      auto& entries = cover[static_cast<std::size_t>(c)];
+      auto found = std::find_if(entries.begin(), entries.end(), [&](const auto& entry) { return entry.first == key; });
+      if (found == entries.end()) entries.emplace_back(key, overlap);
+      else found->second += overlap;
+    }
+  }
+  const auto dominant = [&](int c) {
+    double busy = 0, best = 0;
+    int key = -1;
+    for (const auto& [k, ms] : cover[static_cast<std::size_t>(c)]) {
+      busy += ms;
+      if (ms > best) best = ms, key = k;
+    }
+    return busy >= column_ms / 2 ? key : -1;
+  };
+  const double column_px = width / columns;
+  for (int c = 0; c < columns;) {
+    const int key = dominant(c);
+    int end = c + 1;
+    while (end < columns && dominant(end) == key) ++end;
+    if (key >= 0) {
+      PipelineOp op;
+      op.kind = static_cast<OpKind>(key / 100000);
+      op.chunk = key % 100000;
+      svg->rect(left + c * column_px, y, (end - c) * column_px, row, hexColour(opColour(op, chunks)));
+    }
+    c = end;
+  }
 }
 
 void legendItem(SvgBuilder* svg, double* x, double y, const std::string& fill,
@@ -84,13 +146,14 @@ void drawLegend(SvgBuilder* svg, const std::vector<SimulatedSchedule>& runs, dou
 }
 
 void drawPanel(SvgBuilder* svg, const SimulatedSchedule& run, double top, double time_scale,
-               double tick, const std::string& unit) {
+               double tick, const std::string& unit, int columns) {
   const Schedule& schedule = *run.schedule;
   const SimulationResult& result = *run.result;
-  const double row = rowHeight(schedule.stages);
-  const double gap = rowGap(schedule.stages);
+  const int ranks = drawnRanks(schedule);
+  const double row = rowHeight(ranks);
+  const double gap = rowGap(ranks);
   const double rows_top = top + kPanelTitle;
-  const double rows_bottom = rows_top + schedule.stages * (row + gap) - gap;
+  const double rows_bottom = rows_top + ranks * (row + gap) - gap;
   auto x = [&](double t) { return kLeft + t * time_scale; };
 
   svg->text(kLeft, top + 20, "<tspan font-weight=\"bold\">" + escapeMarkup(scheduleTitle(schedule)) + "</tspan>" +
@@ -108,13 +171,19 @@ void drawPanel(SvgBuilder* svg, const SimulatedSchedule& run, double top, double
   svg->text(kLeft - 12, rows_bottom + 19, "time (" + escapeMarkup(unit) + ")",
             "font-size=\"12\" fill=\"#666\" text-anchor=\"end\" font-style=\"italic\"");
 
-  for (int rank = 0; rank < schedule.stages; ++rank) {
+  for (int rank = 0; rank < ranks; ++rank) {
     const double y = rows_top + rank * (row + gap);
     svg->text(kLeft - 12, y + row / 2 + 4, "rank " + std::to_string(rank),
               "font-size=\"" + svgNumber(std::min(13.0, row)) + "\" fill=\"#333\" text-anchor=\"end\"");
     // The track under the bars is hatched: whatever the bars leave uncovered is the bubble.
     svg->rect(kLeft, y, result.step_ms * time_scale, row, "url(#idle)");
     const RankOps& ops = schedule.ranks[rank];
+    if (columns > 0) {
+      const double width = kWidth - kLeft - kRight;
+      drawRankColumns(svg, ops, result.op_times[rank], schedule.chunks, width / time_scale, columns, kLeft, y,
+                      width, row);
+      continue;
+    }
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const OpTiming& timing = result.op_times[rank][i];
       const double width = (timing.end_ms - timing.start_ms) * time_scale;
@@ -153,9 +222,29 @@ std::string scheduleTitle(const Schedule& schedule) {
   return title;
 }
 
+std::string svgGanttDrawingNote(const std::vector<SimulatedSchedule>& runs) {
+  std::string note;
+  int most_ranks = 0;
+  std::size_t ops = 0;
+  for (const SimulatedSchedule& run : runs) {
+    most_ranks = std::max(most_ranks, run.schedule->stages);
+    for (const RankOps& rank : run.schedule->ranks) ops += rank.size();
+  }
+  if (most_ranks > kMaxDrawnRanks) {
+    note = "ranks 0-" + std::to_string(kMaxDrawnRanks - 1) + " of " + std::to_string(most_ranks) + " drawn";
+  }
+  if (const int columns = columnsPerRank(runs); columns > 0) {
+    note += (note.empty() ? "" : "; ") + std::to_string(ops) + " ops drawn in " + std::to_string(columns) +
+            " columns a rank, each the op kind that fills most of it";
+  }
+  return note;
+}
+
 std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
                            const SvgGanttOptions& options) {
-  const double header = options.title.empty() ? 44 : 80;
+  const int columns = columnsPerRank(runs);
+  const std::string note = svgGanttDrawingNote(runs);
+  const double header = (options.title.empty() ? 44 : 80) + (note.empty() ? 0 : 24);
   double height = header + 16;
   double longest_step = 0;
   for (const SimulatedSchedule& run : runs) {
@@ -184,9 +273,10 @@ std::string renderSvgGantt(const std::vector<SimulatedSchedule>& runs,
     y = 36;
   }
   drawLegend(&svg, runs, y + 32);
+  if (!note.empty()) svg.text(kLeft, y + 60, escapeMarkup(note), "font-size=\"14\" fill=\"#8a4b00\"");
   y = header;
   for (const SimulatedSchedule& run : runs) {
-    drawPanel(&svg, run, y, time_scale, tick, options.time_unit);
+    drawPanel(&svg, run, y, time_scale, tick, options.time_unit, columns);
     y += panelHeight(*run.schedule);
   }
   svg.raw("</svg>\n");

@@ -249,3 +249,24 @@ TEST_CASE("simulate --chunks with schedules that fix their chunks per rank is re
   CHECK(runStagecut("simulate --schedule 1f1b --chunks 1").exit_code == 0);
   CHECK(runStagecut("simulate --schedule all --chunks 3").exit_code == 0);
 }
+
+TEST_CASE("simulate --svg and report stay small for any pipeline and say what they drew", "[cli][simulate][bounds]") {
+  const TempDir dir;
+  const CommandResult deep =
+      runStagecut("simulate --stages 300 --microbatches 2 --schedule 1f1b --svg '" + dir.file("deep.svg") + "'");
+  REQUIRE(deep.exit_code == 0);
+  CHECK(deep.err == "stagecut: --svg " + dir.file("deep.svg") + ": ranks 0-255 of 300 drawn\n");
+  const CommandResult long_step = runStagecut("simulate --stages 4 --microbatches 1000000 --schedule 1f1b --json --svg '" +
+                                              dir.file("long.svg") + "'");
+  REQUIRE(long_step.exit_code == 0);
+  CHECK(nlohmann::json::parse(long_step.out)["format"] == "stagecut.simulation/1");  // stdout stays the document
+  CHECK(long_step.err == "stagecut: --svg " + dir.file("long.svg") +
+                             ": 8000000 ops drawn in 1088 columns a rank, each the op kind that fills most of it\n");
+  CHECK(stagecut::readTextFile(dir.file("long.svg")).size() < 100000u);
+  const CommandResult report = runStagecut("report '" + stagecut::testing::kExampleGptProfile +
+                                           "' --stages 2 --microbatches 100000 -o '" + dir.file("r.html") + "'");
+  REQUIRE(report.exit_code == 0);
+  const std::string html = stagecut::readTextFile(dir.file("r.html"));
+  CHECK(html.size() < 1000000u);
+  CHECK_THAT(html, Contains("ops drawn in 1088 columns a rank"));
+}

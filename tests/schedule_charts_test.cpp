@@ -135,6 +135,47 @@ TEST_CASE("the SVG Gantt draws every op, the idle hatch, a legend and the figure
   CHECK(stagecut::scheduleTitle(interleaved) == "Interleaved 1F1B (v = 2)");
 }
 
+TEST_CASE("the SVG Gantt stays bounded: columns past 40,000 ops, the first 256 ranks past that, and says so",
+          "[schedule][charts][bounds]") {
+  const Schedule small = generateSchedule("1f1b", 4, 8);
+  const SimulationResult small_result = stagecut::simulate(small, stagecut::unitCosts(small));
+  CHECK(stagecut::svgGanttDrawingNote({{&small, &small_result}}).empty());
+
+  // GPipe on 2 stages, 50,000 microbatches of unit cost: rank 0 runs every F (time 0 to M), then
+  // every B (from M + 1 to 3M + 1); 200,000 ops in all, over the bound.
+  const Schedule gpipe = generateSchedule("gpipe", 2, 50000);
+  const SimulationResult gpipe_result = stagecut::simulate(gpipe, stagecut::unitCosts(gpipe));
+  const std::string note = stagecut::svgGanttDrawingNote({{&gpipe, &gpipe_result}});
+  CHECK(note == "200000 ops drawn in 1088 columns a rank, each the op kind that fills most of it");
+  const std::string svg = stagecut::renderSvgGantt({{&gpipe, &gpipe_result}}, stagecut::SvgGanttOptions{});
+  CHECK_THAT(svg, Contains(">" + note + "</text>"));
+  CHECK(svg.size() < 100000u);
+  // Each rank is one forward bar and one backward bar: runs of one kind are one rect.
+  const std::string forward = "fill=\"" + stagecut::hexColour(stagecut::opKindColour(stagecut::OpKind::kForward)) + "\"";
+  const std::string backward = "fill=\"" + stagecut::hexColour(stagecut::opKindColour(stagecut::OpKind::kBackward)) + "\"";
+  CHECK(occurrences(svg, forward) == 2 + 1);   // + the legend's swatch
+  CHECK(occurrences(svg, backward) == 2 + 1);
+  CHECK(occurrences(svg, "<text") == occurrences(svg, "</text>"));
+
+  // Past 256 ranks only the first 256 are drawn.
+  const Schedule deep = generateSchedule("1f1b", 300, 2);
+  const SimulationResult deep_result = stagecut::simulate(deep, stagecut::unitCosts(deep));
+  const std::string deep_svg = stagecut::renderSvgGantt({{&deep, &deep_result}}, stagecut::SvgGanttOptions{});
+  CHECK_THAT(deep_svg, Contains(">ranks 0-255 of 300 drawn</text>"));
+  CHECK_THAT(deep_svg, Contains(">rank 255</text>"));
+  CHECK_THAT(deep_svg, !Contains(">rank 256</text>"));
+  CHECK(occurrences(deep_svg, "fill=\"url(#idle)\"/>") == 256);
+
+  // The stated bound holds for the largest charts the generators make: 4.2M forward ops.
+  for (const auto& [stages, microbatches] : {std::pair<int, int>{4, 1 << 20}, {4096, 1024}}) {
+    const Schedule big = generateSchedule("1f1b", stages, microbatches);
+    const SimulationResult big_result = stagecut::simulate(big, stagecut::unitCosts(big));
+    INFO(stages << " stages x " << microbatches);
+    CHECK(stagecut::renderSvgGantt({{&big, &big_result}}, stagecut::SvgGanttOptions{}).size() <
+          stagecut::kMaxSvgGanttBytes);
+  }
+}
+
 TEST_CASE("charts draw the all-reduce as its own op", "[schedule][charts][data-parallel]") {
   const Schedule schedule = stagecut::withGradientAllReduce(generateSchedule("1f1b", 2, 2));
   stagecut::PipelineCosts costs = stagecut::unitCosts(schedule);
