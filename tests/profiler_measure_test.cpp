@@ -94,7 +94,10 @@ TEST_CASE("a measured profile has every layer with consistent figures", "[profil
   // Nothing is timed before the first layer of the first round: no estimate, not a huge one.
   CHECK(progress[1].estimated_left_s < 0);
   CHECK(progress[2].estimated_left_s >= 0);
-  CHECK(progress.back().estimated_left_s < progress[2].estimated_left_s);
+  // At the last layer of the last round a quarter of a round is left, and the run has spent at
+  // least the whole round it scales from. (Set against the estimate after one layer instead,
+  // this flaked: on layers of microseconds one preempted round outweighs the rest.)
+  CHECK(progress.back().estimated_left_s <= 0.25 * progress.back().elapsed_s + 1e-9);
   for (const auto& layer : profile.layers) {
     INFO(layer.name);
     CHECK(layer.forward_ms.repeats == 3);
