@@ -42,11 +42,12 @@ class LineParser {
   [[noreturn]] void fail(const std::string& what) const { throw Error(where_ + ": " + what); }
 
   double number(const std::string& field, const std::string& text) const {
+    // PipeDream writes Python floats: decimal digits, a point, an exponent. strtod would also take
+    // hex (0x10), "inf", a sign or leading blanks, none of which PipeDream writes.
+    if (!isDecimal(text)) fail(field + "=" + text + " is not a decimal number >= 0 (digits, a point, an exponent)");
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || !std::isfinite(value) || value < 0) {
-      fail(field + "=" + text + " is not a number >= 0");
-    }
+    if (*end != '\0' || !std::isfinite(value) || value < 0) fail(field + "=" + text + " is not a number >= 0");
     // Sizes become byte counts (at most 2^63) and times are summed: bound both well inside.
     if (value > kMaxValue) fail(field + "=" + text + " is too large; the most is 1e12");
     return value;
@@ -65,12 +66,38 @@ class LineParser {
   }
 
  private:
+  static bool isDecimal(const std::string& text) {
+    std::size_t i = 0;
+    const auto digits = [&] {
+      const std::size_t from = i;
+      while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i;
+      return i - from;
+    };
+    std::size_t mantissa = digits();
+    if (i < text.size() && text[i] == '.') {
+      ++i;
+      mantissa += digits();
+    }
+    if (mantissa == 0) return false;
+    if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+      ++i;
+      if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+      if (digits() == 0) return false;
+    }
+    return i == text.size();
+  }
+
   std::string where_;
 };
 
 const char* const kNodeFormat =
     "expected 'nodeK -- Desc -- forward_compute_time=F, backward_compute_time=B, "
     "activation_size=A, parameter_size=P' or '<tab>nodeA -- nodeB'";
+
+bool isNodeField(const std::string& name) {
+  return name == "forward_compute_time" || name == "backward_compute_time" || name == "activation_size" ||
+         name == "parameter_size";
+}
 
 GraphNode parseNodeLine(const std::string& line, const LineParser& parser) {
   const std::string separator = " -- ";
@@ -93,7 +120,13 @@ GraphNode parseNodeLine(const std::string& line, const LineParser& parser) {
     field = trim(field);
     const auto equals = field.find('=');
     if (equals == std::string::npos) parser.fail("field '" + field + "' has no '='; " + kNodeFormat);
-    values[field.substr(0, equals)] = trim(field.substr(equals + 1));
+    const std::string name = field.substr(0, equals);
+    if (!isNodeField(name)) {
+      parser.fail("node " + node.id + ": '" + name + "' is not a PipeDream node field; " + kNodeFormat);
+    }
+    // A second value would silently replace the first: which one the graph meant is unknown.
+    if (values.count(name)) parser.fail("node " + node.id + " gives " + name + " twice");
+    values[name] = trim(field.substr(equals + 1));
   }
   for (const char* name : {"forward_compute_time", "backward_compute_time", "activation_size", "parameter_size"}) {
     if (!values.count(name)) parser.fail("node " + node.id + " has no " + name + "; " + kNodeFormat);
@@ -127,6 +160,11 @@ PipedreamImport importPipedreamGraph(const std::string& text, const std::string&
   while (std::getline(lines, line)) {
     ++line_number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
+    // PipeDream's own reader (Python's open(), utf-8) would take the mark into the first node's id.
+    if (line_number == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) {
+      LineParser(source, 1).fail("starts with a UTF-8 byte-order mark (EF BB BF), which PipeDream does not "
+                                 "write; save the graph without it");
+    }
     if (trim(line).empty()) continue;
     const LineParser parser(source, line_number);
     if (line.front() == '\t' || line.front() == ' ') {

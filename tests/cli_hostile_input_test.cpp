@@ -306,10 +306,10 @@ const std::vector<BadGraph>& badGraphs() {
        ":1: node node1 has no parameter_size; " + kNodeFormat},
       {"NaN in a time", "node1 -- Linear -- forward_compute_time=nan, backward_compute_time=2, "
                         "activation_size=3, parameter_size=4\n",
-       ":1: forward_compute_time=nan is not a number >= 0"},
+       ":1: forward_compute_time=nan is not a decimal number >= 0 (digits, a point, an exponent)"},
       {"inf in a time", "node1 -- Linear -- forward_compute_time=1, backward_compute_time=inf, "
                         "activation_size=3, parameter_size=4\n",
-       ":1: backward_compute_time=inf is not a number >= 0"},
+       ":1: backward_compute_time=inf is not a decimal number >= 0 (digits, a point, an exponent)"},
       {"1e999 in a time", "node1 -- Linear -- forward_compute_time=1e999, backward_compute_time=2, "
                           "activation_size=3, parameter_size=4\n",
        ":1: forward_compute_time=1e999 is not a number >= 0"},
@@ -322,7 +322,29 @@ const std::vector<BadGraph>& badGraphs() {
        ":1: activation_size=[9e11; 9e11] adds up to more than 1e12"},
       {"negative size", "node1 -- Linear -- forward_compute_time=1, backward_compute_time=2, "
                         "activation_size=-3, parameter_size=4\n",
-       ":1: activation_size=-3 is not a number >= 0"},
+       ":1: activation_size=-3 is not a decimal number >= 0 (digits, a point, an exponent)"},
+      // Read strictly: what PipeDream never writes is named, not taken.
+      {"a field given twice", "node1 -- Linear -- forward_compute_time=1, backward_compute_time=2, "
+                              "activation_size=3, parameter_size=4, forward_compute_time=9\n",
+       ":1: node node1 gives forward_compute_time twice"},
+      {"a size given twice", "node1 -- Linear -- forward_compute_time=1, backward_compute_time=2, "
+                             "activation_size=3, activation_size=3, parameter_size=4\n",
+       ":1: node node1 gives activation_size twice"},
+      {"a time in hex", "node1 -- Linear -- forward_compute_time=0x10, backward_compute_time=2, "
+                        "activation_size=3, parameter_size=4\n",
+       ":1: forward_compute_time=0x10 is not a decimal number >= 0 (digits, a point, an exponent)"},
+      {"a size with a sign", "node1 -- Linear -- forward_compute_time=1, backward_compute_time=2, "
+                             "activation_size=+3, parameter_size=4\n",
+       ":1: activation_size=+3 is not a decimal number >= 0 (digits, a point, an exponent)"},
+      {"an exponent without digits", "node1 -- Linear -- forward_compute_time=1e, backward_compute_time=2, "
+                                     "activation_size=3, parameter_size=4\n",
+       ":1: forward_compute_time=1e is not a decimal number >= 0 (digits, a point, an exponent)"},
+      {"a misspelt field", "node1 -- Linear -- forward_compute_time=1, backward_compute_tme=2, "
+                           "activation_size=3, parameter_size=4\n",
+       ":1: node node1: 'backward_compute_tme' is not a PipeDream node field; " + kNodeFormat},
+      {"a byte-order mark", "\xEF\xBB\xBF" + node("node1"),
+       ":1: starts with a UTF-8 byte-order mark (EF BB BF), which PipeDream does not write; save the graph "
+       "without it"},
   };
   return rows;
 }

@@ -221,7 +221,7 @@ TEST_CASE("import rejects an unknown tool and a malformed graph with exit 2", "[
   dir.write("bad.txt", "node1 -- Conv2d -- forward_compute_time=abc, backward_compute_time=1, "
                        "activation_size=1, parameter_size=1\n");
   checkInputError(runStagecut("import pipedream '" + dir.file("bad.txt") + "' -o '" + dir.file("x.json") + "'"),
-                  dir.file("bad.txt") + ":1: forward_compute_time=abc is not a number >= 0");
+                  dir.file("bad.txt") + ":1: forward_compute_time=abc is not a decimal number >= 0 (digits, a point, an exponent)");
   CHECK(dir.list() == std::vector<std::string>{"bad.txt"});
 }
 
