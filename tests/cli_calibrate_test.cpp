@@ -62,6 +62,10 @@ TEST_CASE("calibrate holds a factor beyond its box at the bound and says so", "[
       op[3] = op[3].get<double>() * 20;
     }
   }
+  // The step, its list and the error follow the timeline, as validate writes them.
+  slow["measured_step_ms"] = slow["measured_step_ms"].get<double>() * 20;
+  for (auto& step : slow["measured_steps_ms"]) step = step.get<double>() * 20;
+  slow["error"] = slow["measured_step_ms"].get<double>() / slow["predicted_step_ms"].get<double>() - 1;
   const TempDir dir;
   dir.write("slow.json", slow.dump());
   const CommandResult result = runStagecut("calibrate '" + kExampleGptProfile + "' --validation '" +

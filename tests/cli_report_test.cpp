@@ -8,6 +8,7 @@
 #include "tests/report_fixtures.h"
 #include "core/json_document.h"
 #include "core/profile_json.h"
+#include "core/units.h"
 #include "tests/test_support.h"
 
 using Catch::Matchers::Contains;
@@ -176,4 +177,46 @@ TEST_CASE("report prices a tensor-parallel profile's collectives with --tp-bandw
                               "' --tp-bandwidth 10GB/s -o '" + dir.file("r.html") + "'"),
                   "--tp-bandwidth: shapes new splits, but " + dir.file("cmp.json") +
                       " already holds them; drop --tp-bandwidth, or drop --comparison to split again");
+}
+
+// validate writes the median step, its list, the error and the timeline from one measurement.
+TEST_CASE("report refuses a validation whose step is impossible or disagrees with itself", "[cli][report][errors]") {
+  const TempDir dir;
+  const std::string out = " -o '" + dir.file("r.html") + "'";
+  const nlohmann::json good = stagecut::testing::exampleComputeValidation();
+  const double step = good["measured_step_ms"].get<double>();
+  const auto refused = [&](const nlohmann::json& run, const std::string& why) {
+    dir.write("run.json", run.dump());
+    checkInputError(report("--stages 2 --validation '" + dir.file("run.json") + "'" + out),
+                    dir.file("run.json") + ": " + why + "; write the document again with 'stagecut validate ... --json'");
+    CHECK(dir.list() == std::vector<std::string>{"run.json"});
+  };
+  nlohmann::json run = good;
+  run["measured_step_ms"] = 1e308;
+  for (auto& each : run["measured_steps_ms"]) each = 1e308;
+  refused(run, "field \"measured_steps_ms\" holds a step of " + stagecut::formatMs(1e308) +
+                   " ms, longer than validate's longest --timeout (a day)");
+  run = good;
+  run["measured_step_ms"] = 1e308;
+  refused(run, "field \"measured_step_ms\" is " + stagecut::formatMs(1e308) +
+                   " ms, longer than validate's longest --timeout (a day)");
+  run = good;
+  run["measured_step_ms"] = 2 * step;
+  std::vector<double> steps = good["measured_steps_ms"].get<std::vector<double>>();
+  std::sort(steps.begin(), steps.end());
+  refused(run, "field \"measured_step_ms\" is " + stagecut::formatMs(2 * step) + " ms, outside its \"measured_steps_ms\" (" +
+                   stagecut::formatMs(steps.front()) + " to " + stagecut::formatMs(steps.back()) + " ms)");
+  run = good;
+  run["error"] = 0.5;
+  CHECK(run["error"] != good["error"]);
+  dir.write("run.json", run.dump());
+  CHECK_THAT(report("--stages 2 --validation '" + dir.file("run.json") + "'" + out).err,
+             Contains(": field \"error\" is +50.0%, but measured_step_ms / predicted_step_ms - 1 is "));
+  run = good;
+  for (auto& rank : run["timeline"]["measured"]) rank.back()[3] = rank.back()[3].get<double>() * 3;
+  dir.write("run.json", run.dump());
+  CHECK_THAT(report("--stages 2 --validation '" + dir.file("run.json") + "'" + out).err,
+             Contains(": the measured timeline ends at "));
+  dir.write("run.json", good.dump());
+  CHECK(report("--stages 2 --validation '" + dir.file("run.json") + "'" + out).exit_code == 0);
 }

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
+#include "core/units.h"
 #include "schedule/schedule_kind.h"
 
 namespace stagecut {
@@ -249,6 +250,43 @@ RecomputeComparison readRecompute(const JsonFields& fields, const Schedule& ops,
   return recompute;
 }
 
+// validate stops a run at its longest --timeout, a day, so no step it measured is longer.
+constexpr double kLongestStepMs = 86400.0 * 1000.0;
+
+// validate writes the median step, the error and the measured timeline from one measurement; a
+// document where they disagree, or with a step no run could take, was not written by it.
+void checkMeasuredStep(const ValidationReport& report, const std::string& source) {
+  const auto fail = [&](const std::string& why) {
+    throw Error(source + ": " + why + "; write the document again with 'stagecut validate ... --json'");
+  };
+  const double median = report.measured_step_median_ms;
+  for (double step : report.measured_step_ms) {
+    if (step > kLongestStepMs) {
+      fail("field \"measured_steps_ms\" holds a step of " + formatMs(step) +
+           " ms, longer than validate's longest --timeout (a day)");
+    }
+  }
+  if (median > kLongestStepMs) {
+    fail("field \"measured_step_ms\" is " + formatMs(median) + " ms, longer than validate's longest --timeout (a day)");
+  }
+  if (!report.measured_step_ms.empty()) {
+    const auto [low, high] = std::minmax_element(report.measured_step_ms.begin(), report.measured_step_ms.end());
+    if (median < *low || median > *high) {
+      fail("field \"measured_step_ms\" is " + formatMs(median) + " ms, outside its \"measured_steps_ms\" (" +
+           formatMs(*low) + " to " + formatMs(*high) + " ms)");
+    }
+  }
+  const double error = report.predicted_step_ms > 0 ? median / report.predicted_step_ms - 1.0 : 0.0;
+  if (std::fabs(report.error - error) > 1e-6 * std::max(1.0, std::fabs(error))) {
+    fail("field \"error\" is " + formatSignedPercent(report.error) +
+         ", but measured_step_ms / predicted_step_ms - 1 is " + formatSignedPercent(error));
+  }
+  if (std::fabs(report.measured.step_ms - median) > 1e-6 * std::max(1.0, median)) {
+    fail("the measured timeline ends at " + formatMs(report.measured.step_ms) + " ms but \"measured_step_ms\" is " +
+         formatMs(median) + " ms");
+  }
+}
+
 }  // namespace
 
 json validationToJson(const ValidationReport& report) {
@@ -429,6 +467,7 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   } else {
     report.measured_replicas = {report.measured};
   }
+  checkMeasuredStep(report, source);
   if (fields.has("environment")) report.environment = runEnvironmentFromJson(document.at("environment"), source);
   if (fields.has("recompute")) {
     report.recompute = readRecompute(fields.object("recompute"), report.ops, report.ranks.size(), source);
