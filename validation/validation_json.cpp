@@ -281,8 +281,10 @@ void checkMeasuredStep(const ValidationReport& report, const std::string& source
     fail("field \"error\" is " + formatSignedPercent(report.error) +
          ", but measured_step_ms / predicted_step_ms - 1 is " + formatSignedPercent(error));
   }
-  if (std::fabs(report.measured.step_ms - median) > 1e-6 * std::max(1.0, median)) {
-    fail("the measured timeline ends at " + formatMs(report.measured.step_ms) + " ms but \"measured_step_ms\" is " +
+  // No op ends after the step it was measured in (with replicas the step also waits on the
+  // others' all-reduce, so the first replica's ops may end before it).
+  if (report.measured.step_ms > median + 1e-6 * std::max(1.0, median)) {
+    fail("the measured timeline ends at " + formatMs(report.measured.step_ms) + " ms, after its \"measured_step_ms\" of " +
          formatMs(median) + " ms");
   }
 }
