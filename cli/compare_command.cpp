@@ -70,11 +70,10 @@ void printScheduleChoices(std::ostream& out, const std::vector<ScheduleChoice>& 
       continue;
     }
     const Partition& split = *choice.split;
-    const double gap = split.lower_bound_ms > 0 ? split.bottleneck_ms / split.lower_bound_ms - 1.0 : 0.0;
     table.addRow({name, std::to_string(choice.chunks), formatMs(split.bottleneck_ms), formatMs(choice.step_ms),
                   formatPercent(choice.bubble), formatBytes(static_cast<std::uint64_t>(choice.peak_bytes)),
                   baseline ? formatSignedPercent(choice.step_ms / baseline->step_ms - 1.0) : "-",
-                  choice.exact ? "yes" : "<= " + formatPercent(gap, gap < 0.01 ? 2 : 1) + " above"});
+                  optimalityText(split, choice.exact)});
   }
   out << "\n  Each schedule with its own best split (the chunked ones cut into N x v chunks; partition\n"
          "  --schedule S [--chunks v] prints it), the step and bubble simulated, the fullest rank's memory:\n\n";

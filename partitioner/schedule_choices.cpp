@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/units.h"
 #include "partitioner/chunked_partition.h"
 #include "partitioner/framework_formats.h"
 #include "partitioner/profile_partitioner.h"
@@ -59,6 +60,12 @@ std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const P
     choices.push_back(std::move(choice));
   }
   return choices;
+}
+
+std::string optimalityText(const Partition& split, bool exact) {
+  if (exact) return "yes";
+  const double gap = split.lower_bound_ms > 0 ? split.bottleneck_ms / split.lower_bound_ms - 1.0 : 0.0;
+  return "<= " + formatPercent(gap, gap < 0.01 ? 2 : 1) + " above";
 }
 
 std::vector<ScheduleComparison> scheduleComparisons(const Profile& profile, const std::vector<ScheduleChoice>& choices) {

@@ -35,6 +35,10 @@ struct ScheduleChoice {
 std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const PartitionOptions& options,
                                                  const std::string& source);
 
+/// Whether `split` is proven optimal, in the words compare and report print: "yes", or how far its
+/// slowest rank may be above the proven lower bound ("<= 0.13% above").
+std::string optimalityText(const Partition& split, bool exact);
+
 /// `choices` as a comparison file keeps them (ComparisonDocument::schedules), each split with
 /// the framework outputs `partition --schedule S` writes for it.
 std::vector<ScheduleComparison> scheduleComparisons(const Profile& profile, const std::vector<ScheduleChoice>& choices);

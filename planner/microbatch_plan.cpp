@@ -103,6 +103,13 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   return row;
 }
 
+// The chunks per rank the request plans at, fewest first: v = 2, 3, 4 when it chooses, else its one.
+std::vector<int> chunkCountsOf(const PlanRequest& request) {
+  const ScheduleKind schedule = request.partition.schedule;
+  return request.choose_chunks ? chunkCountsToTry(schedule)
+                               : std::vector<int>{chunksPerRank(schedule, request.partition.chunks)};
+}
+
 // A row that fits beats one that does not, then the shorter step.
 bool betterRow(const PlanRow& a, const PlanRow& b) {
   if (a.feasible != b.feasible) return a.feasible;
@@ -114,15 +121,11 @@ bool betterRow(const PlanRow& a, const PlanRow& b) {
 // (rules, too few layers) is passed over, and its error stands only when no v is left.
 std::optional<PlanRow> bestRowOverChunks(const Profile& at_size, int size, bool measured, const PlanRequest& request,
                                          const std::string& source) {
-  const ScheduleKind schedule = request.partition.schedule;
-  const std::vector<int> chunk_counts = request.choose_chunks
-                                            ? chunkCountsToTry(schedule)
-                                            : std::vector<int>{chunksPerRank(schedule, request.partition.chunks)};
   const std::int64_t ops_per_chunk = static_cast<std::int64_t>(request.partition.stages) *
                                      (request.global_batch / request.partition.data_parallel / size);
   std::optional<PlanRow> best;
   std::optional<Error> first_error;
-  for (const int chunks : chunk_counts) {
+  for (const int chunks : chunkCountsOf(request)) {
     if (ops_per_chunk * chunks > kMaxForwardOps) continue;
     try {
       PlanRow row = planRow(at_size, size, measured, request, chunks, source);
@@ -226,8 +229,11 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
     std::optional<PlanRow> chosen = bestRowOverChunks(sized.at(size), size, measured, request, source);
     if (!chosen) {
       // One text for every size, so the sizes it stops are listed together.
-      plan.skipped.push_back({size, "G / b microbatches x " + std::to_string(stages) + " stages is over the " +
-                                        formatCount(kMaxForwardOps) + " forward ops one simulated step holds"});
+      const int fewest_chunks = chunkCountsOf(request).front();
+      plan.skipped.push_back({size, "G / b microbatches x " + std::to_string(stages) + " stages" +
+                                        (fewest_chunks > 1 ? " x " + std::to_string(fewest_chunks) + " chunks" : "") +
+                                        " is over the " + formatCount(kMaxForwardOps) +
+                                        " forward ops one simulated step holds"});
       too_many_ops = true;
       continue;
     }
@@ -238,12 +244,7 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
                       "schedule can run";
     if (too_many_ops) {
       // The largest batch whose largest measured size stays within the op limit.
-      const std::vector<int> chunk_counts = request.choose_chunks
-                                                ? chunkCountsToTry(request.partition.schedule)
-                                                : std::vector<int>{chunksPerRank(request.partition.schedule,
-                                                                                 request.partition.chunks)};
-      const std::int64_t per_step = static_cast<std::int64_t>(request.partition.stages) *
-                                    *std::min_element(chunk_counts.begin(), chunk_counts.end());
+      const std::int64_t per_step = static_cast<std::int64_t>(request.partition.stages) * chunkCountsOf(request).front();
       const std::int64_t largest = static_cast<std::int64_t>(request.partition.data_parallel) *
                                    plan.measured_sizes.back() * (kMaxForwardOps / per_step);
       fix = "use a --global-batch of at most " + std::to_string(largest) + " (" +

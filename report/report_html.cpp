@@ -1,4 +1,5 @@
 #include "partitioner/framework_formats.h"
+#include "partitioner/schedule_choices.h"
 #include "report/report_html.h"
 
 #include <algorithm>
@@ -312,7 +313,6 @@ std::string scheduleChoicesTable(const std::vector<ScheduleComparison>& choices)
       continue;
     }
     const Partition& split = choice.split->partition;
-    const double gap = split.lower_bound_ms > 0 ? split.bottleneck_ms / split.lower_bound_ms - 1.0 : 0.0;
     const double versus = baseline && baseline->step_ms > 0 ? choice.step_ms / baseline->step_ms - 1.0 : 0.0;
     html += "<tr><td>" + escapeMarkup(name) + "</td><td>" + std::to_string(choice.chunks) + "</td><td>" +
             escapeMarkup(joinNumbers(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
@@ -320,7 +320,7 @@ std::string scheduleChoicesTable(const std::vector<ScheduleComparison>& choices)
             formatBytes(static_cast<std::uint64_t>(choice.peak_bytes)) + "</td><td" +
             (versus > 0.005 ? " class=\"worse\"" : "") + ">" +
             (&choice == baseline ? std::string("&ndash;") : formatSignedPercent(versus)) + "</td><td>" +
-            (choice.exact ? std::string("yes") : "&le; " + formatPercent(gap, gap < 0.01 ? 2 : 1) + " above") +
+            escapeMarkup(optimalityText(split, choice.exact)) +
             "</td></tr>\n";
   }
   return html + "</table>\n" + left_out;

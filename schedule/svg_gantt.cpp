@@ -94,20 +94,21 @@ void drawRankColumns(SvgBuilder* svg, const RankOps& ops, const std::vector<OpTi
       else found->second += overlap;
     }
   }
-  const auto dominant = [&](int c) {
+  // Each column's colour key, -1 for idle, worked out once.
+  std::vector<int> dominant(static_cast<std::size_t>(columns), -1);
+  for (int c = 0; c < columns; ++c) {
     double busy = 0, best = 0;
-    int key = -1;
-    for (const auto& [k, ms] : cover[static_cast<std::size_t>(c)]) {
+    for (const auto& [key, ms] : cover[static_cast<std::size_t>(c)]) {
       busy += ms;
-      if (ms > best) best = ms, key = k;
+      if (ms > best) best = ms, dominant[static_cast<std::size_t>(c)] = key;
     }
-    return busy >= column_ms / 2 ? key : -1;
-  };
+    if (busy < column_ms / 2) dominant[static_cast<std::size_t>(c)] = -1;
+  }
   const double column_px = width / columns;
   for (int c = 0; c < columns;) {
-    const int key = dominant(c);
+    const int key = dominant[static_cast<std::size_t>(c)];
     int end = c + 1;
-    while (end < columns && dominant(end) == key) ++end;
+    while (end < columns && dominant[static_cast<std::size_t>(end)] == key) ++end;
     if (key >= 0) {
       PipelineOp op;
       op.kind = static_cast<OpKind>(key / 100000);
