@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -141,8 +142,16 @@ std::optional<MeasureCheckpoint> loadProgress(const std::string& path, const nlo
     throw Error(path + ": was written by a profile run with " + firstDifference(checkpoint.request, key) +
                 "; rerun that command with --resume, or delete the file to start over");
   }
+  const std::vector<int> asked = key.at("microbatch").get<std::vector<int>>();
   std::size_t samples = 0;
-  for (const auto& size : checkpoint.sizes) samples += size.sampleCount();
+  for (const auto& size : checkpoint.sizes) {
+    // The run writes only the sizes it measures: another one was put there by hand.
+    if (std::find(asked.begin(), asked.end(), size.microbatch_size) == asked.end()) {
+      throw Error(path + ": holds samples at microbatch size " + std::to_string(size.microbatch_size) +
+                  ", which this run does not measure; delete the file and profile again without --resume");
+    }
+    samples += size.sampleCount();
+  }
   std::cerr << "stagecut: resuming from " << path << " (" << samples << " timed samples kept)\n";
   return checkpoint;
 }

@@ -32,6 +32,14 @@ void JsonFields::fail(const std::string& key, const std::string& problem) const 
 
 bool JsonFields::has(const char* key) const { return object_.contains(key); }
 
+void JsonFields::onlyFields(std::initializer_list<const char*> known) const {
+  for (const auto& item : object_.items()) {
+    bool listed = false;
+    for (const char* key : known) listed = listed || item.key() == key;
+    if (!listed) fail(item.key(), "is not a field of this format");
+  }
+}
+
 const nlohmann::json& JsonFields::required(const char* key) const {
   const auto it = object_.find(key);
   if (it == object_.end()) fail(key, "is missing; it is required");

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ class JsonFields {
   JsonFields(const nlohmann::json& object, std::string where, std::string prefix = "");
 
   bool has(const char* key) const;
+  /// Throws Error (input) naming the first field not in `known`: for formats read strictly,
+  /// where a misspelt or forged field must not pass as an absent one.
+  void onlyFields(std::initializer_list<const char*> known) const;
   /// Required finite number >= 0 (times, ratios). Throws Error (input) otherwise.
   double nonNegative(const char* key) const;
   std::optional<double> optionalNonNegative(const char* key) const;

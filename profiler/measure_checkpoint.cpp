@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
+#include "core/sha256.h"
 
 namespace stagecut {
 
@@ -22,40 +23,101 @@ json unitToJson(const UnitSampleLog& unit) {
   return out;
 }
 
-[[noreturn]] void damaged(const std::string& source, const std::string& what) {
-  throw Error(source + ": not a stagecut profile progress file (" + what +
-              "); delete it and run the profile again without --resume");
+const char* const kAdvice = "; delete it and run the profile again without --resume";
+
+[[noreturn]] void damaged(const std::string& where, const std::string& what) { throw Error(where + ": " + what); }
+
+std::vector<double> optionalSamples(const JsonFields& unit, const char* key) {
+  return unit.has(key) ? unit.nonNegativeList(key) : std::vector<double>{};
 }
 
-std::vector<double> samplesOf(const json& unit, const char* key, const std::string& source) {
-  std::vector<double> samples;
-  if (!unit.contains(key)) return samples;
-  const json& values = unit.at(key);
-  if (!values.is_array()) damaged(source, std::string("\"") + key + "\" is not an array");
-  for (const json& value : values) {
-    if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0) {
-      damaged(source, std::string("\"") + key + "\" holds " + describeJsonValue(value));
-    }
-    samples.push_back(value.get<double>());
-  }
-  return samples;
-}
-
-UnitSampleLog unitFromJson(const json& unit, const std::string& source) {
-  if (!unit.is_object()) damaged(source, "a unit is not an object");
+UnitSampleLog unitFromJson(const JsonFields& unit) {
+  unit.onlyFields({"forward", "backward", "backward_input", "backward_weight", "recompute", "spent_s"});
   UnitSampleLog log;
-  log.forward = samplesOf(unit, "forward", source);
-  log.backward = samplesOf(unit, "backward", source);
-  log.backward_input = samplesOf(unit, "backward_input", source);
-  log.backward_weight = samplesOf(unit, "backward_weight", source);
-  log.recompute = samplesOf(unit, "recompute", source);
+  log.forward = unit.nonNegativeList("forward");
+  log.backward = unit.nonNegativeList("backward");
+  log.backward_input = unit.nonNegativeList("backward_input");
+  log.backward_weight = unit.nonNegativeList("backward_weight");
+  log.recompute = optionalSamples(unit, "recompute");
+  log.spent_s = unit.nonNegative("spent_s");
   const std::size_t repeats = log.forward.size();
   for (const auto* samples : {&log.backward, &log.backward_input, &log.backward_weight, &log.recompute}) {
     if (samples != &log.backward && samples->empty()) continue;
-    if (samples->size() != repeats) damaged(source, "a unit's sample lists differ in length");
+    if (samples->size() != repeats) damaged(unit.where(), "a unit's sample lists differ in length");
   }
-  if (unit.contains("spent_s") && unit.at("spent_s").is_number()) log.spent_s = unit.at("spent_s").get<double>();
   return log;
+}
+
+std::vector<UnitSampleLog> unitsFromJson(const JsonFields& size, const char* key) {
+  std::vector<UnitSampleLog> units;
+  const nlohmann::json& items = size.array(key);
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    units.push_back(unitFromJson(JsonFields(items[i], size.where(), std::string(key) + "[" + std::to_string(i) + "].")));
+  }
+  return units;
+}
+
+SizeCheckpoint sizeFromJson(const JsonFields& item) {
+  item.onlyFields({"microbatch_size", "complete", "whole_model", "layers", "layers_in_chain"});
+  SizeCheckpoint size;
+  size.microbatch_size = item.integer("microbatch_size", 1, 999999999);
+  size.complete = item.boolean("complete");
+  size.whole = unitFromJson(item.object("whole_model"));
+  size.layers = unitsFromJson(item, "layers");
+  if (item.has("layers_in_chain")) {
+    size.in_chain = unitsFromJson(item, "layers_in_chain");
+    if (size.in_chain.size() != size.layers.size()) {
+      damaged(item.where(), "\"layers_in_chain\" does not list one entry per layer");
+    }
+  }
+  // A finished size is used as it stands: every layer needs its samples, or it would read as 0 ms.
+  if (size.complete) {
+    if (size.layers.empty()) damaged(item.where(), "a size marked complete has no layers");
+    if (size.whole.repeats() == 0) damaged(item.where(), "a size marked complete has no whole-model samples");
+    for (std::size_t i = 0; i < size.layers.size(); ++i) {
+      if (size.layers[i].repeats() == 0) {
+        damaged(item.where(), "a size marked complete has no samples for layer " + std::to_string(i));
+      }
+    }
+  }
+  return size;
+}
+
+MeasureCheckpoint checkpointFromJson(const json& document, const std::string& source) {
+  const auto found = document.is_object() ? document.find("format") : document.end();
+  const std::string format = found != document.end() && found->is_string() ? found->get<std::string>() : "";
+  if (format == kMeasureCheckpointFormatV1) {
+    damaged(source, std::string("written by an older stagecut (") + kMeasureCheckpointFormatV1 + ", without a digest)");
+  }
+  if (format != kMeasureCheckpointFormat) {
+    damaged(source, std::string("not a stagecut profile progress file (no \"format\": \"") + kMeasureCheckpointFormat +
+                        "\")");
+  }
+  // The digest before the contents: an edited file is named as edited, whatever the edit was.
+  const auto digest = document.find("digest");
+  if (digest == document.end() || !digest->is_string() || digest->get<std::string>() != measureCheckpointDigest(document)) {
+    damaged(source, "its digest does not match its contents, so it was changed after stagecut wrote it");
+  }
+  const JsonFields fields(document, source);
+  fields.onlyFields({"format", "request", "sizes", "digest"});
+  MeasureCheckpoint checkpoint;
+  checkpoint.request = fields.object("request").json();
+  const json& sizes = fields.array("sizes");
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    const std::string where = source + ": sizes[" + std::to_string(i) + "]";
+    SizeCheckpoint size = sizeFromJson(JsonFields(sizes[i], where));
+    if (checkpoint.find(size.microbatch_size) != nullptr) {
+      damaged(where, "microbatch size " + std::to_string(size.microbatch_size) + " is listed twice");
+    }
+    for (const auto& earlier : checkpoint.sizes) {
+      if (!earlier.layers.empty() && !size.layers.empty() && earlier.layers.size() != size.layers.size()) {
+        damaged(where, "lists " + std::to_string(size.layers.size()) + " layers, but microbatch size " +
+                           std::to_string(earlier.microbatch_size) + " lists " + std::to_string(earlier.layers.size()));
+      }
+    }
+    checkpoint.sizes.push_back(std::move(size));
+  }
+  return checkpoint;
 }
 
 }  // namespace
@@ -89,52 +151,23 @@ json measureCheckpointToJson(const MeasureCheckpoint& checkpoint) {
     }
     sizes.push_back(std::move(item));
   }
-  return {{"format", kMeasureCheckpointFormat}, {"request", checkpoint.request}, {"sizes", std::move(sizes)}};
+  json document = {{"format", kMeasureCheckpointFormat}, {"request", checkpoint.request}, {"sizes", std::move(sizes)}};
+  document["digest"] = measureCheckpointDigest(document);
+  return document;
+}
+
+std::string measureCheckpointDigest(const json& document) {
+  json content = document;
+  if (content.is_object()) content.erase("digest");
+  return "sha256:" + sha256Hex(content.dump());
 }
 
 MeasureCheckpoint measureCheckpointFromJson(const json& document, const std::string& source) {
-  const auto format = document.is_object() ? document.find("format") : document.end();
-  if (!document.is_object() || format == document.end() || !format->is_string() ||
-      format->get<std::string>() != kMeasureCheckpointFormat) {
-    damaged(source, std::string("no \"format\": \"") + kMeasureCheckpointFormat + "\"");
+  try {
+    return checkpointFromJson(document, source);
+  } catch (const Error& error) {
+    throw Error(error.what() + std::string(kAdvice));
   }
-  MeasureCheckpoint checkpoint;
-  if (document.contains("request")) checkpoint.request = document.at("request");
-  if (!document.contains("sizes") || !document.at("sizes").is_array()) damaged(source, "no \"sizes\" array");
-  for (const json& item : document.at("sizes")) {
-    if (!item.is_object() || !item.contains("microbatch_size") || !item.at("microbatch_size").is_number_integer() ||
-        !item.contains("layers") || !item.at("layers").is_array() || !item.contains("whole_model")) {
-      damaged(source, "a size entry lacks microbatch_size, layers or whole_model");
-    }
-    SizeCheckpoint size;
-    const json& microbatch_size = item.at("microbatch_size");
-    if (microbatch_size.get<std::int64_t>() < 1 || microbatch_size.get<std::int64_t>() > 999999999) {
-      damaged(source, "microbatch_size " + microbatch_size.dump() + " is not a size");
-    }
-    size.microbatch_size = microbatch_size.get<int>();
-    size.complete = item.contains("complete") && item.at("complete").is_boolean() && item.at("complete").get<bool>();
-    size.whole = unitFromJson(item.at("whole_model"), source);
-    for (const json& layer : item.at("layers")) size.layers.push_back(unitFromJson(layer, source));
-    if (item.contains("layers_in_chain")) {
-      const json& in_chain = item.at("layers_in_chain");
-      if (!in_chain.is_array() || in_chain.size() != size.layers.size()) {
-        damaged(source, "\"layers_in_chain\" does not list one entry per layer");
-      }
-      for (const json& layer : in_chain) size.in_chain.push_back(unitFromJson(layer, source));
-    }
-    // A finished size is used as it stands: every layer needs its samples, or it would read as 0 ms.
-    if (size.complete) {
-      if (size.layers.empty()) damaged(source, "a size marked complete has no layers");
-      if (size.whole.repeats() == 0) damaged(source, "a size marked complete has no whole-model samples");
-      for (std::size_t i = 0; i < size.layers.size(); ++i) {
-        if (size.layers[i].repeats() == 0) {
-          damaged(source, "a size marked complete has no samples for layer " + std::to_string(i));
-        }
-      }
-    }
-    checkpoint.sizes.push_back(std::move(size));
-  }
-  return checkpoint;
 }
 
 }  // namespace stagecut

@@ -43,12 +43,19 @@ struct MeasureCheckpoint {
 };
 
 /// Format tag of the side file.
-inline constexpr const char* kMeasureCheckpointFormat = "stagecut.profile-progress/1";
+inline constexpr const char* kMeasureCheckpointFormat = "stagecut.profile-progress/2";
+/// The version before the digest: refused, its samples could have been edited unseen.
+inline constexpr const char* kMeasureCheckpointFormatV1 = "stagecut.profile-progress/1";
+
+/// "sha256:<hex>" of the side file's contents, every field but "digest" itself. The writer
+/// records it and the reader recomputes it, so a hand-edited or forged file is refused.
+std::string measureCheckpointDigest(const nlohmann::json& document);
 
 nlohmann::json measureCheckpointToJson(const MeasureCheckpoint& checkpoint);
 
-/// Reads a side file written by measureCheckpointToJson. Throws Error (input) naming `source`
-/// when it is not one (a damaged side file is better re-measured than trusted).
+/// Reads a side file written by measureCheckpointToJson, strictly: its digest, every field (none
+/// unknown), each microbatch size once and one layer count for all sizes. Throws Error (input)
+/// naming `source` when it is not one (a damaged side file is better re-measured than trusted).
 MeasureCheckpoint measureCheckpointFromJson(const nlohmann::json& document, const std::string& source);
 
 }  // namespace stagecut

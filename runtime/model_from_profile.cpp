@@ -7,7 +7,6 @@
 
 #include "core/error.h"
 #include "runtime/model_config.h"
-#include "profiler/model_fingerprint.h"
 #include "profiler/torchscript_chain.h"
 #include "profiler/zoo.h"
 
@@ -24,30 +23,9 @@ void requireProfiledFile(const Profile& profile, const std::string& fingerprint,
               "the model again, or validate with the file that was profiled");
 }
 
-}  // namespace
-
-void checkModelOfProfile(const Profile& profile, const std::string& source_name) {
-  checkModelConfig(profile, source_name);
-  const std::string& source = profile.model.source;
-  if (source.rfind("torchscript:", 0) != 0) return;
-  const std::string path = source.substr(12);
-  if (::access(path.c_str(), R_OK) != 0) {
-    throw Error(source_name + ": its TorchScript model " + path + " cannot be read (" + std::strerror(errno) +
-                "); validate rebuilds the model from it");
-  }
-  requireProfiledFile(profile, torchScriptFingerprint(path), source_name);
-}
-
-LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
-  // The file checks of checkModelOfProfile are the loader's own here: it reads the file and
-  // fingerprints what it read, once.
-  checkModelConfig(profile, source_name);
-  const std::string& source = profile.model.source;
-  const LayerChain chain =
-      source.rfind("zoo:", 0) == 0
-          ? buildZooModel(zooOptionsFromConfig(profile, source_name))
-          : loadTorchScriptChain(source.substr(12), inputSpecFromConfig(profile.model.config, source_name), 0);
-  if (source.rfind("torchscript:", 0) == 0) requireProfiledFile(profile, chain.fingerprint, source_name);
+// The rebuilt model must be the profiled one layer for layer: a profile whose names were edited
+// (two swapped) would pin one layer's costs on another.
+void requireLayersOfProfile(const LayerChain& chain, const Profile& profile, const std::string& source_name) {
   if (chain.layers.size() != profile.layers.size()) {
     throw Error(source_name + ": the model rebuilt from the profile has " + std::to_string(chain.layers.size()) +
                 " layers, the profile " + std::to_string(profile.layers.size()) + "; profile the model again");
@@ -59,6 +37,36 @@ LayerChain buildChainFromProfile(const Profile& profile, const std::string& sour
                   "\"; profile the model again");
     }
   }
+}
+
+// The model of the profile, described (nothing built) or built whole. A TorchScript chain is
+// loaded either way: its layers are what the file holds.
+LayerChain chainOfProfile(const Profile& profile, const std::string& source_name, bool build) {
+  checkModelConfig(profile, source_name);
+  const std::string& source = profile.model.source;
+  if (source.rfind("zoo:", 0) == 0) {
+    const ZooOptions options = zooOptionsFromConfig(profile, source_name);
+    return build ? buildZooModel(options) : describeZooModel(options);
+  }
+  const std::string path = source.substr(12);
+  if (::access(path.c_str(), R_OK) != 0) {
+    throw Error(source_name + ": its TorchScript model " + path + " cannot be read (" + std::strerror(errno) +
+                "); validate rebuilds the model from it");
+  }
+  LayerChain chain = loadTorchScriptChain(path, inputSpecFromConfig(profile.model.config, source_name), 0);
+  requireProfiledFile(profile, chain.fingerprint, source_name);
+  return chain;
+}
+
+}  // namespace
+
+void checkModelOfProfile(const Profile& profile, const std::string& source_name) {
+  requireLayersOfProfile(chainOfProfile(profile, source_name, false), profile, source_name);
+}
+
+LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name) {
+  LayerChain chain = chainOfProfile(profile, source_name, true);
+  requireLayersOfProfile(chain, profile, source_name);
   return chain;
 }
 

@@ -15,10 +15,11 @@ namespace stagecut {
 /// imported (nothing to run) or its layers do not match the rebuilt model's.
 LayerChain buildChainFromProfile(const Profile& profile, const std::string& source_name);
 
-/// What buildChainFromProfile would refuse, found without building: a source that cannot run, a
-/// model.config whose fields are not sizes or describe no buildable model (heads that do not
-/// divide the width, weights beyond this machine's memory), a TorchScript file that cannot be
-/// read. Throws Error (input) naming `source_name` and the field, so validate refuses the profile
+/// What buildChainFromProfile would refuse, found without building a zoo model's weights: a
+/// source that cannot run, a model.config whose fields are not sizes or describe no buildable
+/// model (heads that do not divide the width, weights beyond this machine's memory), a
+/// TorchScript file that cannot be read or has changed, and layers (count or names) other than
+/// the profile's. Throws Error (input) naming `source_name` and the field, so validate refuses the profile
 /// before any rank starts.
 void checkModelOfProfile(const Profile& profile, const std::string& source_name);
 

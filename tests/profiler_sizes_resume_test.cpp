@@ -5,9 +5,11 @@
 
 #include "core/json_document.h"
 #include "core/profile_json.h"
+#include "profiler/measure_checkpoint.h"
 #include "tests/test_support.h"
 
 using stagecut::testing::CommandResult;
+using stagecut::testing::checkInputError;
 using stagecut::testing::runStagecut;
 using stagecut::testing::TempDir;
 using Catch::Matchers::Contains;
@@ -124,14 +126,63 @@ TEST_CASE("profile --resume refuses a side file of another request or a damaged 
   const CommandResult wrong_type = runStagecut(kMlp + " --microbatch 2 --resume -o " + out);
   CHECK(wrong_type.exit_code == 2);
   CHECK_THAT(wrong_type.err, Contains("not a stagecut profile progress file (no \"format\""));
-  dir.write("p.json.resume.json", "{\"format\": \"stagecut.profile-progress/1\", \"sizes\": 3}");
+  dir.write("p.json.resume.json", "{\"format\": \"stagecut.profile-progress/2\", \"sizes\": 3}");
   const CommandResult damaged = runStagecut(kMlp + " --microbatch 2 --resume -o " + out);
   CHECK(damaged.exit_code == 2);
-  CHECK(damaged.err == "stagecut: " + side + ": not a stagecut profile progress file (no \"sizes\" array); delete "
-                                             "it and run the profile again without --resume\n");
+  CHECK(damaged.err == "stagecut: " + side + ": its digest does not match its contents, so it was changed after "
+                                             "stagecut wrote it; delete it and run the profile again without --resume\n");
 
   const CommandResult no_output = runStagecut(kMlp + " --resume");
   CHECK(no_output.exit_code == 2);
   CHECK(no_output.err == "stagecut: --resume: needs -o FILE; the samples of an interrupted run are kept in "
                          "FILE.resume.json\n");
+}
+
+// The sweep's forgeries of a real side file: one edited by hand (a size listed twice) is refused by
+// its digest; one re-sealed with a correct digest by its contents. Either way before any timing,
+// and the side file is left as it was.
+TEST_CASE("profile --resume refuses a forged side file before timing anything", "[profiler][cli][resume][errors]") {
+  const TempDir dir;
+  const std::string out = dir.file("p.json");
+  const std::string side = out + ".resume.json";
+  REQUIRE(runStagecut(kMlp + " --microbatch 1,2 -o " + out, "STAGECUT_TEST_INTERRUPT_AFTER=2").exit_code == 130);
+  const nlohmann::json written = stagecut::parseJsonDocument(stagecut::readTextFile(side), side);
+  REQUIRE(written.at("format") == "stagecut.profile-progress/2");
+  const auto resumed = [&](const nlohmann::json& forged) {
+    dir.write("p.json.resume.json", forged.dump(2));
+    const CommandResult result = runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out);
+    CHECK(result.out.empty());
+    CHECK(dir.list() == std::vector<std::string>{"p.json.resume.json"});
+    return result;
+  };
+  const auto resealed = [](nlohmann::json document) {
+    document["digest"] = stagecut::measureCheckpointDigest(document);
+    return document;
+  };
+  const std::string fix = "; delete it and run the profile again without --resume\n";
+
+  nlohmann::json twice = written;
+  twice["sizes"][1] = twice["sizes"][0];
+  checkInputError(resumed(twice), side + ": its digest does not match its contents, so it was changed after stagecut "
+                                         "wrote it; delete it and run the profile again without --resume");
+  const CommandResult sealed_twice = resumed(resealed(twice));
+  CHECK(sealed_twice.exit_code == 2);
+  CHECK(sealed_twice.err == "stagecut: " + side + ": sizes[1]: microbatch size 1 is listed twice" + fix);
+
+  nlohmann::json other_size = written;
+  other_size["sizes"][1]["microbatch_size"] = 7;
+  const CommandResult seven = resumed(resealed(other_size));
+  CHECK(seven.exit_code == 2);
+  CHECK(seven.err == "stagecut: " + side + ": holds samples at microbatch size 7, which this run does not measure; "
+                                           "delete the file and profile again without --resume\n");
+
+  nlohmann::json fewer = written;
+  fewer["sizes"][0]["layers"].erase(0);
+  fewer["sizes"][0]["complete"] = false;
+  const CommandResult short_size = resumed(resealed(fewer));
+  CHECK(short_size.exit_code == 2);
+
+  // The side file as written still resumes.
+  dir.write("p.json.resume.json", written.dump(2));
+  CHECK(runStagecut(kMlp + " --microbatch 1,2 --resume -o " + out).exit_code == 0);
 }
