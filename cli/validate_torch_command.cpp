@@ -433,6 +433,7 @@ void addValidateCommand(CLI::App& app, const std::vector<std::string>& arguments
     LaunchOptions launch;
     launch.world_size = ranks;
     launch.arguments = arguments;
+    launch.stopped_limit = std::chrono::milliseconds(static_cast<std::int64_t>(options->request.timeout_s * 1000));
     launchRanks(launch);
   });
 }

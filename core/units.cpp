@@ -202,4 +202,9 @@ std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string
   return sizes;
 }
 
+std::string timeoutSeconds(std::chrono::milliseconds timeout) {
+  const auto ms = timeout.count();
+  return ms % 1000 == 0 ? std::to_string(ms / 1000) : std::to_string(static_cast<double>(ms) / 1000).substr(0, 5);
+}
+
 }  // namespace stagecut

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,5 +50,8 @@ std::string formatSignedPercent(double fraction);
 
 /// A time in ms with a sensible number of decimals: "0.412", "41.0", "1234".
 std::string formatMs(double ms);
+
+/// A timeout as the errors print it, in seconds without the unit: "120", "1.5".
+std::string timeoutSeconds(std::chrono::milliseconds timeout);
 
 }  // namespace stagecut

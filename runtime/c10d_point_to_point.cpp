@@ -15,11 +15,6 @@ std::string c10dMessage(const std::exception& error) {
   return text.substr(0, text.find('\n'));
 }
 
-std::string timeoutSeconds(std::chrono::milliseconds timeout) {
-  const auto ms = timeout.count();
-  return ms % 1000 == 0 ? std::to_string(ms / 1000) : std::to_string(static_cast<double>(ms) / 1000).substr(0, 5);
-}
-
 void waitC10dWork(const c10::intrusive_ptr<c10d::Work>& work, const RendezvousInfo& info, const std::string& what) {
   try {
     work->wait(info.timeout);

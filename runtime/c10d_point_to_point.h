@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "core/units.h"
 #include "profiler/torch_compat.h"
 #include "runtime/rendezvous.h"
 #include "runtime/stage_transport.h"
@@ -20,8 +21,6 @@ namespace stagecut {
 
 /// The first line of what a c10d exception says (LibTorch appends a C++ backtrace).
 std::string c10dMessage(const std::exception& error);
-/// A timeout as the errors print it: "120", "1.5".
-std::string timeoutSeconds(std::chrono::milliseconds timeout);
 
 /// The one place where c10d waits: a timeout or a lost peer becomes an Error (kRuntime) naming
 /// this rank, `what` it waited for and the timeout.

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "core/units.h"
 
 namespace stagecut {
 
@@ -95,6 +96,8 @@ class ChildSignalScope {
 
 struct RankProcess {
   int rank = 0;
+  int stop_signal = 0;  // the signal that stopped it, while it is stopped; 0 while it runs
+  std::chrono::steady_clock::time_point stopped_since;
   int err_fd = -1;      // read end of the rank's stderr; -1 once closed
   std::string partial;  // bytes after the last newline
   std::string held;     // the rank's last "stagecut: " line, not forwarded yet
@@ -182,6 +185,11 @@ void drainStderr(RankProcess& process) {
   _exit(127);
 }
 
+std::string signalName(int signal_number) {
+  const char* abbreviation = ::sigabbrev_np(signal_number);
+  return abbreviation != nullptr ? std::string("SIG") + abbreviation : "signal " + std::to_string(signal_number);
+}
+
 std::string describeExit(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) return std::string("was killed by signal ") + ::strsignal(WTERMSIG(status));
@@ -199,6 +207,7 @@ std::string ownMessage(const RankProcess& process) {
 void stopAll(std::map<pid_t, RankProcess>& running, double grace_s) {
   for (auto& [pid, process] : running) {
     ::kill(pid, SIGTERM);
+    ::kill(pid, SIGCONT);  // a stopped rank would hold the SIGTERM until the SIGKILL below
     if (process.err_fd >= 0) ::close(process.err_fd);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
@@ -265,15 +274,21 @@ void launchRanks(const LaunchOptions& options) {
                                    std::to_string(ranks) + " running rank(s), nothing was written",
                                stop);
     }
-    // Every rank that ended since the last look; a failure found together with others is
-    // taken from a rank killed by a signal first (the peers of a crashed rank fail because of it).
+    // Every rank that ended, stopped or continued since the last look; a failure found together
+    // with others is taken from a rank killed by a signal first (the peers of a crashed rank fail
+    // because of it).
     std::vector<std::pair<RankProcess, int>> failed;
     for (;;) {
       int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
       if (pid <= 0) break;
       const auto found = running.find(pid);
       if (found == running.end()) continue;
+      if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
+        found->second.stop_signal = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+        found->second.stopped_since = std::chrono::steady_clock::now();
+        continue;
+      }
       RankProcess process = std::move(found->second);
       running.erase(found);
       drainStderr(process);
@@ -283,7 +298,33 @@ void launchRanks(const LaunchOptions& options) {
         failed.emplace_back(std::move(process), status);
       }
     }
-    if (failed.empty()) continue;
+    // A stopped rank is the cause of its peers' timeouts, and is named before them.
+    const RankProcess* stopped = nullptr;
+    for (const auto& [pid, process] : running) {
+      if (process.stop_signal != 0 && (stopped == nullptr || process.stopped_since < stopped->stopped_since)) {
+        stopped = &process;
+      }
+    }
+    const bool stopped_too_long =
+        stopped != nullptr && std::chrono::steady_clock::now() - stopped->stopped_since >= options.stopped_limit;
+    if (failed.empty() && !stopped_too_long) continue;
+    if (stopped != nullptr) {
+      std::string message = "rank " + std::to_string(stopped->rank) + " was stopped by " +
+                            signalName(stopped->stop_signal);
+      if (!failed.empty()) {
+        const RankProcess& peer = failed.front().first;
+        const std::string peer_message = ownMessage(peer);
+        message += " (rank " + std::to_string(peer.rank) + " " + describeExit(failed.front().second) +
+                   (peer_message.empty() ? "" : ": " + peer_message) + ")";
+      } else {
+        message += " and did not continue within " + timeoutSeconds(options.stopped_limit) + " s";
+      }
+      const std::size_t others = running.size() - 1;
+      stopAll(running, options.grace_s);
+      throw Error(message + (others == 0 ? std::string("; ended it, no other rank was still running")
+                                         : "; ended it and the other " + std::to_string(others) + " running rank(s)"),
+                  ErrorKind::kRuntime);
+    }
     std::size_t chosen = 0;
     for (std::size_t i = 0; i < failed.size(); ++i) {
       if (WIFSIGNALED(failed[i].second)) {

@@ -11,9 +11,15 @@
 //   kill        SIGKILL at the start of step K (warm-up included), while its peers are in theirs;
 //   stall       sleeps there (the launcher stops it);
 //   skip        exits at once without joining: a rank that never started, to its peers;
-//   wrong-port  looks for the rendezvous store on port 1, where nobody listens.
+//   wrong-port  looks for the rendezvous store on port 1, where nobody listens;
+//   stop        SIGSTOP to itself at the start of step K: stopped, not killed, while its peers wait;
+//   stop-at-join  SIGSTOP before it joins the rendezvous;
+//   stop-at-end   SIGSTOP after its run, its outcome delivered: nobody waits on it but the launcher.
 // Errors end as the CLI's do: one "stagecut: " line on stderr, exit 1 (2 for bad input).
 
+#include <signal.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -69,8 +75,9 @@ Options parse(const std::vector<std::string>& args) {
     }
   }
   if (positional.size() != 2) throw stagecut::Error("usage: stagecut_fault_rank PROFILE PARTITION [options]");
-  if (options.fault != "kill" && options.fault != "stall" && options.fault != "skip" && options.fault != "wrong-port") {
-    throw stagecut::Error("--fault " + options.fault + ": use kill, stall, skip or wrong-port");
+  const std::vector<std::string> faults = {"kill", "stall", "skip", "wrong-port", "stop", "stop-at-join", "stop-at-end"};
+  if (std::find(faults.begin(), faults.end(), options.fault) == faults.end()) {
+    throw stagecut::Error("--fault " + options.fault + ": use kill, stall, skip, wrong-port, stop, stop-at-join or stop-at-end");
   }
   options.request.profile_path = positional[0];
   options.request.partition_path = positional[1];
@@ -86,17 +93,20 @@ void runRank(const Options& options) {
   if (faulty && options.fault == "skip") return;
   // Port 1 is privileged and unused on a test machine: the rank looks for a store nobody hosts.
   if (faulty && options.fault == "wrong-port") rendezvous.master_port = 1;
+  if (faulty && options.fault == "stop-at-join") ::raise(SIGSTOP);
   stagecut::pinThreads(options.request.threads);
   stagecut::retainFreedMemory();
   stagecut::testing::Fault fault;
   fault.step = options.fault_step;
   if (faulty && options.fault == "kill") fault.kind = stagecut::testing::Fault::Kind::kKill;
   if (faulty && options.fault == "stall") fault.kind = stagecut::testing::Fault::Kind::kStall;
+  if (faulty && options.fault == "stop") fault.kind = stagecut::testing::Fault::Kind::kStop;
   try {
     stagecut::GlooWorld gloo(rendezvous);
     stagecut::testing::FaultWorld world(gloo, fault);
     const auto outcomes = stagecut::runValidationRank(options.request, world);
     if (rendezvous.rank == 0) std::cout << "validated " << outcomes.size() << " ranks\n";
+    if (faulty && options.fault == "stop-at-end") ::raise(SIGSTOP);
   } catch (const stagecut::Error& e) {
     const std::string message = e.what();
     if (message.rfind("rank ", 0) == 0) throw;
@@ -118,6 +128,7 @@ int main(int argc, char** argv) {
     launch.world_size = static_cast<int>(stagecut::readPartitionFile(options.request.partition_path).stages.size()) *
                         options.request.data_parallel;
     launch.arguments = args;
+    launch.stopped_limit = std::chrono::milliseconds(static_cast<std::int64_t>(options.request.timeout_s * 1000));
     stagecut::launchRanks(launch);
   } catch (const stagecut::Error& e) {
     std::cerr << "stagecut: " << e.what() << '\n';

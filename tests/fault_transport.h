@@ -20,6 +20,7 @@ struct Fault {
     kThrow,  ///< throws Error (kRuntime) "injected fault": a crash, for ranks that are threads
     kStall,  ///< sleeps for `stall` while its peers are in their step
     kKill,   ///< SIGKILL to its own process: a crash, for ranks that are processes
+    kStop,   ///< SIGSTOP to its own process: stopped, not dead; its sockets stay open
   };
   Kind kind = Kind::kNone;
   /// 0-based step (warm-up steps included) at whose start the fault strikes. A rank's step opens
@@ -61,6 +62,9 @@ class FaultTransport : public StageTransport {
         return;
       case Fault::Kind::kKill:
         ::raise(SIGKILL);
+        return;
+      case Fault::Kind::kStop:
+        ::raise(SIGSTOP);
         return;
     }
   }

@@ -293,14 +293,16 @@ int stagecutLines(const std::string& err) {
 // Runs validate's ranks on the tiny split with `fault` (kill, stall, skip or wrong-port) on rank 1
 // at its first step and a short --timeout; checks exit 1, one line holding `expected_message`, the time it
 // took and that no process of the run is left.
-void checkFaultEndsRun(const std::string& fault, const std::string& expected_message, int timeout_s) {
+void checkFaultEndsRun(const std::string& fault, const std::string& expected_message, int timeout_s,
+                       const std::string& more_flags = "") {
   const TempDir dir;
   stagecut::testing::writeTinyGptSplit(dir);
   const std::string environment = "STAGECUT_FAULT_TEST=" + fault;
   const auto start = std::chrono::steady_clock::now();
   const CommandResult result = runFaultyRanks(dir.file("p.json") + " " + dir.file("s.json") +
                                                   " --microbatches 4 --steps 1 --warmup-steps 0 --timeout " +
-                                                  std::to_string(timeout_s) + " --fault " + fault + " --fault-rank 1",
+                                                  std::to_string(timeout_s) + " --fault " + fault + " --fault-rank 1" +
+                                                  more_flags,
                                               environment);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(result.err);
@@ -317,6 +319,31 @@ void checkFaultEndsRun(const std::string& fault, const std::string& expected_mes
 TEST_CASE("a stalled rank ends validate within the timeout with its peer's wait named", "[runtime][cli][errors]") {
   // 5 s: the ranks must first meet within the timeout, even on a loaded machine.
   checkFaultEndsRun("stall", "waiting for B(0)'s gradient from rank 1 failed or timed out after 5 s",
+                    5);
+}
+
+// Stopped, not killed: its sockets stay open, so only a bounded wait ends the run. Whichever
+// notices first, the peer's wait or the launcher, the one line names the stopped rank first.
+TEST_CASE("a rank stopped mid-step ends validate within the timeout naming it", "[runtime][cli][errors][stop]") {
+  checkFaultEndsRun("stop", "stagecut: rank 1 was stopped by SIGSTOP", 5);
+  checkFaultEndsRun("stop", "stagecut: rank 1 was stopped by SIGSTOP", 5, " --fault-step 1 --steps 2");
+}
+
+TEST_CASE("a rank stopped before it joins ends validate within the timeout naming it", "[runtime][cli][errors][stop]") {
+  checkFaultEndsRun("stop-at-join", "stagecut: rank 1 was stopped by SIGSTOP", 5);
+}
+
+TEST_CASE("a replica stopped in its all-reduce ends validate within the timeout naming it",
+          "[runtime][cli][errors][stop]") {
+  checkFaultEndsRun("stop", "stagecut: rank 1 was stopped by SIGSTOP", 5, " --data-parallel 2");
+}
+
+TEST_CASE("a rank stopped after its last message ends validate within the timeout, not never",
+          "[runtime][cli][errors][stop]") {
+  // Nobody waits on it but the launcher: rank 0 has read its outcome and finished.
+  checkFaultEndsRun("stop-at-end",
+                    "stagecut: rank 1 was stopped by SIGSTOP and did not continue within 5 s; ended it, no other rank "
+                    "was still running\n",
                     5);
 }
 
@@ -492,6 +519,32 @@ TEST_CASE("validate refuses a profile whose model.config describes no buildable 
   stagecut::testing::checkInputError(
       withConfig("seed", -3), bad + ": model.config field \"seed\" must be a whole number 0 or more, got -3; profile "
                                     "the model again");
+}
+
+TEST_CASE("validate refuses a profile whose layers are not the rebuilt model's, before any rank starts",
+          "[runtime][cli][errors]") {
+  const TempDir dir;
+  stagecut::testing::writeTinyGptSplit(dir);
+  const nlohmann::json original = nlohmann::json::parse(stagecut::readTextFile(dir.file("p.json")));
+  const auto nameOf = [&](std::size_t i) { return original["layers"][i]["name"].get<std::string>(); };
+  const std::size_t last = original["layers"].size() - 1;
+  const std::string bad = dir.file("bad.json");
+  const auto withNames = [&](std::size_t i, const std::string& name_i, std::size_t j, const std::string& name_j) {
+    nlohmann::json profile = original;
+    profile["layers"][i]["name"] = name_i;
+    profile["layers"][j]["name"] = name_j;
+    dir.write("bad.json", stagecut::toJsonText(profile));
+    return runStagecut("validate " + bad + " --partition " + dir.file("s.json") + " --microbatches 2 --steps 1");
+  };
+  const auto refusal = [&](std::size_t i, const std::string& profiled) {
+    return bad + ": layer " + std::to_string(i) + " of the rebuilt model is \"" + nameOf(i) + "\", the profile's \"" +
+           profiled + "\"; profile the model again";
+  };
+  // Exit 2 and the launcher's own line: a rank's failure would be exit 1, "rank N ...".
+  stagecut::testing::checkInputError(withNames(1, nameOf(2), 2, nameOf(1)), refusal(1, nameOf(2)));
+  stagecut::testing::checkInputError(withNames(0, nameOf(last), last, nameOf(0)), refusal(0, nameOf(last)));
+  stagecut::testing::checkInputError(withNames(last, "block.99", last, "block.99"), refusal(last, "block.99"));
+  CHECK(dir.list() == std::vector<std::string>{"bad.json", "p.json", "s.json"});
 }
 
 TEST_CASE("SIGTERM or SIGINT to validate stops every rank within seconds, one line, exit 128 + signal",
