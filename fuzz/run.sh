@@ -11,11 +11,11 @@ build_dir=${1:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
 seconds=${2:?usage: fuzz/run.sh BUILD_DIR SECONDS [TARGET...]}
 shift 2
 targets=("$@")
-((${#targets[@]})) || targets=(profile_json partition_json pipedream_import units split_text input_spec profile_progress model_config)
+((${#targets[@]})) || targets=(profile_json partition_json pipedream_import units split_text input_spec profile_progress model_config validation_json)
 
 dictionary() {
   case "$1" in
-    profile_json | partition_json | profile_progress | model_config) echo fuzz/json.dict ;;
+    profile_json | partition_json | profile_progress | model_config | validation_json) echo fuzz/json.dict ;;
     pipedream_import) echo fuzz/pipedream.dict ;;
     units) echo fuzz/units.dict ;;
     split_text) echo fuzz/split_text.dict ;;
