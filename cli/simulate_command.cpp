@@ -523,6 +523,12 @@ void addSimulateCommand(CLI::App& app) {
                   "memory when partitioning ('stagecut partition ... --memory-cap') or with --ranks");
     }
     const SimulationReport report = runSimulations(*options);
+    if (options->trace_given) {
+      std::size_t ops = 0;
+      for (const SimulatedRun& run : report.runs) ops += run.schedule.opCount();
+      requireChromeTraceFits(ops, "--trace " + options->trace_path,
+                             "simulate fewer --microbatches or schedules, or leave out --trace");
+    }
     if (options->json) {
       std::cout << toJsonText(simulationToJson(report));
     } else {

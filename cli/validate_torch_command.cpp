@@ -24,6 +24,7 @@
 #include "runtime/rank_device.h"
 #include "runtime/rank_worker.h"
 #include "runtime/stage_optimizer.h"
+#include "schedule/chrome_trace.h"
 #include "schedule/generators.h"
 #include "validation/device_memory_fit.h"
 #include "validation/validation_json.h"
@@ -117,7 +118,7 @@ int checkRequest(ValidateCommandOptions& options) {
   const ScheduleKind schedule = parseScheduleName(request.schedule);
   const Placement placement = partition.rankPlacement();
   requireScheduleRunsSplit(schedule, placement, request);
-  pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, 1);
+  const Schedule ops = pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, 1);
   requireWholeInRange("--steps", request.steps, 1, 100000, "measured steps");
   requireWholeInRange("--warmup-steps", request.warmup_steps, 0, 100000, "untimed steps");
   requireWholeInRange("--microbatches", request.microbatches, 1, 100000, "microbatches per step");
@@ -130,7 +131,14 @@ int checkRequest(ValidateCommandOptions& options) {
   requireWholeInRange("--data-parallel", request.data_parallel, 1, 4096, "replicas");
   checkRunnableOptimizer(request.optimizer, profile.run.dtype);
   checkModelOfProfile(profile, request.profile_path);
-  if (options.trace_given) checkOutputPath(options.traceOutput());
+  if (options.trace_given) {
+    checkOutputPath(options.traceOutput());
+    // The trace holds the step predicted and measured, each replica's, and the recomputed pair.
+    const int copies = 2 + (request.data_parallel - 1) + (request.recompute == "full" ? 2 : 0);
+    requireChromeTraceFits((ops.opCount() + static_cast<std::size_t>(placement.ranks * placement.chunks_per_rank)) *
+                               static_cast<std::size_t>(copies),
+                           "--trace " + options.trace_path, "validate fewer --microbatches, or leave out --trace");
+  }
   const int ranks = placement.ranks * request.data_parallel;
   const RankDevices plan = planRankDevices(request.device, profile.device.kind, ranks, visibleGpus());
   choosePipelineBackend(request.backend, plan, ncclAvailable());

@@ -15,6 +15,8 @@
 #include <iostream>
 
 #include "core/error.h"
+#include "core/json_document.h"
+#include "core/units.h"
 
 namespace stagecut {
 
@@ -294,6 +296,12 @@ void checkDistinctOutputs(const std::vector<OutputPath>& outputs) {
 }
 
 void writeOutputFile(const OutputPath& output, const std::string& content) {
+  // Every output reads back: none is larger than what stagecut's readers take.
+  if (content.size() > kMaxDocumentBytes) {
+    throw Error(named(output) + ": it would be " + std::to_string(content.size()) + " bytes, over the " +
+                formatBytes(kMaxDocumentBytes) + " (" + std::to_string(kMaxDocumentBytes) +
+                " bytes) stagecut writes and reads back; nothing was written; ask for a smaller output");
+  }
   const Target target = resolve(output);
   switch (target.kind) {
     case TargetKind::kDescriptor:

@@ -55,6 +55,8 @@ void checkDistinctOutputs(const std::vector<OutputPath>& outputs);
 ///   file next to it, fsync, rename. A symbolic link is followed to its target, which is
 ///   replaced, so the link stays a link. A replaced file keeps its permission bits (and, where
 ///   the process may, its owner); a new one gets 0666 under the umask.
+/// Content over kMaxDocumentBytes (512 MiB, what readTextFile takes) is refused before anything is
+/// written, kind input: whatever stagecut writes, it reads back.
 /// Throws Error naming the path: kind input for the path's faults (as checkOutputPath), kind
 /// runtime when the data does not get through (a full disk, an I/O error). A failed write leaves
 /// no temporary file and, for a replaced file, the old file as it was.

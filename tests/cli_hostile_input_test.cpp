@@ -528,6 +528,16 @@ const std::vector<BadCommand>& badCommands() {
        "--microbatch-size 0: use 1 to 1000000 samples, one of the profile's measured sizes"},
       {"simulate: only commas for schedules", {}, "simulate --schedule ,,",
        "--schedule \",,\": no schedule named; use e.g. --schedule gpipe,1f1b or --schedule all"},
+      // Outputs of any size: a trace keeps every op, so it refuses what it cannot hold, before
+      // anything is printed.
+      {"simulate: a trace of two million ops", {}, "simulate --stages 4 --microbatches 250000 --schedule 1f1b "
+       "--trace {dir}/t.json",
+       "--trace {dir}/t.json: the trace would hold 2000000 ops, over the 1000000 one trace holds (one event each, "
+       "about 140 MB); simulate fewer --microbatches or schedules, or leave out --trace"},
+      {"simulate: a trace of every schedule at the op limit", {}, "simulate --stages 4 --microbatches 1000000 "
+       "--schedule gpipe,1f1b,zb-h1 --trace {dir}/t.json",
+       "--trace {dir}/t.json: the trace would hold 28000000 ops, over the 1000000 one trace holds (one event "
+       "each, about 140 MB); simulate fewer --microbatches or schedules, or leave out --trace"},
       {"simulate: --trace into a missing folder", {}, "simulate --trace /nonexistent/t.json",
        "cannot write /nonexistent/t.json (No such file or directory); check that its folder exists "
        "and is writable"},

@@ -473,3 +473,22 @@ TEST_CASE("readTextFile reads a regular file up to its bound and looks at anythi
   std::filesystem::create_symlink(dir.file("ten.json"), dir.file("link.json"));
   CHECK(stagecut::readTextFile(dir.file("link.json")) == "0123456789");
 }
+
+TEST_CASE("an output over what stagecut reads back is refused, nothing written", "[core][output][bound]") {
+  const TempDir dir;
+  dir.write("old.json", "the old profile");
+  const std::string over(stagecut::kMaxDocumentBytes + 1, ' ');
+  for (const char* name : {"new.json", "old.json"}) {
+    const OutputPath output(dir.file(name), "-o");
+    CHECK_THROWS_WITH(stagecut::writeOutputFile(output, over),
+                      "-o " + dir.file(name) + ": it would be 536870913 bytes, over the 512 MiB (536870912 bytes) "
+                      "stagecut writes and reads back; nothing was written; ask for a smaller output");
+    CHECK(errorKindOf([&] { stagecut::writeOutputFile(output, over); }) == ErrorKind::kInput);
+  }
+  CHECK(dir.list() == std::vector<std::string>{"old.json"});
+  CHECK(stagecut::readTextFile(dir.file("old.json")) == "the old profile");
+  // At the bound it is written, and reads back.
+  const std::string at_bound(stagecut::kMaxDocumentBytes, ' ');
+  stagecut::writeOutputFile(OutputPath(dir.file("new.json"), "-o"), at_bound);
+  CHECK(stagecut::readTextFile(dir.file("new.json")).size() == stagecut::kMaxDocumentBytes);
+}

@@ -482,6 +482,10 @@ TEST_CASE("validate refuses bad numbers and torchrun variables before any rank c
        "WORLD_SIZE=3: the partition runs on 2 stages x 1 replica(s) = 2 ranks; start 2 ranks, or change "
        "--data-parallel"},
       {"--timeout 0", "RANK=1 WORLD_SIZE=2", "--timeout 0: must be a finite number of seconds above 0 and at most 86400"},
+      // 1F1B's 2 x 100000 x 2 ops and an all-reduce slot a rank, predicted and measured, plain and recomputed.
+      {"--microbatches 100000 --recompute full --trace " + dir.file("t.json"), "",
+       "--trace " + dir.file("t.json") + ": the trace would hold 1600008 ops, over the 1000000 one trace holds (one "
+       "event each, about 140 MB); validate fewer --microbatches, or leave out --trace"},
   };
   for (const auto& [flags, environment, message] : cases) {
     INFO(flags << " with " << environment);

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "schedule/ascii_gantt.h"
@@ -11,6 +13,7 @@
 #include "schedule/stage_costs.h"
 #include "schedule/svg_gantt.h"
 #include "schedule/time_axis.h"
+#include "tests/test_support.h"
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -201,4 +204,38 @@ TEST_CASE("charts draw the all-reduce as its own op", "[schedule][charts][data-p
     CHECK(event["dur"].get<double>() == Approx(4000.0));
   }
   CHECK(all_reduces == 2);
+}
+
+TEST_CASE("a Chrome trace of huge finite times stays valid JSON", "[schedule][charts][hostile]") {
+  // %.3f of 1e103 us printed 104 digits and overran the event's buffer: a cut, invalid trace.
+  const Schedule schedule = generateSchedule("1f1b", 2, 3);
+  stagecut::PipelineCosts costs = stagecut::unitCosts(schedule);
+  for (auto& stage : costs.stages) stage.forward_ms = 1e100;
+  const SimulationResult result = stagecut::simulate(schedule, costs);
+  const std::string text = stagecut::renderChromeTrace({{&schedule, &result}});
+  const auto trace = nlohmann::json::parse(text);
+  double latest = 0;
+  for (const auto& event : trace["traceEvents"]) {
+    if (event["ph"] == "X") latest = std::max(latest, event["ts"].get<double>() + event["dur"].get<double>());
+  }
+  CHECK(latest == Approx(result.step_ms * 1000.0).epsilon(1e-6));
+  CHECK(text.size() < 320 * schedule.opCount() + 1000);
+}
+
+TEST_CASE("a Chrome trace holds at most a million ops, refused in one line past that", "[schedule][charts][hostile]") {
+  CHECK_NOTHROW(stagecut::requireChromeTraceFits(stagecut::kMaxChromeTraceOps, "--trace t.json", "fix it"));
+  CHECK(stagecut::testing::inputErrorOf([] {
+          stagecut::requireChromeTraceFits(stagecut::kMaxChromeTraceOps + 1, "--trace t.json", "fix it");
+        }) == "--trace t.json: the trace would hold 1000001 ops, over the 1000000 one trace holds (one event each, "
+              "about 140 MB); fix it");
+  // The largest trace it takes, 1F1B's 2 ops per microbatch and rank, stays well under the 512 MiB
+  // stagecut reads back; past it, the renderer refuses too.
+  const Schedule largest = generateSchedule("1f1b", 4, static_cast<int>(stagecut::kMaxChromeTraceOps / 8));
+  const SimulationResult result = stagecut::simulate(largest, stagecut::unitCosts(largest));
+  REQUIRE(largest.opCount() == stagecut::kMaxChromeTraceOps);
+  CHECK(stagecut::renderChromeTrace({{&largest, &result}}).size() < std::size_t{200} << 20);
+  const Schedule over = generateSchedule("1f1b", 4, static_cast<int>(stagecut::kMaxChromeTraceOps / 8) + 1);
+  const SimulationResult over_result = stagecut::simulate(over, stagecut::unitCosts(over));
+  CHECK_THAT(stagecut::testing::inputErrorOf([&] { stagecut::renderChromeTrace({{&over, &over_result}}); }),
+             StartsWith("Chrome trace: the trace would hold 1000008 ops"));
 }
