@@ -1,8 +1,6 @@
 #include "cli/number_flags.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <limits>
 
 #include "core/error.h"
@@ -10,28 +8,11 @@
 
 namespace stagecut {
 
-namespace {
-
-std::string numberText(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%g", value);
-  return buffer;
-}
-
-}  // namespace
-
 void requireWholeInRange(const std::string& flag, long long value, long long min, long long max,
                          const std::string& unit) {
   if (value < min || value > max) {
     throw Error(flag + " " + std::to_string(value) + ": use " + std::to_string(min) + " to " + std::to_string(max) +
                 " " + unit);
-  }
-}
-
-void requireFiniteInRange(const std::string& flag, double value, double above, double max, const std::string& unit) {
-  if (!std::isfinite(value) || !(value > above) || value > max) {
-    throw Error(flag + " " + numberText(value) + ": must be a finite number of " + unit + " above " +
-                numberText(above) + " and at most " + numberText(max));
   }
 }
 

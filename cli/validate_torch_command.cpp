@@ -119,16 +119,12 @@ int checkRequest(ValidateCommandOptions& options) {
   const Placement placement = partition.rankPlacement();
   requireScheduleRunsSplit(schedule, placement, request);
   const Schedule ops = pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, 1);
-  requireWholeInRange("--steps", request.steps, 1, 100000, "measured steps");
-  requireWholeInRange("--warmup-steps", request.warmup_steps, 0, 100000, "untimed steps");
-  requireWholeInRange("--microbatches", request.microbatches, 1, 100000, "microbatches per step");
+  // --steps, --microbatches, --timeout and the other flags' own ranges are the flag table's
+  // (cli/flag_bounds.cpp), checked while parsing, by torchrun's ranks too.
   requireThreadsFitCores("--threads", request.threads);
-  requireFiniteInRange("--timeout", request.timeout_s, 0.0, 86400.0, "seconds");
-  requireFiniteInRange("--grad-tolerance", request.grad_tolerance, 0.0, 1.0, "relative difference");
   if (request.recompute != "none" && request.recompute != "full") {
     throw Error("--recompute " + request.recompute + ": validate runs none or full (every stage checkpointed)");
   }
-  requireWholeInRange("--data-parallel", request.data_parallel, 1, 4096, "replicas");
   checkRunnableOptimizer(request.optimizer, profile.run.dtype);
   checkModelOfProfile(profile, request.profile_path);
   if (options.trace_given) {

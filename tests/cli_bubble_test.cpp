@@ -27,7 +27,7 @@ TEST_CASE("stagecut bubble marks a microbatch count that is not a power of two",
 TEST_CASE("stagecut bubble rejects empty pipelines with exit 2", "[cli][bubble][errors]") {
   const CommandResult zero = runStagecut("bubble --stages 0 --microbatches 8");
   CHECK(zero.exit_code == 2);
-  CHECK(zero.err == "stagecut: --stages 0: a pipeline needs at least 1 stage\n");
+  CHECK(zero.err == "stagecut: --stages 0: use 1 to 2147483647 stages\n");
   const CommandResult words = runStagecut("bubble --stages four");
   CHECK(words.exit_code == 2);
   CHECK_THAT(words.err, Contains("four"));

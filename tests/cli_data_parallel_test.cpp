@@ -45,8 +45,7 @@ TEST_CASE("partition --recompute: modes, a bare flag meaning full, and errors na
                   "--recompute fll: unknown mode 'fll', did you mean 'full'? (selective takes layer "
                   "kinds: selective:CrossEntropyLoss)");
   checkInputError(runStagecut("partition '" + kExampleGptProfile + "' --stages 2 --data-parallel 0"),
-                  "--data-parallel 0: each stage needs at least 1 replica; use --data-parallel 1 "
-                  "for a plain pipeline");
+                  "--data-parallel 0: use 1 to 4096 replicas");
 }
 
 TEST_CASE("partition --recompute auto recomputes only where the cap needs it, and says so",
@@ -134,8 +133,7 @@ TEST_CASE("simulate --data-parallel adds each rank's all-reduce after its last b
                   "--data-parallel 2: unit costs have no gradient bytes to all-reduce; give a "
                   "profile and a partition");
   checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --partition '" + part + "' --data-parallel 0"),
-                  "--data-parallel 0: each stage needs at least 1 replica; use --data-parallel 1 "
-                  "for a plain pipeline");
+                  "--data-parallel 0: use 1 to 4096 replicas");
 }
 
 TEST_CASE("simulate --ranks 8 compares every N x D layout", "[cli][simulate][data-parallel]") {
@@ -165,7 +163,7 @@ TEST_CASE("simulate --ranks 8 compares every N x D layout", "[cli][simulate][dat
   checkInputError(runStagecut("simulate --ranks 8"),
                   "--ranks 8: the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks 8'");
   checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --ranks 0"),
-                  "--ranks 0: the trade-off needs at least 1 rank, e.g. --ranks 8");
+                  "--ranks 0: use 1 to 4194304 ranks");
   checkInputError(runStagecut("simulate '" + kExampleGptProfile + "' --ranks 8 --global-batch 64 --microbatches 4"),
                   "--microbatches 4: --global-batch 64 sets the microbatches per replica; give one "
                   "of the two");

@@ -382,20 +382,20 @@ const std::vector<BadCommand>& badCommands() {
 
       // bubble
       {"bubble: 0 microbatches", {}, "bubble --microbatches 0",
-       "--microbatches 0: a step needs at least 1 microbatch"},
-      {"bubble: negative stages", {}, "bubble --stages -3", "--stages -3: a pipeline needs at least 1 stage"},
+       "--microbatches 0: use 1 to 2147483647 microbatches per step"},
+      {"bubble: negative stages", {}, "bubble --stages -3", "--stages -3: use 1 to 2147483647 stages"},
       {"bubble: stages beyond int", {}, "bubble --stages 99999999999",
-       "Could not convert: --stages = 99999999999; run 'stagecut bubble --help' for usage"},
+       "--stages 99999999999: use 1 to 2147483647 stages"},
 
       // partition: the stage count against the profile
       {"partition: 1 layer with 2 stages", {one_layer}, "partition " + kP + " --stages 2",
        "--stages 2: the profile has 1 layer; use --stages 1 or fewer"},
       {"partition: stages in words", {profile}, "partition " + kP + " --stages four",
-       "Could not convert: --stages = four; run 'stagecut partition --help' for usage"},
+       "--stages four: use 1 to 4194304 stages"},
       {"partition: stages beyond int", {profile}, "partition " + kP + " --stages 99999999999",
-       "Could not convert: --stages = 99999999999; run 'stagecut partition --help' for usage"},
+       "--stages 99999999999: use 1 to 4194304 stages"},
       {"partition: negative microbatches", {profile}, "partition " + kP + " --stages 2 --microbatches -5",
-       "--microbatches -5: a step needs at least 1 microbatch"},
+       "--microbatches -5: use 1 to 4194304 microbatches per step"},
       {"partition: missing profile", {}, "partition " + kP + " --stages 2",
        "{dir}/p.json: cannot open (No such file or directory); check the path"},
       // partition: units
@@ -455,15 +455,15 @@ const std::vector<BadCommand>& badCommands() {
       {"partition: an empty stage speed", {profile}, "partition " + kP + " --stages 2 --stage-speed 1,",
        "--stage-speed 1,: \"\" is not a speed > 0; use relative speeds, one per stage, e.g. 1,1,0.5,1"},
       {"partition: negative bytes per parameter", {profile}, "partition " + kP + " --stages 2 --bytes-per-param -1",
-       "--bytes-per-param -1.000: must not be negative"},
+       "--bytes-per-param -1: must be a finite number of bytes per parameter above 0 and at most 1e+06"},
       {"partition: NaN bytes per parameter", {profile}, "partition " + kP + " --stages 2 --bytes-per-param nan",
-       "--bytes-per-param nan: must be a finite number of bytes, e.g. 16 for fp32 Adam"},
+       "--bytes-per-param nan: must be a finite number of bytes per parameter above 0 and at most 1e+06"},
       {"partition: inf bytes per parameter", {profile}, "partition " + kP + " --stages 2 --bytes-per-param inf",
-       "--bytes-per-param inf: must be a finite number of bytes, e.g. 16 for fp32 Adam"},
+       "--bytes-per-param inf: must be a finite number of bytes per parameter above 0 and at most 1e+06"},
       {"partition: huge bytes per parameter", {profile}, "partition " + kP + " --stages 2 --bytes-per-param 1e300",
-       "{dir}/p.json: the model's memory could exceed 8 EiB (params x bytes per parameter + "
-       "activation_bytes x 2 microbatches in flight); check the profile's params and "
-       "activation_bytes, --bytes-per-param and --microbatches"},
+       "--bytes-per-param 1e300: must be a finite number of bytes per parameter above 0 and at most 1e+06"},
+      {"partition: zero bytes per parameter, once read as not given", {profile},
+       "partition " + kP + " --stages 2 --bytes-per-param 0", "--bytes-per-param 0: must be a finite number of bytes per parameter above 0 and at most 1e+06"},
       {"partition: an empty optimizer", {profile}, "partition " + kP + " --stages 2 --optimizer ''",
        "--optimizer: unknown optimizer ''; use one of: none, sgd, sgd-momentum, adam, adam-mixed"},
       {"partition: an empty schedule", {profile}, "partition " + kP + " --stages 2 --schedule ''",
@@ -507,11 +507,11 @@ const std::vector<BadCommand>& badCommands() {
        "--stages 3000 --microbatches 3000: 9000000 forward ops per step; stagecut schedules at most "
        "4194304 (stages x microbatches)"},
       {"simulate: chunks too many to hold", {},
-       "simulate --schedule interleaved-1f1b --stages 2 --microbatches 2 --chunks 100000000",
-       "--stages 2 --microbatches 2 --chunks 100000000: 400000000 forward ops per step; stagecut "
+       "simulate --schedule interleaved-1f1b --stages 2 --microbatches 2 --chunks 2000000",
+       "--stages 2 --microbatches 2 --chunks 2000000: 8000000 forward ops per step; stagecut "
        "schedules at most 4194304 (stages x microbatches x chunks)"},
       {"simulate: negative chunks", {}, "simulate --schedule interleaved-1f1b --chunks -1",
-       "--chunks -1: each rank needs at least 1 model chunk"},
+       "--chunks -1: use 1 to 4194304 model chunks per rank"},
       // Numbers once taken and ignored (0 read as "not given", a width clamped): the one table of
       // flag ranges (cli/flag_bounds.cpp) refuses them as they are parsed.
       {"simulate: negative width", {}, "simulate --width -5", "--width -5: use 40 to 200 columns"},

@@ -33,9 +33,9 @@ CommandResult partition(const std::string& args) { return runStagecut("partition
 
 TEST_CASE("partition rejects stage counts with the fix, exit 2", "[cli][partition][errors]") {
   checkInputError(partition("--stages 12"), "--stages 12: the profile has 11 layers; use --stages 11 or fewer");
-  checkInputError(partition("--stages 0"), "--stages 0: a pipeline needs at least 1 stage");
-  checkInputError(partition("--stages -2"), "--stages -2: a pipeline needs at least 1 stage");
-  checkInputError(partition("--stages 4 --microbatches 0"), "--microbatches 0: a step needs at least 1 microbatch");
+  checkInputError(partition("--stages 0"), "--stages 0: use 1 to 4194304 stages");
+  checkInputError(partition("--stages -2"), "--stages -2: use 1 to 4194304 stages");
+  checkInputError(partition("--stages 4 --microbatches 0"), "--microbatches 0: use 1 to 4194304 microbatches per step");
 }
 
 TEST_CASE("partition names the stage a memory cap cannot serve, and by how much", "[cli][partition][errors]") {

@@ -151,11 +151,11 @@ TEST_CASE("stagecut simulate rejects bad shapes and names in one line with exit 
     CHECK(result.err == "stagecut: " + message + "\n");
   };
   expectError("--schedule 1f1", "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
-  expectError("--stages 0", "--stages 0: a pipeline needs at least 1 stage");
-  expectError("--microbatches 0", "--microbatches 0: a step needs at least 1 microbatch");
-  expectError("--microbatches -2", "--microbatches -2: a step needs at least 1 microbatch");
+  expectError("--stages 0", "--stages 0: use 1 to 4194304 stages");
+  expectError("--microbatches 0", "--microbatches 0: use 1 to 4194304 microbatches per step");
+  expectError("--microbatches -2", "--microbatches -2: use 1 to 4194304 microbatches per step");
   expectError("--schedule interleaved-1f1b --chunks 0",
-              "--chunks 0: each rank needs at least 1 model chunk");
+              "--chunks 0: use 1 to 4194304 model chunks per rank");
   expectError("--schedule interleaved-1f1b --microbatches 6",
               "--microbatches 6: interleaved-1f1b needs a multiple of the pipeline's 4 stages; use 4 or 8");
   expectError("--partition part.json", "--partition part.json: needs the profile it splits; use "

@@ -469,7 +469,7 @@ TEST_CASE("validate refuses bad numbers and torchrun variables before any rank c
       {"--timeout nan", "", "--timeout nan: must be a finite number of seconds above 0 and at most 86400"},
       {"--grad-tolerance -1", "", "--grad-tolerance -1: must be a finite number of relative difference above 0 and at most 1"},
       {"--seed -1", "", "--seed -1: a seed is a whole number from 0 to 18446744073709551615, in digits"},
-      {"--microbatches 0", "", "--microbatches 0: a step needs at least 1 microbatch"},
+      {"--microbatches 0", "", "--microbatches 0: use 1 to 100000 microbatches per step"},
       {"--microbatches 100001", "", "--microbatches 100001: use 1 to 100000 microbatches per step"},
       {"--data-parallel 0", "", "--data-parallel 0: use 1 to 4096 replicas"},
       {"", "RANK=2 WORLD_SIZE=2", "RANK=2: must be this process's rank, 0 to 1 with WORLD_SIZE=2"},
