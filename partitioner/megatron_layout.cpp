@@ -104,10 +104,13 @@ std::size_t repeatAfter(const std::string& text, std::size_t star, const char* f
   return repeat;
 }
 
-void appendRepeated(std::string& out, const std::string& part, std::size_t repeat) {
-  if (part.size() * repeat + out.size() > kMaxLayoutSymbols) {
+// Appends `part` `repeat` times to `out`; `expanded` counts the symbols of the whole expansion,
+// every stage's, so that many stages of long repeats are bounded together, not each alone.
+void appendRepeated(std::string& out, const std::string& part, std::size_t repeat, std::size_t& expanded) {
+  if (part.size() * repeat + expanded > kMaxLayoutSymbols) {
     throw Error("the layout expands to more than " + std::to_string(kMaxLayoutSymbols) + " symbols");
   }
+  expanded += part.size() * repeat;
   for (std::size_t k = 0; k < repeat; ++k) out += part;
 }
 
@@ -133,10 +136,13 @@ std::vector<std::string> expandMegatronLayout(const std::string& layout) {
     if (close == i + 1) throw Error("an empty group ()");
     if (close + 1 >= text.size() || text[close + 1] != '*') throw Error("a group (...) needs a repeat *N after it");
     std::size_t end = 0;
-    appendRepeated(grouped, text.substr(i + 1, close - i - 1), repeatAfter(text, close + 1, "(...)*N", end));
+    std::size_t grouped_size = grouped.size();
+    appendRepeated(grouped, text.substr(i + 1, close - i - 1), repeatAfter(text, close + 1, "(...)*N", end),
+                   grouped_size);
     i = end - 1;
   }
   std::vector<std::string> stages{""};
+  std::size_t expanded = grouped.size();
   for (std::size_t i = 0; i < grouped.size(); ++i) {
     const char c = grouped[i];
     if (c == '|') {
@@ -148,7 +154,7 @@ std::vector<std::string> expandMegatronLayout(const std::string& layout) {
       std::size_t end = 0;
       const std::size_t repeat = repeatAfter(grouped, i, "x*N", end);
       const std::string symbol(1, stages.back().back());
-      appendRepeated(stages.back(), symbol, repeat - 1);
+      appendRepeated(stages.back(), symbol, repeat - 1, expanded);
       i = end - 1;
     } else {
       stages.back() += c;

@@ -624,4 +624,8 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
   CHECK(error("E(t)*|L", 0) == "--split E(t)*|L: a repeat (...)*N needs a whole number N after the '*'");
   CHECK(error("E(t)*0|L", 0) == "--split E(t)*0|L: a repeat (...)*N with N = 0 repeats nothing; leave the part out");
   CHECK(error("E(t|)*9999999|L", 0) == "--split E(t|)*9999999|L: the layout expands to more than 1000000 symbols");
+  // The bound is on the whole expansion: 44032 stages of 144032 layers each (6.3G symbols) were
+  // each under it, and took memory until killed (found by fuzz_split_text).
+  CHECK(error("(t*144032|)*44032", 0) == "--split (t*144032|)*44032: the layout expands to more than 1000000 symbols");
+  CHECK(error("Et*999999|L", 0) == "--split Et*999999|L: the layout expands to more than 1000000 symbols");
 }
