@@ -392,6 +392,8 @@ const std::vector<BadCommand>& badCommands() {
        "--stages 2: the profile has 1 layer; use --stages 1 or fewer"},
       {"partition: stages in words", {profile}, "partition " + kP + " --stages four",
        "--stages four: use 1 to 4194304 stages"},
+      {"partition: a layout of many long stages", {profile}, "partition " + kP + " --split '(t*144032|)*44032'",
+       "--split (t*144032|)*44032: the layout expands to more than 1000000 symbols"},
       {"partition: stages beyond int", {profile}, "partition " + kP + " --stages 99999999999",
        "--stages 99999999999: use 1 to 4194304 stages"},
       {"partition: negative microbatches", {profile}, "partition " + kP + " --stages 2 --microbatches -5",
