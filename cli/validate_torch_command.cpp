@@ -118,7 +118,8 @@ int checkRequest(ValidateCommandOptions& options) {
   const ScheduleKind schedule = parseScheduleName(request.schedule);
   const Placement placement = partition.rankPlacement();
   requireScheduleRunsSplit(schedule, placement, request);
-  const Schedule ops = pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, 1);
+  const Schedule step =
+      pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, request.data_parallel);
   // --steps, --microbatches, --timeout and the other flags' own ranges are the flag table's
   // (cli/flag_bounds.cpp), checked while parsing, by torchrun's ranks too.
   requireThreadsFitCores("--threads", request.threads);
@@ -131,8 +132,7 @@ int checkRequest(ValidateCommandOptions& options) {
     checkOutputPath(options.traceOutput());
     // The trace holds the step predicted and measured, each replica's, and the recomputed pair.
     const int copies = 2 + (request.data_parallel - 1) + (request.recompute == "full" ? 2 : 0);
-    requireChromeTraceFits((ops.opCount() + static_cast<std::size_t>(placement.ranks * placement.chunks_per_rank)) *
-                               static_cast<std::size_t>(copies),
+    requireChromeTraceFits(step.opCount() * static_cast<std::size_t>(copies),
                            "--trace " + options.trace_path, "validate fewer --microbatches, or leave out --trace");
   }
   const int ranks = placement.ranks * request.data_parallel;

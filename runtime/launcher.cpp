@@ -204,6 +204,12 @@ std::string ownMessage(const RankProcess& process) {
   return message;
 }
 
+// "rank 1 exited with code 1: <its own message>": how a rank ended, in its own words.
+std::string failureText(const RankProcess& process, int status) {
+  const std::string message = ownMessage(process);
+  return "rank " + std::to_string(process.rank) + " " + describeExit(status) + (message.empty() ? "" : ": " + message);
+}
+
 void stopAll(std::map<pid_t, RankProcess>& running, double grace_s) {
   for (auto& [pid, process] : running) {
     ::kill(pid, SIGTERM);
@@ -312,10 +318,7 @@ void launchRanks(const LaunchOptions& options) {
       std::string message = "rank " + std::to_string(stopped->rank) + " was stopped by " +
                             signalName(stopped->stop_signal);
       if (!failed.empty()) {
-        const RankProcess& peer = failed.front().first;
-        const std::string peer_message = ownMessage(peer);
-        message += " (rank " + std::to_string(peer.rank) + " " + describeExit(failed.front().second) +
-                   (peer_message.empty() ? "" : ": " + peer_message) + ")";
+        message += " (" + failureText(failed.front().first, failed.front().second) + ")";
       } else {
         message += " and did not continue within " + timeoutSeconds(options.stopped_limit) + " s";
       }
@@ -332,12 +335,10 @@ void launchRanks(const LaunchOptions& options) {
         break;
       }
     }
-    const RankProcess& process = failed[chosen].first;
-    const std::string message = ownMessage(process);
+    const std::string failure = failureText(failed[chosen].first, failed[chosen].second);
     const std::size_t others = running.size();
     stopAll(running, options.grace_s);
-    throw Error("rank " + std::to_string(process.rank) + " " + describeExit(failed[chosen].second) +
-                    (message.empty() ? "" : ": " + message) +
+    throw Error(failure +
                     (others == 0 ? std::string("; no other rank was still running")
                                  : "; stopped the other " + std::to_string(others) + " running rank(s)"),
                 ErrorKind::kRuntime);
