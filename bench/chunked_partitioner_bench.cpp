@@ -74,10 +74,9 @@ int main() {
   for (const Row& row : rows) {
     const stagecut::Profile profile = llama70bChain(row.every_block_timed);
     stagecut::PartitionOptions options;
-    options.stages = 8;
-    options.chunks = row.v_shape ? 2 : 5;
     options.microbatches = 32;
     options.schedule = row.v_shape ? stagecut::ScheduleKind::kZeroBubbleV : stagecut::ScheduleKind::kInterleavedOneFOneB;
+    options.placement = stagecut::schedulePlacement(options.schedule, 8, row.v_shape ? std::nullopt : std::optional(5));
     options.rules = stagecut::SplitRuleSet::kAny;
     options.bytes_per_param = 18;
     if (row.link) {
@@ -106,7 +105,7 @@ int main() {
       samples.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     if (failed) continue;
-    std::printf("%-31s %4d %3d %4d %10.1f %12lld %6s %7.2f%%\n", row.name, options.stages, options.chunks,
+    std::printf("%-31s %4d %3d %4d %10.1f %12lld %6s %7.2f%%\n", row.name, options.placement.ranks, options.placement.chunks_per_rank,
                 options.microbatches, stagecut::medianOf(std::move(samples)), static_cast<long long>(search.nodes),
                 search.exact ? "yes" : "no", 100.0 * (search.bottleneck_ms / search.lower_bound_ms - 1.0));
   }

@@ -65,7 +65,7 @@ void runOneSize(int layers, int stages, int microbatches) {
   std::remove(path.c_str());
 
   stagecut::PartitionOptions options;
-  options.stages = stages;
+  options.placement = stagecut::Placement::loop(stages, 1);
   options.microbatches = microbatches;
   options.bandwidth_bytes_per_s = 25e9;
   options.latency_ms = 0.01;

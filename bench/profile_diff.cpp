@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
     for (int stages : {2, 4, 8}) {
       if (static_cast<std::size_t>(stages) > first.layerCount()) break;
       stagecut::PartitionOptions options;
-      options.stages = stages;
+      options.placement = stagecut::Placement::loop(stages, 1);
       options.microbatches = 8;
       const auto split = [&](const stagecut::Profile& profile, const char* source) {
         return stagecut::partitionProfile(profile, options, source, stagecut::SplitMethod::kCompute).layersPerStage();

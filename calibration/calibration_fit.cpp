@@ -146,7 +146,7 @@ bool hasMeasuredOps(const ValidationReport& report) {
 RunSetting runSetting(const ValidationReport& report, int layer_count, const std::string& source) {
   RunSetting setting;
   setting.partition.method = "validated";
-  const Placement placement = report.ops.placement();
+  const Placement placement = report.ops.placement;
   const std::vector<std::optional<std::pair<int, int>>> stages = modelStageLayers(report);
   int next = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
@@ -223,7 +223,7 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
         for (std::size_t i = 0; i < report.ops.ranks[stage].size(); ++i) {
           const PipelineOp& pipeline_op = report.ops.ranks[stage][i];
           const StageCost& layers = setting.partition.stages[static_cast<std::size_t>(
-              report.ops.modelStage(static_cast<int>(stage), pipeline_op.chunk))];
+              report.ops.placement.chunkAt(static_cast<int>(stage), pipeline_op.chunk))];
           const OpKind kind = pipeline_op.kind;
           TimedOp op = TimedOp::kForward;
           if (kind == OpKind::kBackward) op = splits_w ? TimedOp::kBackwardInput : TimedOp::kBackward;

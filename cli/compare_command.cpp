@@ -30,13 +30,13 @@ void printComparison(std::ostream& out, const std::vector<Partition>& splits,
     table.addRow(cells);
   };
   row("layers per stage", [](const Partition& p) { return joinNumbers(p.layersPerStage()); });
-  for (int s = 0; s < options.stages; ++s) {
+  for (int s = 0; s < options.placement.ranks; ++s) {
     row("stage " + std::to_string(s) + " ms", [s](const Partition& p) { return formatMs(p.stages[s].cost_ms); });
   }
-  for (int s = 0; s < options.stages; ++s) {
+  for (int s = 0; s < options.placement.ranks; ++s) {
     row("stage " + std::to_string(s) + " params", [s](const Partition& p) { return formatCount(p.stages[s].params); });
   }
-  for (int s = 0; s < options.stages; ++s) {
+  for (int s = 0; s < options.placement.ranks; ++s) {
     row("stage " + std::to_string(s) + " memory", [s](const Partition& p) { return formatBytes(p.stages[s].memory_bytes); });
   }
   row("bottleneck ms", [](const Partition& p) { return formatMs(p.bottleneck_ms); });
@@ -65,12 +65,12 @@ void printScheduleChoices(std::ostream& out, const std::vector<ScheduleChoice>& 
   for (const ScheduleChoice& choice : choices) {
     const std::string name = scheduleName(choice.schedule);
     if (!choice.split) {
-      left_out.push_back(name + (choice.chunks > 1 ? " (v = " + std::to_string(choice.chunks) + ")" : "") + ": " +
+      left_out.push_back(name + (choice.placement.chunked() ? " (v = " + std::to_string(choice.placement.chunks_per_rank) + ")" : "") + ": " +
                          choice.left_out);
       continue;
     }
     const Partition& split = *choice.split;
-    table.addRow({name, std::to_string(choice.chunks), formatMs(split.bottleneck_ms), formatMs(choice.step_ms),
+    table.addRow({name, std::to_string(choice.placement.chunks_per_rank), formatMs(split.bottleneck_ms), formatMs(choice.step_ms),
                   formatPercent(choice.bubble), formatBytes(static_cast<std::uint64_t>(choice.peak_bytes)),
                   baseline ? formatSignedPercent(choice.step_ms / baseline->step_ms - 1.0) : "-",
                   optimalityText(split, choice.exact)});

@@ -89,7 +89,7 @@ DemoPlan demoPlan(bool quick, const std::string& output_dir) {
 
 DemoComparison compareSplits(const Profile& profile, const DemoPlan& plan) {
   PartitionOptions options;
-  options.stages = plan.stages;
+  options.placement = Placement::loop(plan.stages, 1);
   options.microbatches = plan.microbatches;
   DemoComparison comparison;
   std::vector<Partition> splits = partitionForComparison(profile, options, plan.profilePath());
@@ -138,7 +138,8 @@ DemoSimulations simulateSchedules(const Profile& profile, const Partition& compu
     PredictionOptions options;
     options.schedule = kind;
     options.microbatches = plan.microbatches;
-    options.chunks = 2;
+    // Interleaved 1F1B and the V on the N-stage split: each rank's stage divided into its chunks.
+    options.placement = schedulePlacement(kind, stages);
     PipelinePrediction prediction = predictPipeline(profile, compute, options, plan.profilePath());
     simulations.results.push_back(std::move(prediction.simulated));
     simulations.schedules.push_back(std::move(prediction.schedule));
@@ -169,7 +170,7 @@ void printSimulations(std::ostream& out, const DemoSimulations& simulations) {
 
 DemoValidations validateSplits(const Profile& profile, const DemoPlan& plan, ProgressBar& bar) {
   PartitionOptions options;
-  options.stages = plan.validate_stages;
+  options.placement = Placement::loop(plan.validate_stages, 1);
   options.microbatches = plan.microbatches;
   DemoValidations validations;
   validations.compute = partitionProfile(profile, options, plan.profilePath(), SplitMethod::kCompute);
@@ -259,7 +260,7 @@ std::string writeDemoReport(const Profile& profile, const DemoComparison& compar
                             const DemoSimulations& simulations, const DemoValidations& validations,
                             const DemoPlan& plan, const std::string& command_line) {
   PartitionOptions options;
-  options.stages = plan.stages;
+  options.placement = Placement::loop(plan.stages, 1);
   options.microbatches = plan.microbatches;
   ReportInputs inputs = buildReportInputs(profile, options, plan.profilePath());
   // The report re-derives the same splits and schedules from the profile; the demo printed

@@ -98,8 +98,9 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
                          const std::string& tensor_parallel_note, const std::vector<int>& yours) {
   const std::string& path = flags.shared.profile_path;
   if (flags.megatron_first_last || flags.simulate) {
-    throw Error(std::string(flags.simulate ? "--simulate" : "--megatron-first-last") + ": not available with --chunks " +
-                std::to_string(options.chunks) + " (the chunked split is solved with its schedule already); drop it");
+    throw Error(std::string(flags.simulate ? "--simulate" : "--megatron-first-last") + ": not available with " +
+                scheduleName(options.schedule) + " on " + placementWords(options.placement) +
+                " (the chunked split is solved with its schedule already); drop it");
   }
   const bool megatron = flags.format == "megatron";
   if (megatron && chunkStyle(options.schedule) == Placement::Style::kV) {
@@ -132,11 +133,12 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
                            : rulesNote(options, profile))
               << "\n";
   }
-  if (chunkStyle(options.schedule) == Placement::Style::kV) {
-    std::cout << options.stages << " ranks x 2 chunks in a V, rank r holding chunks r and " << 2 * options.stages - 1
-              << " - r (the turn stays on rank " << options.stages - 1 << "); a rank's load is the sum of its chunks\n\n";
+  const int ranks = options.placement.ranks;
+  if (options.placement.style == Placement::Style::kV) {
+    std::cout << placementWords(options.placement) << ", rank r holding chunks r and " << 2 * ranks - 1
+              << " - r (the turn stays on rank " << ranks - 1 << "); a rank's load is the sum of its chunks\n\n";
   } else {
-    std::cout << options.stages << " ranks x " << options.chunks << " chunks, chunk c on rank c mod " << options.stages
+    std::cout << placementWords(options.placement) << ", chunk c on rank c mod " << ranks
               << " (Megatron's virtual pipeline); a rank's load is the sum of its chunks\n\n";
   }
   printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
@@ -171,7 +173,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   Placement placement;
   const PartitionOptions options =
       optionsForFormat(resolvePartitionFlags(flags.shared, profile, &yours, &placement), flags);
-  if (runsChunks(options.schedule) && options.chunks > 1 && (yours.empty() || placement.chunked())) {
+  if (options.placement.chunked()) {
     runChunkedPartition(flags, profile, options, tensor_parallel_note, yours);
     return;
   }

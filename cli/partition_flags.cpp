@@ -26,7 +26,7 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
                       "with chunks, how they sit on the ranks)")
       ->capture_default_str();
   flags.chunks_option =
-      command->add_option("--chunks", flags.chunks, "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")->capture_default_str();
+      command->add_option("--chunks", flags.chunks_flag, "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")->capture_default_str();
   command->add_option("--memory-cap", flags.memory_cap,
                       "Memory per stage, e.g. 80GiB, or one per stage: 80GiB,80GiB,40GiB,80GiB");
   command->add_option("--bandwidth", flags.bandwidth,
@@ -67,6 +67,11 @@ void addPartitionFlags(CLI::App* command, PartitionFlags& flags) {
       command->add_option("-o,--output", flags.output_path, "Also write the JSON document to this file");
 }
 
+std::optional<int> PartitionFlags::chunksGiven() const {
+  if (chunks_option == nullptr || chunks_option->count() == 0) return std::nullopt;
+  return chunks_flag;
+}
+
 std::optional<OutputPath> PartitionFlags::output() const {
   if (output_option == nullptr || output_option->count() == 0) return std::nullopt;
   return OutputPath(output_path, "-o", {{"the input profile", profile_path}});
@@ -92,6 +97,26 @@ std::string rulesNote(const PartitionOptions& options, const Profile& profile) {
   return std::string("compute split: by ") + ruleSetRunners(*options.rules) + "'s rules";
 }
 
+// The placement a user's split fixes: a virtual-pipeline layout's own chunks, one chunk per rank
+// otherwise; --chunks and --schedule must agree with it, not quietly replace it.
+Placement splitPlacement(const PartitionFlags& flags, ScheduleKind schedule, const Placement& split) {
+  const std::string text = "--split " + flags.split_text;
+  if (const std::optional<int> chunks = flags.chunksGiven(); chunks && *chunks != split.chunks_per_rank) {
+    throw Error("--chunks " + std::to_string(*chunks) + ": " + text + " places " + placementWords(split) +
+                "; drop --chunks (the split decides them)");
+  }
+  if (!split.chunked() && runsChunks(schedule)) {
+    throw Error("--schedule " + std::string(scheduleName(schedule)) + ": " + text + " places one chunk on each of its " +
+                std::to_string(split.ranks) + " ranks; " + scheduleName(schedule) +
+                (choosesChunks(schedule) ? " runs several (give the layout of N x v stages with --pipeline-model-parallel-size N)"
+                                         : " runs 2 in a V (partition --schedule " + std::string(scheduleName(schedule)) +
+                                               " makes one)") +
+                ", or use --schedule 1f1b");
+  }
+  checkRunsPlacement(schedule, split, text);
+  return split;
+}
+
 PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profile& profile,
                                        std::vector<int>* user_split, Placement* user_placement) {
   if (const auto output = flags.output()) checkOutputPath(*output);
@@ -103,6 +128,7 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
     split = parseSplitText(flags.split_text, profile, stages_given ? std::max(flags.stages, 1) : 0, "--split",
                            user_placement ? &placement : nullptr);
   }
+  if (!placement.chunked()) placement = Placement::loop(static_cast<int>(split.size()), 1);
   if (user_split) *user_split = split;
   if (user_placement) *user_placement = placement;
   if (!stages_given && split.empty()) {
@@ -111,7 +137,6 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
   const int stages = stages_given ? flags.stages : placement.chunked() ? placement.ranks : static_cast<int>(split.size());
   checkStageCount(stages, profile.layerCount());
   PartitionOptions options;
-  options.stages = stages;
   const bool microbatches_given = flags.microbatches_option && flags.microbatches_option->count() > 0;
   options.microbatches = microbatches_given ? flags.microbatches : 4 * stages;
   if (options.microbatches < 1) {
@@ -119,26 +144,8 @@ PartitionOptions resolvePartitionFlags(const PartitionFlags& flags, const Profil
                 ": a step needs at least 1 microbatch");
   }
   options.schedule = parseScheduleName(flags.schedule);
-  if (choosesChunks(options.schedule) && flags.chunks < 1) {
-    throw Error("--chunks " + std::to_string(flags.chunks) + ": each rank needs at least 1 model chunk");
-  }
-  const bool chunks_given = flags.chunks_option && flags.chunks_option->count() > 0;
-  const int scheduled_chunks = chunksPerRank(options.schedule, flags.chunks);
-  if (chunks_given && flags.chunks != scheduled_chunks) {
-    throw Error("--chunks " + std::to_string(flags.chunks) + ": " + scheduleName(options.schedule) +
-                (scheduled_chunks == 1 ? std::string(" runs one model chunk per rank; add --schedule interleaved-1f1b")
-                                       : " runs " + std::to_string(scheduled_chunks) +
-                                             " model chunks per rank (a V); leave --chunks out"));
-  }
-  options.chunks = scheduled_chunks;
-  if (placement.chunked()) {
-    if (!choosesChunks(options.schedule) || placement.style != chunkStyle(options.schedule)) {
-      throw Error("--split: a virtual-pipeline layout of " + std::to_string(placement.chunks_per_rank) +
-                  " chunks per rank; " + scheduleName(options.schedule) + " runs " +
-                  (runsChunks(options.schedule) ? "its 2 chunks in a V" : "one") + ", add --schedule interleaved-1f1b");
-    }
-    options.chunks = placement.chunks_per_rank;
-  }
+  options.placement = split.empty() ? schedulePlacement(options.schedule, stages, flags.chunksGiven())
+                                    : splitPlacement(flags, options.schedule, placement);
   if (!flags.recompute_spec.empty()) {
     options.recompute = parseRecomputePolicy(flags.recompute_spec, profile);
   } else if (flags.recompute) {
@@ -212,10 +219,11 @@ std::string communicationNote(const PartitionFlags& flags) {
 }
 
 std::string assumptionsNote(const PartitionFlags& flags, const PartitionOptions& options) {
-  std::string note = std::to_string(options.stages) + " stages, " +
+  const Placement& placement = options.placement;
+  std::string note = std::to_string(placement.ranks) + " stages, " +
                      std::to_string(options.microbatches) + " microbatches, " +
                      scheduleName(options.schedule) +
-                     (runsChunks(options.schedule) ? " (" + std::to_string(options.chunks) + " chunks)" : std::string()) + ", " +
+                     (placement.chunked() ? " (" + std::to_string(placement.chunks_per_rank) + " chunks per rank)" : std::string()) + ", " +
                      (flags.bytes_per_param > 0 ? formatMs(flags.bytes_per_param) + " bytes/param"
                                                 : flags.optimizer + " state");
   if (options.recompute.mode != RecomputePolicy::Mode::kNone) {

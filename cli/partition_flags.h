@@ -23,8 +23,12 @@ struct PartitionFlags {
   int microbatches = 0;
   CLI::Option* microbatches_option = nullptr;  ///< unset: 4 x stages
   std::string schedule = "1f1b";
-  int chunks = 2;  ///< --chunks: v for interleaved-1f1b
+  /// --chunks as typed: resolvePartitionFlags turns it into the options' Placement.
+  int chunks_flag = kDefaultInterleavedChunks;
   CLI::Option* chunks_option = nullptr;  ///< given: the schedule must run chunks
+
+  /// --chunks where it was given.
+  std::optional<int> chunksGiven() const;
   std::string memory_cap;
   std::string bandwidth;
   std::string latency;

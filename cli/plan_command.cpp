@@ -39,14 +39,17 @@ std::string memoryCell(const PlanRow& row, const std::string& unit) {
 void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
   const PlanRequest& request = plan.request;
   out << "plan for " << (profile.model.name.empty() ? "the profile" : profile.model.name) << ": "
-      << request.partition.stages << " stages, global batch " << request.global_batch << ", " << scheduleName(request.partition.schedule);
+      << request.partition.placement.ranks << " stages, global batch " << request.global_batch << ", " << scheduleName(request.partition.schedule);
   const bool chunked = runsChunks(request.partition.schedule);
   const std::string unit = chunked ? "rank" : "stage";
   if (request.choose_chunks) {
-    out << " (v = " << joinNumbers(chunkCountsToTry(request.partition.schedule), ", ")
-        << " chunks per rank tried at each size, the fastest kept)";
+    std::vector<int> tried;
+    for (const Placement& placement : placementsToTry(request.partition.schedule, request.partition.placement.ranks)) {
+      tried.push_back(placement.chunks_per_rank);
+    }
+    out << " (v = " << joinNumbers(tried, ", ") << " chunks per rank tried at each size, the fastest kept)";
   } else if (chunked) {
-    out << " (" << request.partition.chunks << " chunks per rank)";
+    out << " (" << request.partition.placement.chunks_per_rank << " chunks per rank)";
   }
   if (request.partition.data_parallel > 1) out << ", " << request.partition.data_parallel << " replicas";
   out << "; measured at microbatch " << joinNumbers(plan.measured_sizes, ",") << "\n\n";
@@ -72,7 +75,7 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
     if (best) note = note.empty() ? "best" : "best, " + note;
     std::vector<std::string> cells = {best ? "*" : "", std::to_string(row.microbatch_size),
                                       std::to_string(row.microbatches)};
-    if (chunked) cells.push_back(std::to_string(row.chunks));
+    if (chunked) cells.push_back(std::to_string(row.placement.chunks_per_rank));
     for (std::string cell : {joinNumbers(row.layers_per_stage, ","), formatMs(row.bottleneck_ms), formatMs(row.step_ms),
                              formatPercent(row.bubble), memoryCell(row, unit), formatMs(row.samples_per_s), note}) {
       cells.push_back(std::move(cell));
@@ -114,7 +117,7 @@ void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& pro
     const PlanRow& best = plan.rows[static_cast<std::size_t>(plan.best)];
     out << "\n  best: microbatch " << best.microbatch_size << " x " << best.microbatches << " microbatches, split "
         << joinNumbers(best.layers_per_stage, ",")
-        << (chunked ? " (" + std::to_string(best.chunks) + " chunks per rank)" : std::string()) << ", "
+        << (chunked ? " (" + std::to_string(best.placement.chunks_per_rank) + " chunks per rank)" : std::string()) << ", "
         << formatMs(best.step_ms) << " ms per step\n";
   }
 }
@@ -152,8 +155,7 @@ void addPlanCommand(CLI::App& app) {
     request.global_batch = flags->global_batch;
     request.fit_tolerance = flags->fit_tolerance;
     request.partition = resolvePartitionFlags(partition_flags, profile);
-    request.choose_chunks = choosesChunks(request.partition.schedule) &&
-                            !(partition_flags.chunks_option && partition_flags.chunks_option->count() > 0);
+    request.choose_chunks = choosesChunks(request.partition.schedule) && !partition_flags.chunksGiven();
     const MicrobatchPlan plan = planMicrobatches(profile, request, partition_flags.profile_path);
     requireFeasibleRow(plan);
     const nlohmann::json document = planToJson(planDocument(plan));

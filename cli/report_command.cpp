@@ -9,6 +9,7 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "partitioner/partition_options.h"
+#include "partitioner/profile_partitioner.h"
 #include "report/report_html.h"
 #include "report/report_inputs.h"
 #include "validation/validation_json.h"
@@ -40,18 +41,20 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
       readPricedProfile(path, 0, flags.partition.tp_bandwidth, flags.partition.tp_latency, nullptr);
   const bool stages_given = command->count("--stages") > 0;
   ReportScheduleOptions schedules;
-  schedules.kinds = parseScheduleList(flags.schedules);
-  schedules.chunks = flags.partition.chunks;
-  if (flags.partition.chunks < 1) {
-    throw Error("--chunks " + std::to_string(flags.partition.chunks) + ": needs at least 1 chunk per rank");
-  }
+  const std::vector<ScheduleKind> kinds = parseScheduleList(flags.schedules);
+  const std::optional<int> chunks =
+      command->count("--chunks") > 0 ? std::optional(flags.partition.chunks_flag) : std::nullopt;
 
   if (flags.comparison_path.empty()) {
     if (!stages_given) {
       throw Error(path + ": the report needs splits to compare; add --stages N (and --microbatches M), "
                   "or --comparison FILE written by 'stagecut compare " + path + " --stages N -o FILE'");
     }
-    const PartitionOptions options = resolvePartitionFlags(flags.partition, profile);
+    PartitionOptions options = resolvePartitionFlags(flags.partition, profile);
+    if (chunks && choosesChunks(options.schedule)) {
+      options.placement = schedulePlacement(options.schedule, options.placement.ranks, chunks);
+    }
+    schedules.runs = placeSchedules(kinds, options.placement.ranks, chunks);
     return buildReportInputs(profile, options, path, schedules);
   }
   if (stages_given) {
@@ -71,6 +74,9 @@ ReportInputs buildInputs(const ReportFlags& flags, CLI::App* command) {
                          "stagecut compare " + path + " --stages N -o FILE");
   std::vector<Partition> splits;
   for (PartitionDocument& split : comparison.splits) splits.push_back(std::move(split.partition));
+  if (!splits.empty()) {
+    schedules.runs = placeSchedules(kinds, chosenSplit(splits).rankPlacement().ranks, chunks);
+  }
   if (!flags.partition.bandwidth.empty()) {
     schedules.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(flags.partition.bandwidth, "--bandwidth");
   }
@@ -127,7 +133,9 @@ void addReportCommand(CLI::App& app, const std::string& command_line) {
   command->add_option("--schedules", flags->schedules,
                       "Schedules to simulate: " + scheduleNameList() + ", or all")
       ->capture_default_str();
-  command->add_option("--chunks,-v", partition.chunks, "Model chunks per rank for interleaved-1f1b")
+  // Not the partitioner's --chunks (chunks_option stays unset): the report's --schedule sets the
+  // memory term of its N-stage splits, and --chunks the v of the interleaved-1f1b it draws.
+  command->add_option("--chunks,-v", partition.chunks_flag, "Model chunks per rank for interleaved-1f1b")
       ->capture_default_str();
   command->add_option("--schedule", partition.schedule,
                       scheduleNameList() + ": how many microbatches' activations each stage keeps")

@@ -37,8 +37,11 @@ struct SimulateOptions {
   int stages = 4;
   bool stages_given = false;
   int microbatches = 8;
-  int chunks = 2;
+  int chunks_flag = kDefaultInterleavedChunks;  ///< --chunks as typed
   bool chunks_given = false;
+
+  /// --chunks where it was given: interleaved-1f1b's v (schedulePlacement).
+  std::optional<int> chunks() const { return chunks_given ? std::optional(chunks_flag) : std::nullopt; }
   std::string schedules = "gpipe,1f1b";
   std::string bandwidth;
   std::string latency;
@@ -82,7 +85,7 @@ bool listsAll(const std::string& list) { return ("," + list + ",").find(",all,")
 struct ProfileInputs {
   Profile profile;
   Partition partition;
-  PredictionOptions prediction;  ///< schedule, microbatches and chunks are set per schedule
+  PredictionOptions prediction;  ///< schedule, microbatches and placement are set per schedule
 };
 
 BoundaryLink dataParallelLink(const SimulateOptions& options) {
@@ -174,7 +177,6 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
   one_chunk_options.microbatches = 1;
   if (placement.chunked()) {  // its own chunks, as the schedule that runs them does
     one_chunk_options.schedule = scheduleRunningChunks(placement.style);
-    one_chunk_options.chunks = placement.chunks_per_rank;
     if (needsMicrobatchesPerStageGroup(one_chunk_options.schedule)) one_chunk_options.microbatches = stages;
   }
   const PipelinePrediction one_chunk =
@@ -264,16 +266,15 @@ SimulationReport runSimulations(const SimulateOptions& options) {
   const std::vector<ScheduleKind> kinds = parseScheduleList(options.schedules);
   if (options.chunks_given && std::none_of(kinds.begin(), kinds.end(), choosesChunks)) {
     // --chunks would change nothing: every schedule listed fixes its own chunks per rank.
-    const int runs = chunksPerRank(kinds.front(), options.chunks);
-    if (kinds.size() > 1 || runs != options.chunks) {
-      throw Error("--chunks " + std::to_string(options.chunks) + ": " + options.schedules +
+    const int runs = schedulePlacement(kinds.front(), 1).chunks_per_rank;
+    if (kinds.size() > 1 || runs != options.chunks_flag) {
+      throw Error("--chunks " + std::to_string(options.chunks_flag) + ": " + options.schedules +
                   (kinds.size() == 1 ? " fixes its" : " fix their") +
                   " chunks per rank (zb-v and dualpipe-v 2, the others 1); add interleaved-1f1b to --schedule, or leave --chunks out");
     }
   }
   SimulationReport report;
   report.microbatches = options.microbatches;
-  report.chunks = options.chunks;
   report.stages = options.stages;
   std::optional<ProfileInputs> inputs;
   if (options.profile_path.empty()) {
@@ -282,7 +283,7 @@ SimulationReport runSimulations(const SimulateOptions& options) {
     inputs = readProfileInputs(options, &report);
   }
   const int stages = report.stages;
-  checkPipelineShape(stages, options.microbatches, options.chunks);
+  checkPipelineShape(Placement::loop(stages, options.chunks_flag), options.microbatches);
 
   for (ScheduleKind kind : kinds) {
     const std::string name = scheduleName(kind);
@@ -305,27 +306,28 @@ SimulationReport runSimulations(const SimulateOptions& options) {
       report.notes.push_back(name + " skipped: the partition " + placed + ", which only " + runner + " runs");
       continue;
     }
-    const int chunks = own_chunks ? own.chunks_per_rank : chunksPerRank(kind, options.chunks);
+    const Placement placement =
+        own_chunks ? own : schedulePlacement(kind, stages, choosesChunks(kind) ? options.chunks() : std::nullopt);
     PipelinePrediction prediction;
     if (inputs) {
       PredictionOptions request = inputs->prediction;
       request.schedule = kind;
       request.microbatches = options.microbatches;
-      request.chunks = chunks;
+      request.placement = placement;
       prediction = predictPipeline(inputs->profile, inputs->partition, request, options.partition_path);
-      if (chunks > 1 && !own_chunks) {
+      if (placement.chunked() && !own_chunks) {
         report.notes.push_back(name + " divides each stage's costs evenly into its " +
-                               std::to_string(chunks) + " chunks: the partition fixes each " +
+                               std::to_string(placement.chunks_per_rank) + " chunks: the partition fixes each " +
                                "rank's work, not the chunk layout");
       }
     } else {
-      prediction = predictUnitCosts(kind, stages, options.microbatches, chunks);
+      prediction = predictUnitCosts(kind, placement, options.microbatches);
     }
     // Closed forms assume equal stages and free boundaries; with a profile they say what a
     // balanced split would give, and ZB-H1's needs F = B = W, which only unit costs promise.
     const bool equal_f_b_w = !inputs.has_value();
     report.schedules.push_back(simulatedScheduleFigures(
-        prediction, closedFormBubble(kind, stages, options.microbatches, chunks, equal_f_b_w),
+        prediction, closedFormBubble(kind, placement, options.microbatches, equal_f_b_w),
         report.data_parallel));
     report.runs.push_back({std::move(prediction.schedule), std::move(prediction.costs),
                            std::move(prediction.simulated)});
@@ -362,7 +364,8 @@ TradeoffReport runTradeoff(const SimulateOptions& options) {
   tradeoff.ranks = options.ranks;
   tradeoff.global_batch = options.global_batch;
   tradeoff.microbatches = options.microbatches;
-  tradeoff.chunks = options.chunks;
+  // The trade-off places interleaved-1f1b's chunks per layout; the ranks here are not its own.
+  tradeoff.partition.placement = Placement::loop(1, options.chunks_flag);
   tradeoff.schedules = parseScheduleList(options.schedules);
   if (!options.bandwidth.empty()) {
     tradeoff.pipeline_link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
@@ -442,7 +445,7 @@ void addSimulateCommand(CLI::App& app) {
   command->add_option("--schedule,-s", options->schedules,
                       "Comma-separated schedules: " + scheduleNameList() + ", or all")
       ->capture_default_str();
-  command->add_option("--chunks,-v", options->chunks,
+  command->add_option("--chunks,-v", options->chunks_flag,
                       "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")
       ->capture_default_str();
   command->add_option("--bandwidth", options->bandwidth,

@@ -101,8 +101,8 @@ void printScheduleTable(std::ostream& out, const SimulationReport& report) {
             ? formatPercent(*figures.closed_form_bubble) + " = " + closedFormText(parseScheduleName(figures.schedule))
             : "-";
     std::string name = figures.schedule;
-    if (figures.chunks > 1) name += " (v=" + std::to_string(figures.chunks) + ")";
-    chunked = chunked || figures.chunks > 1;
+    if (figures.placement.chunked()) name += " (v=" + std::to_string(figures.placement.chunks_per_rank) + ")";
+    chunked = chunked || figures.placement.chunked();
     splits = splits || report.runs[i].schedule.splits_backward;
     std::vector<std::string> row{name, formatTime(figures.step_ms, report.unit_costs),
                                  formatPercent(figures.bubble), closed_form, joined(peaks, " ")};
@@ -152,7 +152,7 @@ void printStageTable(std::ostream& out, const SimulationReport& report) {
       // A chunked split's rows are its chunks: each shows the peak of the rank that runs it.
       const SimulatedScheduleFigures& figures = report.schedules[j];
       const bool chunk_rows = report.stage_costs.size() > figures.ranks.size();
-      const int rank_index = chunk_rows ? report.runs[j].schedule.placement().rankOf(static_cast<int>(s)) : static_cast<int>(s);
+      const int rank_index = chunk_rows ? report.runs[j].schedule.placement.rankOf(static_cast<int>(s)) : static_cast<int>(s);
       const RankStats& rank = figures.ranks[static_cast<std::size_t>(rank_index)];
       row.push_back((chunk_rows ? "rank " + std::to_string(rank_index) + ": " : std::string()) +
                     formatBytes(rank.peak_activation_bytes) + " (" + std::to_string(rank.peak_in_flight) + ")");

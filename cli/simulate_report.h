@@ -21,7 +21,6 @@ struct SimulatedRun {
 /// Everything `stagecut simulate` prints: the stagecut.simulation/1 document (what was simulated
 /// on which costs, each schedule's figures) and what only the human text shows.
 struct SimulationReport : SimulationDocument {
-  int chunks = 1;  ///< v of interleaved-1f1b
   /// The runs behind `schedules`, in the same order.
   std::vector<SimulatedRun> runs;
   /// Per partition stage (profile mode): its layer range "0-3" and summed costs.

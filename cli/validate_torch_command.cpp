@@ -119,7 +119,7 @@ int checkRequest(ValidateCommandOptions& options) {
   const Placement placement = partition.rankPlacement();
   requireScheduleRunsSplit(schedule, placement, request);
   const Schedule step =
-      pipelineSchedule(schedule, placement.ranks, request.microbatches, placement.chunks_per_rank, request.data_parallel);
+      pipelineSchedule(schedule, placement, request.microbatches, request.data_parallel);
   // --steps, --microbatches, --timeout and the other flags' own ranges are the flag table's
   // (cli/flag_bounds.cpp), checked while parsing, by torchrun's ranks too.
   requireThreadsFitCores("--threads", request.threads);
@@ -251,9 +251,9 @@ std::string rankLayersText(const RankComparison& rank) {
 
 void printReport(std::ostream& out, const ValidationReport& report, const ValidateRequest& request) {
   const bool replicated = report.replicas > 1;
-  const bool chunked = report.ops.chunks > 1;
-  out << "validate: " << report.schedule << ", " << report.stages << (chunked ? " ranks" : " stages")
-      << (chunked ? " x " + std::to_string(report.ops.chunks) + " chunks" : std::string())
+  const bool chunked = report.ops.placement.chunked();
+  out << "validate: " << report.schedule << ", "
+      << (chunked ? placementWords(report.ops.placement) : std::to_string(report.stages) + " stages")
       << (replicated ? " x " + std::to_string(report.replicas) + " data-parallel replicas" : std::string()) << ", "
       << report.microbatches << " microbatches" << (replicated ? " per replica" : "") << ", "
       << report.measured_step_ms.size() << " measured steps after " << request.warmup_steps << " warm-up, "

@@ -83,7 +83,9 @@ struct PartitionDocument {
 /// the schedule was left out (partitioner/schedule_choices.h makes them).
 struct ScheduleComparison {
   std::string schedule;  ///< "1f1b", "zb-h1", "interleaved-1f1b", "zb-v", "dualpipe-v"
-  int chunks = 1;        ///< v per rank
+  /// Its ranks and chunks per rank (the file's "chunks"): its split's own, or for an entry left
+  /// out the comparison's ranks in loop order (the file records no style for it).
+  Placement placement;
   std::optional<PartitionDocument> split;  ///< absent when left out
   bool exact = false;    ///< whether the split's slowest rank is proven optimal
   double step_ms = 0.0;  ///< the step simulated under the schedule

@@ -155,7 +155,7 @@ void writePartitionFile(const OutputPath& output, const Partition& partition, co
 namespace {
 
 json scheduleComparisonToJson(const ScheduleComparison& entry) {
-  json item = {{"schedule", entry.schedule}, {"chunks", entry.chunks}};
+  json item = {{"schedule", entry.schedule}, {"chunks", entry.placement.chunks_per_rank}};
   if (!entry.split) {
     item["left_out"] = entry.left_out;
     return item;
@@ -168,19 +168,21 @@ json scheduleComparisonToJson(const ScheduleComparison& entry) {
   return item;
 }
 
-ScheduleComparison scheduleComparisonFromJson(const json& item, const std::string& where) {
+ScheduleComparison scheduleComparisonFromJson(const json& item, const std::string& where, int ranks) {
   const JsonFields fields(item, where);
   ScheduleComparison entry;
   entry.schedule = fields.string("schedule");
-  entry.chunks = fields.integer("chunks", 1, std::numeric_limits<int>::max());
+  const int chunks = fields.integer("chunks", 1, std::numeric_limits<int>::max());
+  entry.placement = Placement::loop(ranks, chunks);
   if (!fields.has("split")) {
     entry.left_out = fields.string("left_out");
     if (entry.left_out.empty()) fields.fail("left_out", "is empty; an entry without a split says why");
     return entry;
   }
   entry.split = partitionDocumentFromJson(item.at("split"), where + " split");
-  if (entry.split->partition.rankPlacement().chunks_per_rank != entry.chunks) {
-    fields.fail("chunks", "is " + std::to_string(entry.chunks) + " but its split places " +
+  entry.placement = entry.split->partition.rankPlacement();
+  if (entry.placement.chunks_per_rank != chunks) {
+    fields.fail("chunks", "is " + std::to_string(chunks) + " but its split places " +
                               std::to_string(entry.split->partition.rankPlacement().chunks_per_rank) + " chunks per rank");
   }
   entry.exact = fields.boolean("exact");
@@ -218,8 +220,11 @@ ComparisonDocument comparisonFromJson(const json& document, const std::string& s
   }
   if (document.contains("schedules")) {
     const json& schedules = JsonFields(document, source).array("schedules");
+    // The comparison's N-stage splits say its ranks (an entry left out has no split of its own).
+    const int ranks = comparison.splits.empty() ? 0 : comparison.splits.front().partition.rankPlacement().ranks;
     for (std::size_t i = 0; i < schedules.size(); ++i) {
-      comparison.schedules.push_back(scheduleComparisonFromJson(schedules[i], source + " schedules[" + std::to_string(i) + "]"));
+      comparison.schedules.push_back(
+          scheduleComparisonFromJson(schedules[i], source + " schedules[" + std::to_string(i) + "]", ranks));
     }
   }
   return comparison;

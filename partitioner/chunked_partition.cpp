@@ -16,21 +16,19 @@ namespace {
 
 Placement chunkPlacement(const PartitionOptions& options) {
   if (!runsChunks(options.schedule)) {
-    throw Error(std::string("--chunks: ") + scheduleName(options.schedule) +
+    throw Error(std::string("--schedule ") + scheduleName(options.schedule) + ": " + scheduleName(options.schedule) +
                 " runs one chunk per rank; use --schedule interleaved-1f1b, zb-v or dualpipe-v to split into chunks");
   }
-  if (options.chunks < 1) {
-    throw Error("--chunks " + std::to_string(options.chunks) + ": each rank needs at least 1 model chunk");
-  }
+  checkRunsPlacement(options.schedule, options.placement, "--schedule " + std::string(scheduleName(options.schedule)));
   if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
     throw Error("--recompute: stagecut does not choose recomputation per chunk yet; split without it, or "
-                "with --chunks 1");
+                "with one chunk per rank");
   }
   if (options.data_parallel > 1) {
     throw Error("--data-parallel: stagecut does not price the all-reduce of chunked splits yet; split the "
                 "pipeline without it (the all-reduce adds the same time to any chunking of a rank)");
   }
-  return schedulePlacement(options.schedule, options.stages, options.chunks);
+  return options.placement;
 }
 
 // The chain's chunks as the cost model's stages: chunk c at its rank's speed, without caps (a
@@ -38,7 +36,7 @@ Placement chunkPlacement(const PartitionOptions& options) {
 CostModel chunkCostModel(const Profile& profile, const PartitionOptions& options, const Placement& placement,
                          const std::string& source) {
   PartitionOptions per_chunk = options;
-  per_chunk.stages = placement.chunkCount();
+  per_chunk.placement = Placement::loop(placement.chunkCount(), 1);
   per_chunk.schedule = ScheduleKind::kOneFOneB;
   per_chunk.memory_cap_bytes.clear();
   per_chunk.stage_speed.clear();
@@ -151,18 +149,36 @@ Partition describeChunkedSplit(const Profile& profile, const PartitionOptions& o
   return partition;
 }
 
+Partition scheduleSplit(const Profile& profile, const PartitionOptions& options, const std::string& source,
+                        ChunkedSplit* search) {
+  if (options.placement.chunked()) return partitionChunked(profile, options, source, search);
+  Partition split = partitionProfile(profile, options, source, SplitMethod::kCompute);
+  if (search) {
+    *search = ChunkedSplit{};
+    search->layers_per_chunk = split.layersPerStage();
+    search->bottleneck_ms = split.bottleneck_ms;
+    search->lower_bound_ms = split.lower_bound_ms;
+    search->exact = true;  // the N-stage solver is exact
+    search->search_complete = true;
+  }
+  return split;
+}
+
 Partition partitionChunked(const Profile& profile, const PartitionOptions& options, const std::string& source,
                            ChunkedSplit* search) {
   const Placement placement = chunkPlacement(options);
-  checkStageCount(options.stages, profile.layerCount());
+  checkStageCount(placement.ranks, profile.layerCount());
   if (static_cast<std::size_t>(placement.chunkCount()) > profile.layerCount()) {
-    throw Error("--chunks " + std::to_string(placement.chunks_per_rank) + ": " + std::to_string(options.stages) +
-                " stages x " + std::to_string(placement.chunks_per_rank) + " chunks need " + std::to_string(placement.chunkCount()) +
-                " layers, the profile has " + std::to_string(profile.layerCount()) + "; use fewer --chunks");
+    // --chunks only where the user chose the count: a V's two are its schedule's.
+    const bool chosen = choosesChunks(options.schedule);
+    throw Error((chosen ? "--chunks " + std::to_string(placement.chunks_per_rank) : "--schedule " + std::string(scheduleName(options.schedule))) +
+                ": " + placementWords(placement) + " need " + std::to_string(placement.chunkCount()) +
+                " layers, the profile has " + std::to_string(profile.layerCount()) + "; use " +
+                (chosen ? "fewer --chunks" : "fewer --stages or a schedule of one chunk per rank"));
   }
   const CostModel model = chunkCostModel(profile, options, placement, source);
   const Schedule schedule =
-      pipelineSchedule(options.schedule, options.stages, options.microbatches, options.chunks, 1);
+      pipelineSchedule(options.schedule, placement, options.microbatches, 1);
   StageMemoryRules rules;
   rules.splits_backward = schedule.splits_backward;
   rules.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};

@@ -9,7 +9,16 @@
 
 namespace stagecut {
 
-/// The split of a profile into options.stages x options.chunks contiguous chunks placed on the
+/// The best equal-compute split of `profile` for the pipeline `options` describes: the one
+/// chooser between the two solvers. A placement of one chunk per rank gives the exact N-stage
+/// split (partitionProfile, SplitMethod::kCompute), several the N x v chunks partitionChunked
+/// places as the schedule runs them. `search`, when given, receives the search's figures (for
+/// the N-stage solver: exact, its bound and its split). Throws Error (input) as the solver it
+/// chooses does.
+Partition scheduleSplit(const Profile& profile, const PartitionOptions& options, const std::string& source,
+                        ChunkedSplit* search = nullptr);
+
+/// The split of a profile into the N x v contiguous chunks of options.placement, placed on the
 /// ranks as options.schedule places them (interleaved 1F1B: chunk c on rank c mod N), chosen by
 /// solveChunkedSplit under options.rules, the link, the ranks' speeds and memory caps (the
 /// schedule's memory timeline per rank), and described as a chunked Partition: per chunk its

@@ -62,10 +62,10 @@ Tradeoff dataParallelTradeoff(const Profile& profile, const TradeoffOptions& opt
         continue;
       }
       PartitionOptions partition_options = options.partition;
-      partition_options.stages = stages;
       partition_options.microbatches = microbatches;
       partition_options.schedule = kind;
-      partition_options.chunks = options.chunks;
+      partition_options.placement = schedulePlacement(
+          kind, stages, choosesChunks(kind) ? std::optional(options.partition.placement.chunks_per_rank) : std::nullopt);
       partition_options.data_parallel = replicas;
       partition_options.dp_bandwidth_bytes_per_s = options.dp_link.bandwidth_bytes_per_s;
       partition_options.dp_latency_ms = options.dp_link.latency_ms;

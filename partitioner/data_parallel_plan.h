@@ -18,12 +18,12 @@ struct TradeoffOptions {
   /// Samples per step over all replicas; 0: every layout runs `microbatches` per replica.
   int global_batch = 0;
   int microbatches = 8;  ///< M per replica when global_batch is 0
-  int chunks = 2;        ///< v of interleaved-1f1b
   std::vector<ScheduleKind> schedules = {ScheduleKind::kOneFOneB};
   BoundaryLink pipeline_link;  ///< between stages
   BoundaryLink dp_link;        ///< of the gradient all-reduce
-  /// Optimizer state, recompute and the like for the partitioner; stages, microbatches,
-  /// schedule and data parallelism are set per layout.
+  /// Optimizer state, recompute and the like for the partitioner; microbatches, schedule and
+  /// data parallelism are set per layout, and the placement's ranks (its chunks per rank are
+  /// interleaved-1f1b's).
   PartitionOptions partition;
 };
 

@@ -32,7 +32,7 @@ PredictionOptions predictionOptions(const PartitionOptions& options) {
   PredictionOptions prediction;
   prediction.schedule = options.schedule;
   prediction.microbatches = options.microbatches;
-  prediction.chunks = options.chunks;
+  prediction.placement = options.placement;
   prediction.stage_speed = options.stage_speed;
   prediction.data_parallel = options.data_parallel;
   prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
@@ -81,8 +81,8 @@ std::vector<std::uint64_t> parseMemoryCaps(const std::string& text, int stages) 
 double stageCapBytes(const PartitionOptions& options, int stage) {
   const std::vector<std::uint64_t>& caps = options.memory_cap_bytes;
   if (caps.empty()) return std::numeric_limits<double>::infinity();
-  if (caps.size() != 1 && static_cast<int>(caps.size()) != options.stages) {
-    throw Error("--memory-cap: " + std::to_string(caps.size()) + " caps for " + std::to_string(options.stages) +
+  if (caps.size() != 1 && static_cast<int>(caps.size()) != options.placement.ranks) {
+    throw Error("--memory-cap: " + std::to_string(caps.size()) + " caps for " + std::to_string(options.placement.ranks) +
                 " stages; give one for all stages or one per stage");
   }
   return static_cast<double>(caps.size() == 1 ? caps[0] : caps[static_cast<std::size_t>(stage)]);
@@ -102,7 +102,7 @@ void checkStageCount(int stages, std::size_t layers) {
 CostModel buildCostModel(const Profile& profile, const PartitionOptions& options,
                          const std::string& source) {
   const int layers = static_cast<int>(profile.layerCount());
-  const int stages = options.stages;
+  const int stages = options.placement.ranks;
   checkStageCount(stages, profile.layerCount());
   if (options.microbatches < 1) {
     throw Error("--microbatches " + std::to_string(options.microbatches) +
@@ -160,7 +160,7 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
   }
   double most_bytes = 0.0;  // every stage's memory is below: all state + all activations in flight
   const std::vector<double> in_flight =
-      inFlightActivationShare(options.schedule, stages, options.microbatches, options.chunks);
+      inFlightActivationShare(options.schedule, options.placement, options.microbatches);
   const double most_in_flight = *std::max_element(in_flight.begin(), in_flight.end());
   for (int k = 0; k < layers; ++k) {
     most_bytes += costs.state_bytes[k] +
@@ -177,11 +177,11 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
   costs.in_flight = in_flight;
   // The predicted peak: the same terms and op lists as predictPipeline()'s memory timeline.
   const Schedule schedule =
-      pipelineSchedule(options.schedule, stages, options.microbatches, options.chunks, options.data_parallel);
+      pipelineSchedule(options.schedule, options.placement, options.microbatches, options.data_parallel);
   costs.layer_memory = layerMemoryTerms(profile);
   costs.splits_backward = schedule.splits_backward;
   costs.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
-  const Placement placement = schedule.placement();
+  const Placement& placement = schedule.placement;
   for (int s = 0; s < stages; ++s) {
     costs.peak_states.push_back(peakCandidates(
         rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)], placement, s, schedule.splits_backward, true)));

@@ -16,11 +16,14 @@ namespace stagecut {
 
 /// Everything the user decides about a split, in units; the CLI fills it from flags.
 struct PartitionOptions {
-  int stages = 1;        ///< N
-  int microbatches = 1;  ///< M per step
-  /// The schedule whose in-flight activations the memory term charges (schedule/in_flight.h).
+  /// The schedule the split is made for: the chunked solver's (partitionChunked), and the
+  /// one whose in-flight activations the N-stage solver's memory term charges (schedule/in_flight.h).
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
-  int chunks = 2;  ///< --chunks: v for interleaved-1f1b (the schedule decides: chunksPerRank())
+  /// The N ranks and the chunks `schedule` runs on each (schedulePlacement). With v > 1 the
+  /// split is N x v chunks (partitionChunked); an N-stage split run under it has each rank's
+  /// stage divided evenly into its chunks.
+  Placement placement;
+  int microbatches = 1;  ///< M per step
   RecomputePolicy recompute;  ///< activation checkpointing: more forward, less memory
   /// D: replicas of every stage; with D > 1 each stage's gradient all-reduce (ring, over the
   /// dp link) is charged where it does not hide behind later stages' cool-down.

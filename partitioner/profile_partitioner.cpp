@@ -126,7 +126,7 @@ MegatronPartition partitionForMegatron(const Profile& profile, const PartitionOp
     if (counts.empty()) {
       throw Error("--megatron-first-last: no split Megatron's flags can express fits " +
                   std::to_string(groups.block_layers) + " transformer layers into " +
-                  std::to_string(options.stages) + " stages" +
+                  std::to_string(options.placement.ranks) + " stages" +
                   (options.memory_cap_bytes.empty() ? "" : " within --memory-cap") +
                   "; use --pipeline-model-parallel-layout (drop --megatron-first-last)");
     }

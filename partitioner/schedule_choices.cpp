@@ -14,38 +14,34 @@ namespace stagecut {
 std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const PartitionOptions& options,
                                                  const std::string& source) {
   std::vector<ScheduleChoice> choices;
-  std::vector<std::pair<ScheduleKind, int>> candidates;
+  const int ranks = options.placement.ranks;
+  std::vector<std::pair<ScheduleKind, Placement>> candidates;
   for (ScheduleKind kind : {ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1, ScheduleKind::kInterleavedOneFOneB,
                             ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV}) {
-    for (int chunks : chunkCountsToTry(kind)) candidates.emplace_back(kind, chunks);
+    for (const Placement& placement : placementsToTry(kind, ranks)) candidates.emplace_back(kind, placement);
   }
-  for (const auto& [kind, chunks] : candidates) {
+  for (const auto& [kind, placement] : candidates) {
     ScheduleChoice choice;
     choice.schedule = kind;
-    choice.chunks = chunks;
+    choice.placement = placement;
     PartitionOptions schedule_options = options;
     schedule_options.schedule = kind;
-    schedule_options.chunks = chunks;
-    const std::string count_problem = microbatchCountProblem(kind, options.stages, options.microbatches);
+    schedule_options.placement = placement;
+    const std::string count_problem = microbatchCountProblem(kind, ranks, options.microbatches);
     if (!count_problem.empty()) {
       choice.left_out = count_problem;
-    } else if (chunks > 1 && options.recompute.mode != RecomputePolicy::Mode::kNone) {
+    } else if (placement.chunked() && options.recompute.mode != RecomputePolicy::Mode::kNone) {
       choice.left_out = "recomputation per chunk is not modelled yet";
-    } else if (chunks > 1 && options.data_parallel > 1) {
+    } else if (placement.chunked() && options.data_parallel > 1) {
       choice.left_out = "the all-reduce of chunked splits is not modelled yet";
-    } else if (static_cast<std::size_t>(options.stages) * static_cast<std::size_t>(chunks) > profile.layerCount()) {
-      choice.left_out = std::to_string(options.stages * chunks) + " chunks need more layers than the profile's " +
+    } else if (static_cast<std::size_t>(placement.chunkCount()) > profile.layerCount()) {
+      choice.left_out = std::to_string(placement.chunkCount()) + " chunks need more layers than the profile's " +
                         std::to_string(profile.layerCount());
     } else {
       try {
-        if (chunks == 1) {
-          choice.split = partitionProfile(profile, schedule_options, source, SplitMethod::kCompute);
-          choice.exact = true;  // the N-stage solver is exact
-        } else {
-          ChunkedSplit search;
-          choice.split = partitionChunked(profile, schedule_options, source, &search);
-          choice.exact = search.exact;
-        }
+        ChunkedSplit search;
+        choice.split = scheduleSplit(profile, schedule_options, source, &search);
+        choice.exact = search.exact;
         const PipelinePrediction predicted =
             predictPipeline(profile, *choice.split, predictionOptions(schedule_options), source);
         choice.step_ms = predicted.simulated.step_ms;
@@ -73,7 +69,7 @@ std::vector<ScheduleComparison> scheduleComparisons(const Profile& profile, cons
   for (const ScheduleChoice& choice : choices) {
     ScheduleComparison entry;
     entry.schedule = scheduleName(choice.schedule);
-    entry.chunks = choice.chunks;
+    entry.placement = choice.placement;
     entry.left_out = choice.left_out;
     if (choice.split) {
       entry.split = PartitionDocument{

@@ -15,7 +15,7 @@ namespace stagecut {
 /// pipeline under 1F1B and ZB-H1, interleaved 1F1B with v = 2, 3, 4 chunks per rank, ZB-V.
 struct ScheduleChoice {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
-  int chunks = 1;                  ///< v per rank
+  Placement placement;             ///< its ranks and chunks per rank
   std::optional<Partition> split;  ///< its best split
   bool exact = false;              ///< whether its slowest rank is proven optimal
   /// The schedule run on its split, through predictPipeline(): the simulated step and bubble and

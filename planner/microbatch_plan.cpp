@@ -22,10 +22,12 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   if (request.global_batch < 1) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": must be 1 or more samples per step");
   }
-  if (choosesChunks(request.partition.schedule) && request.partition.chunks < 2) {
-    throw Error("--chunks " + std::to_string(request.partition.chunks) +
+  const Placement& placement = request.partition.placement;
+  if (choosesChunks(request.partition.schedule) && !request.choose_chunks && !placement.chunked()) {
+    throw Error("--chunks " + std::to_string(placement.chunks_per_rank) +
                 ": interleaved-1f1b needs 2 or more chunks per rank");
   }
+  checkRunsPlacement(request.partition.schedule, placement, "--schedule " + std::string(scheduleName(request.partition.schedule)));
   const int replicas = request.partition.data_parallel;
   if (replicas < 1 || request.global_batch % replicas != 0) {
     throw Error("--global-batch " + std::to_string(request.global_batch) + ": must split evenly over --data-parallel " +
@@ -41,22 +43,16 @@ void checkRequest(const PlanRequest& request, const std::vector<int>& measured) 
   }
 }
 
-// The split `partition --schedule S` makes: N stages, or N x v chunks placed as S runs them.
-Partition scheduleSplit(const Profile& profile, const PartitionOptions& options, const std::string& source) {
-  if (options.chunks > 1) return partitionChunked(profile, options, source);
-  return partitionProfile(profile, options, source, SplitMethod::kCompute);
-}
-
-PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request, int chunks,
+PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanRequest& request, const Placement& placement,
                 const std::string& source) {
   PlanRow row;
   row.microbatch_size = size;
   row.microbatches = request.global_batch / request.partition.data_parallel / size;
   row.measured = measured;
-  row.chunks = chunks;
+  row.placement = placement;
   PartitionOptions options = request.partition;
   options.microbatches = row.microbatches;
-  options.chunks = chunks;
+  options.placement = placement;
   const bool capped = !options.memory_cap_bytes.empty();
   PartitionOptions uncapped = options;
   uncapped.memory_cap_bytes.clear();
@@ -82,9 +78,9 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   // The partitioner's memory term takes the schedule's in-flight counts, so it is every
   // schedule's peak: weights' state plus kept activations at the busiest point. Each chunk
   // carries its rank's peak.
-  const Placement placement = row.partition.rankPlacement();
-  for (int rank = 0; rank < placement.ranks; ++rank) {
-    row.peak_memory_bytes.push_back(row.partition.stages[static_cast<std::size_t>(placement.chunkAt(rank, 0))].memory_bytes);
+  const Placement split = row.partition.rankPlacement();
+  for (int rank = 0; rank < split.ranks; ++rank) {
+    row.peak_memory_bytes.push_back(row.partition.stages[static_cast<std::size_t>(split.chunkAt(rank, 0))].memory_bytes);
   }
   if (capped) {
     for (std::size_t s = 0; s < row.peak_memory_bytes.size(); ++s) {
@@ -103,11 +99,11 @@ PlanRow planRow(const Profile& at_size, int size, bool measured, const PlanReque
   return row;
 }
 
-// The chunks per rank the request plans at, fewest first: v = 2, 3, 4 when it chooses, else its one.
-std::vector<int> chunkCountsOf(const PlanRequest& request) {
-  const ScheduleKind schedule = request.partition.schedule;
-  return request.choose_chunks ? chunkCountsToTry(schedule)
-                               : std::vector<int>{chunksPerRank(schedule, request.partition.chunks)};
+// The placements the request plans at, fewest chunks first: v = 2, 3, 4 when it chooses, else its one.
+std::vector<Placement> placementsOf(const PlanRequest& request) {
+  const PartitionOptions& options = request.partition;
+  return request.choose_chunks ? placementsToTry(options.schedule, options.placement.ranks)
+                               : std::vector<Placement>{options.placement};
 }
 
 // A row that fits beats one that does not, then the shorter step.
@@ -121,14 +117,13 @@ bool betterRow(const PlanRow& a, const PlanRow& b) {
 // (rules, too few layers) is passed over, and its error stands only when no v is left.
 std::optional<PlanRow> bestRowOverChunks(const Profile& at_size, int size, bool measured, const PlanRequest& request,
                                          const std::string& source) {
-  const std::int64_t ops_per_chunk = static_cast<std::int64_t>(request.partition.stages) *
-                                     (request.global_batch / request.partition.data_parallel / size);
+  const std::int64_t microbatches = request.global_batch / request.partition.data_parallel / size;
   std::optional<PlanRow> best;
   std::optional<Error> first_error;
-  for (const int chunks : chunkCountsOf(request)) {
-    if (ops_per_chunk * chunks > kMaxForwardOps) continue;
+  for (const Placement& placement : placementsOf(request)) {
+    if (placement.chunkCount() * microbatches > kMaxForwardOps) continue;
     try {
-      PlanRow row = planRow(at_size, size, measured, request, chunks, source);
+      PlanRow row = planRow(at_size, size, measured, request, placement, source);
       if (!best || betterRow(row, *best)) best = std::move(row);
     } catch (const Error& error) {
       if (!request.choose_chunks || error.kind() != ErrorKind::kInput) throw;
@@ -208,7 +203,7 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
   plan.measured_sizes = sized.measuredSizes();
   plan.fits = sized.fits();
   checkRequest(request, plan.measured_sizes);
-  checkStageCount(request.partition.stages, profile.layerCount());
+  checkStageCount(request.partition.placement.ranks, profile.layerCount());
   const int per_replica = request.global_batch / request.partition.data_parallel;
   bool too_many_ops = false;
   for (const int size : divisorsOf(per_replica)) {
@@ -220,7 +215,7 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
     const bool measured = std::find(plan.measured_sizes.begin(), plan.measured_sizes.end(), size) !=
                           plan.measured_sizes.end();
     const int microbatches = per_replica / size;
-    const int stages = request.partition.stages;
+    const int stages = request.partition.placement.ranks;
     const std::string count_problem = microbatchCountProblem(request.partition.schedule, stages, microbatches);
     if (!count_problem.empty()) {
       plan.skipped.push_back({size, std::string(scheduleName(request.partition.schedule)) + " " + count_problem});
@@ -229,9 +224,9 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
     std::optional<PlanRow> chosen = bestRowOverChunks(sized.at(size), size, measured, request, source);
     if (!chosen) {
       // One text for every size, so the sizes it stops are listed together.
-      const int fewest_chunks = chunkCountsOf(request).front();
+      const Placement fewest = placementsOf(request).front();
       plan.skipped.push_back({size, "G / b microbatches x " + std::to_string(stages) + " stages" +
-                                        (fewest_chunks > 1 ? " x " + std::to_string(fewest_chunks) + " chunks" : "") +
+                                        (fewest.chunked() ? " x " + std::to_string(fewest.chunks_per_rank) + " chunks" : "") +
                                         " is over the " + formatCount(kMaxForwardOps) +
                                         " forward ops one simulated step holds"});
       too_many_ops = true;
@@ -244,7 +239,7 @@ MicrobatchPlan planMicrobatches(const Profile& profile, const PlanRequest& reque
                       "schedule can run";
     if (too_many_ops) {
       // The largest batch whose largest measured size stays within the op limit.
-      const std::int64_t per_step = static_cast<std::int64_t>(request.partition.stages) * chunkCountsOf(request).front();
+      const std::int64_t per_step = placementsOf(request).front().chunkCount();
       const std::int64_t largest = static_cast<std::int64_t>(request.partition.data_parallel) *
                                    plan.measured_sizes.back() * (kMaxForwardOps / per_step);
       fix = "use a --global-batch of at most " + std::to_string(largest) + " (" +

@@ -15,11 +15,11 @@ namespace stagecut {
 /// that divides it, and find the fastest that fits memory.
 struct PlanRequest {
   int global_batch = 0;          ///< G samples per step over all data-parallel replicas
-  /// Stages, schedule (and chunks), caps, links, optimizer, recomputation: the partitioner's
-  /// options. `microbatches` is set per row.
+  /// Schedule and placement (N ranks, chunks per rank), caps, links, optimizer, recomputation:
+  /// the partitioner's options. `microbatches` is set per row.
   PartitionOptions partition;
-  /// Interleaved 1F1B with no v given: every size tries v = 2, 3, 4 (chunkCountsToTry()) and
-  /// keeps the fastest that fits; otherwise it runs `partition.chunks`.
+  /// Interleaved 1F1B with no v given: every size tries v = 2, 3, 4 (placementsToTry()) and
+  /// keeps the fastest that fits; otherwise it runs `partition.placement`.
   bool choose_chunks = false;
   double fit_tolerance = 0.1;  ///< largest relative residual of a layer's line before it is flagged
 };
@@ -29,7 +29,7 @@ struct PlanRowFigures {
   int microbatch_size = 0;
   int microbatches = 0;  ///< M = G / (D b) per replica
   bool measured = false;  ///< costs measured at this size (else from the fitted curves)
-  int chunks = 1;         ///< v per rank; a chunked schedule's split is its N x v chunks
+  Placement placement;    ///< N ranks and v chunks per rank; a chunked schedule's split is its N x v chunks
   std::vector<int> layers_per_stage;  ///< the split's layer counts, per chunk when chunked
   double bottleneck_ms = 0.0;
   double step_ms = 0.0;

@@ -39,16 +39,18 @@ ScheduleKind scheduleFromJson(const JsonFields& fields) {
   fields.fail("schedule", "is " + json(name).dump() + "; expected one of " + known);
 }
 
-PlanRowFigures rowFromJson(const json& item, const std::string& where, int stages) {
+PlanRowFigures rowFromJson(const json& item, const std::string& where, int stages, ScheduleKind schedule) {
   const JsonFields fields(item, where);
   PlanRowFigures row;
   row.microbatch_size = fields.integer("microbatch_size", 1, kMaxCount);
   row.microbatches = fields.integer("microbatches", 1, kMaxCount);
   row.measured = fields.boolean("measured");
-  // Written only for a chunked split, whose layers_per_stage lists its N x v chunks.
-  if (fields.has("chunks")) row.chunks = fields.integer("chunks", 2, kMaxCount / stages);
-  fields.requireEntries("layers_per_stage", static_cast<std::size_t>(stages) * static_cast<std::size_t>(row.chunks),
-                        row.chunks > 1 ? "one per chunk, stages x chunks" : "one per stage");
+  // Written only for a chunked split, whose layers_per_stage lists its N x v chunks, placed as
+  // the document's schedule places them.
+  const int chunks = fields.has("chunks") ? fields.integer("chunks", 2, kMaxCount / stages) : 1;
+  row.placement = Placement{stages, chunks, chunks > 1 ? chunkStyle(schedule) : Placement::Style::kLoop};
+  fields.requireEntries("layers_per_stage", static_cast<std::size_t>(row.placement.chunkCount()),
+                        row.placement.chunked() ? "one per chunk, stages x chunks" : "one per stage");
   row.layers_per_stage = fields.integerList("layers_per_stage", 1, kMaxCount);
   row.bottleneck_ms = fields.nonNegative("bottleneck_ms");
   row.step_ms = fields.nonNegative("predicted_step_ms");
@@ -89,7 +91,7 @@ LayerFitReport layerFitFromJson(const json& item, const std::string& where, std:
 PlanDocument planDocument(const MicrobatchPlan& plan) {
   PlanDocument document;
   document.global_batch = plan.request.global_batch;
-  document.stages = plan.request.partition.stages;
+  document.stages = plan.request.partition.placement.ranks;
   document.schedule = plan.request.partition.schedule;
   document.measured_sizes = plan.measured_sizes;
   document.fit_tolerance = plan.request.fit_tolerance;
@@ -113,7 +115,7 @@ json planToJson(const PlanDocument& document) {
                  {"peak_memory_bytes", row.peak_memory_bytes},
                  {"feasible", row.feasible},
                  {"samples_per_s", row.samples_per_s}};
-    if (row.chunks > 1) item["chunks"] = row.chunks;
+    if (row.placement.chunked()) item["chunks"] = row.placement.chunks_per_rank;
     if (!row.feasible && row.overflow_stage >= 0) {
       item["overflow"] = {{"stage", row.overflow_stage}, {"bytes", row.overflow_bytes}};
     }
@@ -157,7 +159,7 @@ PlanDocument planFromJson(const json& document, const std::string& source) {
   // The planner refuses a global batch with no size to plan instead of writing an empty plan.
   if (rows.empty()) top.fail("rows", "is empty; a plan has at least one planned microbatch size");
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    plan.rows.push_back(rowFromJson(rows[i], source + ": row " + std::to_string(i), plan.stages));
+    plan.rows.push_back(rowFromJson(rows[i], source + ": row " + std::to_string(i), plan.stages, plan.schedule));
   }
   if (!top.isNull("best")) plan.best = top.integer("best", 0, static_cast<int>(plan.rows.size()) - 1);
   const json& skipped = top.array("skipped");

@@ -38,11 +38,11 @@ MemoryPrediction predictMemory(const Profile& profile, const Partition& partitio
   prediction.missing_fields = missingMemoryFields(profile);
   const std::vector<LayerMemoryTerms> layers = layerMemoryTerms(profile);
   const Placement placement = partition.rankPlacement();
-  const int chunks = schedule.chunks;
+  const int chunks = schedule.placement.chunks_per_rank;
   // Whose terms each (rank, local chunk) takes: the partition's own chunk, or the rank's stage
   // shared evenly by the schedule's chunks.
   const bool own_chunks = placement.chunked();
-  const Placement runs = schedule.placement();
+  const Placement runs = schedule.placement;
   std::map<std::string, StageMemoryTable> tables;  // one per recompute mode of the split
   const auto stageTerms = [&](int stage, bool* recomputes) {
     const StageCost& range = partition.stages[static_cast<std::size_t>(stage)];

@@ -46,10 +46,26 @@ RankAdjustments splitAdjustments(const Profile& profile, const Partition& partit
   return adjustments;
 }
 
+// The placement the schedule runs the split on: the options', or the split's own.
+Placement runPlacement(const Partition& partition, const PredictionOptions& options, const std::string& source) {
+  const Placement split = partition.rankPlacement();
+  const Placement run = options.placement.value_or(split);
+  if (run.ranks != split.ranks) {
+    throw Error(source + ": the split is for " + std::to_string(split.ranks) + " ranks, the schedule runs " +
+                std::to_string(run.ranks));
+  }
+  if (split.chunked() && run != split) {
+    throw Error(source + ": the split places " + placementWords(split) + "; it runs only as placed, not on " +
+                placementWords(run));
+  }
+  checkRunsPlacement(options.schedule, run, source);
+  return run;
+}
+
 }  // namespace
 
-Schedule pipelineSchedule(ScheduleKind kind, int stages, int microbatches, int chunks, int data_parallel) {
-  Schedule schedule = generateSchedule(kind, stages, microbatches, chunksPerRank(kind, chunks));
+Schedule pipelineSchedule(ScheduleKind kind, const Placement& placement, int microbatches, int data_parallel) {
+  Schedule schedule = generateSchedule(kind, placement, microbatches);
   ringAllReduceCost(data_parallel, BoundaryLink{});  // the one check of D
   if (data_parallel > 1) schedule = withGradientAllReduce(schedule);
   return schedule;
@@ -58,25 +74,16 @@ Schedule pipelineSchedule(ScheduleKind kind, int stages, int microbatches, int c
 PipelinePrediction predictPipeline(const Profile& profile, const Partition& partition,
                                    const PredictionOptions& options, const std::string& source) {
   checkPartitionCoversLayers(partition, profile.layerCount(), source);
-  const Placement placement = partition.rankPlacement();
-  const int stages = placement.ranks;
-  if (placement.chunked() && !runsChunks(options.schedule)) {
-    throw Error(source + ": the split places " + std::to_string(placement.chunks_per_rank) +
-                " chunks on each rank; " + scheduleName(options.schedule) +
-                " runs one; use --schedule " + schedulesRunningChunks(placement.style));
-  }
-  const Placement scheduled =
-      schedulePlacement(options.schedule, stages, placement.chunked() ? placement.chunks_per_rank : options.chunks);
-  const int chunks = scheduled.chunks_per_rank;
+  const Placement scheduled = runPlacement(partition, options, source);
   PipelinePrediction prediction;
-  prediction.schedule = pipelineSchedule(options.schedule, stages, options.microbatches, chunks, 1);
+  prediction.schedule = pipelineSchedule(options.schedule, scheduled, options.microbatches, 1);
   const PartitionCosts costs = costsFromPartition(profile, partition, scheduled, options.link, source);
   prediction.costs = costs.costs;
   prediction.layers_with_even_split = costs.layers_with_even_split;
   prediction.layers_with_w_from_backward = costs.layers_with_w_from_backward;
   std::vector<RecomputeOption> recompute;
   applyRankAdjustments(splitAdjustments(profile, partition, options, source, &prediction.recomputes, &recompute),
-                       prediction.schedule.placement(), &prediction.costs);
+                       prediction.schedule.placement, &prediction.costs);
   if (options.data_parallel > 1) {
     prediction.pipeline_step_ms = simulate(prediction.schedule, prediction.costs).step_ms;
     prediction.schedule = withGradientAllReduce(prediction.schedule);
@@ -93,9 +100,9 @@ PipelinePrediction predictPipeline(const Profile& profile, const Partition& part
   return prediction;
 }
 
-PipelinePrediction predictUnitCosts(ScheduleKind kind, int stages, int microbatches, int chunks) {
+PipelinePrediction predictUnitCosts(ScheduleKind kind, const Placement& placement, int microbatches) {
   PipelinePrediction prediction;
-  prediction.schedule = pipelineSchedule(kind, stages, microbatches, chunks, 1);
+  prediction.schedule = pipelineSchedule(kind, placement, microbatches, 1);
   prediction.costs = unitCosts(prediction.schedule);
   prediction.simulated = simulate(prediction.schedule, prediction.costs);
   prediction.pipeline_step_ms = prediction.simulated.step_ms;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,11 @@ namespace stagecut {
 struct PredictionOptions {
   ScheduleKind schedule = ScheduleKind::kOneFOneB;
   int microbatches = 1;  ///< M per step
-  int chunks = 1;        ///< --chunks: v where the schedule lets the user choose it (chunksPerRank())
+  /// The ranks and chunks the schedule runs; absent: the split's own (Partition::rankPlacement).
+  /// Given with a split of one chunk per rank and v > 1, each rank's stage is divided evenly
+  /// into its v chunks (the split fixes a rank's work, not its chunks); a chunked split runs as
+  /// it is placed.
+  std::optional<Placement> placement;
   std::vector<double> stage_speed;  ///< per partition stage, relative to the profiled device; empty: all 1
   int data_parallel = 1;            ///< D replicas: each rank's list ends with its gradient all-reduce
   BoundaryLink link;                ///< between pipeline stages
@@ -50,11 +55,10 @@ struct PipelinePrediction {
   double exposedAllReduceMs() const { return simulated.step_ms > pipeline_step_ms ? simulated.step_ms - pipeline_step_ms : 0.0; }
 };
 
-/// The op lists of a schedule as every command runs or simulates them: generateSchedule() for
-/// N = `stages`, M = `microbatches` and v = `chunks` (ignored by schedules that run one chunk),
-/// with the gradient all-reduce appended when `data_parallel` > 1. Throws Error (input) as
-/// generateSchedule() and ringAllReduceCost() do.
-Schedule pipelineSchedule(ScheduleKind kind, int stages, int microbatches, int chunks, int data_parallel);
+/// The op lists of a schedule as every command runs or simulates them: generateSchedule() on
+/// `placement` and M = `microbatches`, with the gradient all-reduce appended when
+/// `data_parallel` > 1. Throws Error (input) as generateSchedule() and ringAllReduceCost() do.
+Schedule pipelineSchedule(ScheduleKind kind, const Placement& placement, int microbatches, int data_parallel);
 
 /// The one prediction path from a split to its figures (partition --simulate, compare, simulate,
 /// plan, report, demo and validate all call it): the schedule's op lists, the costs from the
@@ -66,9 +70,9 @@ Schedule pipelineSchedule(ScheduleKind kind, int stages, int microbatches, int c
 PipelinePrediction predictPipeline(const Profile& profile, const Partition& partition,
                                    const PredictionOptions& options, const std::string& source);
 
-/// The lesson: schedule `kind` on N = `stages` ranks with unit costs (F = 1, B = 1, W = 1 per
-/// rank and microbatch, schedule/stage_costs.h) and no communication. Throws Error (input) as
+/// The lesson: schedule `kind` on `placement` with unit costs (F = 1, B = 1, W = 1 per rank and
+/// microbatch, schedule/stage_costs.h) and no communication. Throws Error (input) as
 /// generateSchedule() does.
-PipelinePrediction predictUnitCosts(ScheduleKind kind, int stages, int microbatches, int chunks);
+PipelinePrediction predictUnitCosts(ScheduleKind kind, const Placement& placement, int microbatches);
 
 }  // namespace stagecut

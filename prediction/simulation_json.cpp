@@ -16,7 +16,7 @@ using nlohmann::json;
 
 json scheduleToJson(const SimulatedScheduleFigures& figures, bool unit_costs) {
   json entry = {{"schedule", figures.schedule},
-                {"chunks", figures.chunks},
+                {"chunks", figures.placement.chunks_per_rank},
                 {"step_time", figures.step_ms},
                 {"bubble", figures.bubble}};
   if (figures.closed_form_bubble) entry["closed_form_bubble"] = *figures.closed_form_bubble;
@@ -55,12 +55,20 @@ std::vector<double> perRankTimes(const JsonFields& fields, const char* key, int 
   return fields.nonNegativeList(key);
 }
 
+// A known schedule's chunks sit as it places them; a name this build does not know, in loop order.
+Placement::Style chunkStyleOf(const std::string& schedule) {
+  for (ScheduleKind kind : allScheduleKinds()) {
+    if (schedule == scheduleName(kind)) return chunkStyle(kind);
+  }
+  return Placement::Style::kLoop;
+}
+
 SimulatedScheduleFigures scheduleFromJson(const json& item, const std::string& where, int stages,
                                           bool unit_costs) {
   const JsonFields fields(item, where);
   SimulatedScheduleFigures figures;
   figures.schedule = fields.string("schedule");
-  figures.chunks = fields.integer("chunks", 1, kMaxCount);
+  figures.placement = Placement{stages, fields.integer("chunks", 1, kMaxCount), chunkStyleOf(figures.schedule)};
   figures.step_ms = fields.nonNegative("step_time");
   figures.bubble = fields.fraction("bubble");
   if (fields.has("closed_form_bubble")) figures.closed_form_bubble = fields.fraction("closed_form_bubble");
@@ -198,7 +206,7 @@ SimulatedScheduleFigures simulatedScheduleFigures(const PipelinePrediction& pred
                                                   int data_parallel) {
   SimulatedScheduleFigures figures;
   figures.schedule = prediction.schedule.name;
-  figures.chunks = prediction.schedule.chunks;
+  figures.placement = prediction.schedule.placement;
   figures.step_ms = prediction.simulated.step_ms;
   figures.bubble = prediction.simulated.bubble;
   figures.closed_form_bubble = closed_form_bubble;

@@ -22,7 +22,8 @@ inline constexpr const char* kSimulationFormat = "stagecut.simulation/1";
 /// unit costs (the document's time unit).
 struct SimulatedScheduleFigures {
   std::string schedule;  ///< its name: "1f1b"
-  int chunks = 1;        ///< v per rank
+  /// The document's ranks, the schedule's chunks per rank (its "chunks") and their style.
+  Placement placement;
   double step_ms = 0.0;
   double bubble = 0.0;   ///< idle fraction of the step's compute
   std::optional<double> closed_form_bubble;  ///< where the schedule has one

@@ -308,13 +308,13 @@ std::string scheduleChoicesTable(const std::vector<ScheduleComparison>& choices)
     const std::string name = scheduleDisplayName(choice.schedule);
     if (!choice.split) {
       left_out += "<p class=\"note\">Left out: " + escapeMarkup(name) +
-                  (choice.chunks > 1 ? " (v = " + std::to_string(choice.chunks) + ")" : std::string()) + ": " +
+                  (choice.placement.chunked() ? " (v = " + std::to_string(choice.placement.chunks_per_rank) + ")" : std::string()) + ": " +
                   escapeMarkup(choice.left_out) + "</p>\n";
       continue;
     }
     const Partition& split = choice.split->partition;
     const double versus = baseline && baseline->step_ms > 0 ? choice.step_ms / baseline->step_ms - 1.0 : 0.0;
-    html += "<tr><td>" + escapeMarkup(name) + "</td><td>" + std::to_string(choice.chunks) + "</td><td>" +
+    html += "<tr><td>" + escapeMarkup(name) + "</td><td>" + std::to_string(choice.placement.chunks_per_rank) + "</td><td>" +
             escapeMarkup(joinNumbers(split.layersPerStage())) + "</td><td>" + formatMs(split.bottleneck_ms) +
             "</td><td>" + formatMs(choice.step_ms) + "</td><td>" + formatPercent(choice.bubble) + "</td><td>" +
             formatBytes(static_cast<std::uint64_t>(choice.peak_bytes)) + "</td><td" +

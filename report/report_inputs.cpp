@@ -17,8 +17,10 @@ namespace stagecut {
 namespace {
 
 void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& options) {
-  const int stages = static_cast<int>(inputs->chosen.stages.size());
-  for (ScheduleKind kind : options.kinds) {
+  const int stages = inputs->chosen.rankPlacement().ranks;
+  const std::vector<PlacedSchedule> runs =
+      options.runs.empty() ? placeSchedules(allScheduleKinds(), stages, std::nullopt) : options.runs;
+  for (const auto& [kind, placement] : runs) {
     const std::string name = scheduleName(kind);
     std::string count_problem = microbatchCountProblem(kind, stages, inputs->microbatches);
     if (count_problem.empty() && needsMicrobatchesPerStageGroup(kind) && stages < 2) {
@@ -31,15 +33,15 @@ void simulateSchedules(ReportInputs* inputs, const ReportScheduleOptions& option
     PredictionOptions prediction;
     prediction.schedule = kind;
     prediction.microbatches = inputs->microbatches;
-    prediction.chunks = options.chunks;
+    prediction.placement = placement;
     prediction.stage_speed = options.stage_speed;
     prediction.data_parallel = options.data_parallel;
     prediction.link = options.link;
     prediction.dp_link = options.dp_link;
     PipelinePrediction predicted = predictPipeline(inputs->profile, inputs->chosen, prediction, inputs->profile_source);
-    if (predicted.schedule.chunks > 1) {
+    if (predicted.schedule.placement.chunks_per_rank > 1) {
       inputs->notes.push_back(scheduleDisplayName(name) + " divides each stage's costs evenly into its " +
-                              std::to_string(predicted.schedule.chunks) + " chunks: the split fixes each rank's " +
+                              std::to_string(predicted.schedule.placement.chunks_per_rank) + " chunks: the split fixes each rank's " +
                               "work, not the chunk layout");
     }
     if (predicted.schedule.splits_backward && predicted.layers_with_even_split > 0) {

@@ -63,9 +63,10 @@ struct ReportInputs {
 
 /// What to simulate on the chosen split.
 struct ReportScheduleOptions {
-  /// The schedules; interleaved-1f1b is skipped with a note when M is not a multiple of N.
-  std::vector<ScheduleKind> kinds = allScheduleKinds();
-  int chunks = 2;     ///< v of interleaved-1f1b
+  /// The schedules with their placements (placeSchedules), on the chosen split's ranks;
+  /// interleaved-1f1b is skipped with a note when M is not a multiple of N. Empty: every
+  /// schedule as schedulePlacement places it.
+  std::vector<PlacedSchedule> runs;
   BoundaryLink link;  ///< transfer time between stages; free by default
   std::vector<double> stage_speed;  ///< per stage; empty: all 1
   int data_parallel = 1;            ///< D replicas, each rank's all-reduce drawn as A

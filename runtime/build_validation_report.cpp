@@ -5,6 +5,8 @@
 #include <map>
 #include <utility>
 
+#include "core/rank_layout.h"
+
 #include "core/sample_stats.h"
 #include "prediction/pipeline_prediction.h"
 #include "schedule/generators.h"
@@ -30,13 +32,12 @@ SimulationResult measuredStep(const Schedule& schedule, const std::vector<RankOu
   }
   SimulationResult result;
   result.schedule = "measured " + schedule.name;
-  result.stages = schedule.stages;
-  result.chunks = schedule.chunks;
+  result.placement = schedule.placement;
   result.microbatches = schedule.microbatches;
   result.step_ms = static_cast<double>(end - start) / 1e6;
   double busy_total = 0.0;
-  for (int stage = 0; stage < schedule.stages; ++stage) {
-    const RankOutcome& outcome = outcomes.at(static_cast<std::size_t>(replica * schedule.stages + stage));
+  for (int stage = 0; stage < schedule.placement.ranks; ++stage) {
+    const RankOutcome& outcome = outcomes.at(static_cast<std::size_t>(RankLayout::globalRank(replica, stage, schedule.placement.ranks)));
     RankStats stats;
     std::vector<OpTiming> times;
     for (const auto& record : stepsOf(outcome, recompute)[step]) {
@@ -50,7 +51,7 @@ SimulationResult measuredStep(const Schedule& schedule, const std::vector<RankOu
     result.ranks.push_back(stats);
     result.op_times.push_back(std::move(times));
   }
-  result.bubble = result.step_ms > 0 ? 1.0 - busy_total / (result.step_ms * schedule.stages) : 0.0;
+  result.bubble = result.step_ms > 0 ? 1.0 - busy_total / (result.step_ms * schedule.placement.ranks) : 0.0;
   return result;
 }
 
@@ -165,7 +166,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
     rank.predicted_peak_parts = memory.peak_parts;
     const auto& rank_ops = report.ops.ranks[static_cast<std::size_t>(outcome.stage)];
     rank.predicted_peak_at = memory.peak_op < static_cast<int>(rank_ops.size())
-                                 ? describeOp(rank_ops[static_cast<std::size_t>(memory.peak_op)], report.ops.chunks)
+                                 ? describeOp(rank_ops[static_cast<std::size_t>(memory.peak_op)], report.ops.placement)
                                  : "the optimizer step";
     for (const OpRecord& record : outcome.steps.at(median_step)) {
       rank.measured_memory_bytes.push_back(static_cast<double>(record.peak_bytes));
@@ -192,7 +193,7 @@ ValidationReport buildValidationReport(const ValidateRequest& request, const Pro
       const double deviation = measured_ms / predicted_ms - 1.0;
       if (std::abs(deviation) >= std::abs(report.worst_op_deviation)) {
         report.worst_op_deviation = deviation;
-        report.worst_op = "rank " + std::to_string(outcome.rank) + " " + describeOp(ops[i], report.ops.chunks);
+        report.worst_op = "rank " + std::to_string(outcome.rank) + " " + describeOp(ops[i], report.ops.placement);
       }
     }
     const auto medians = [&](OpKind kind, double& measured_ms, double& predicted_ms) {

@@ -81,8 +81,9 @@ void C10dPointToPoint::releaseSend(int peer, int tag) {
 
 void C10dPointToPoint::barrier(const std::string& what) { waitC10dWork(group_->barrier(), info_, what); }
 
-std::string C10dPointToPoint::rankName(int stage) const {
-  return "rank " + std::to_string(info_.replica() * info_.stages() + stage);
+std::string C10dPointToPoint::rankName(int pipeline_rank) const {
+  const RankLayout layout = info_.layout();
+  return "rank " + std::to_string(RankLayout::globalRank(layout.replica(), pipeline_rank, layout.pipelineRanks()));
 }
 
 }  // namespace stagecut

@@ -25,12 +25,12 @@ class GlooReplicaGroup : public ReplicaGroup {
 
   void allReduceSum(torch::Tensor& tensor, const std::string& what) override {
     std::vector<torch::Tensor> tensors = {tensor};
-    waitC10dWork(group_->allreduce(tensors), info_, what + " with the replicas of stage " + std::to_string(info_.stage()));
+    waitC10dWork(group_->allreduce(tensors), info_, what + " with the replicas of stage " + std::to_string(info_.layout().pipelineRank()));
   }
   int size() const override { return info_.replicas; }
-  int rank() const override { return info_.replica(); }
+  int rank() const override { return info_.layout().replica(); }
   void barrier(const std::string& what) override {
-    waitC10dWork(group_->barrier(), info_, what + ": waiting for the other replicas of stage " + std::to_string(info_.stage()));
+    waitC10dWork(group_->barrier(), info_, what + ": waiting for the other replicas of stage " + std::to_string(info_.layout().pipelineRank()));
   }
 
  private:
@@ -153,15 +153,15 @@ GlooTransport::GlooTransport(const RendezvousInfo& info) : impl_(std::make_uniqu
   try {
     auto group_options = c10d::ProcessGroupGloo::Options::create(info.timeout);
     group_options->devices.push_back(glooDevice(info));
-    const int stages = info.stages();
+    const int stages = info.layout().pipelineRanks();
     impl_->pipeline = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>("pipeline/" + std::to_string(info.replica()), impl_->store),
-        info.stage(), stages, group_options);
+        c10::make_intrusive<c10d::PrefixStore>("pipeline/" + std::to_string(info.layout().replica()), impl_->store),
+        info.layout().pipelineRank(), stages, group_options);
     impl_->messages = std::make_unique<C10dPointToPoint>(impl_->pipeline, info, torch::Device(torch::kCPU), true);
     if (info.replicas > 1) {
       auto replica_group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-          c10::make_intrusive<c10d::PrefixStore>("replicas/" + std::to_string(info.stage()), impl_->store),
-          info.replica(), info.replicas, group_options);
+          c10::make_intrusive<c10d::PrefixStore>("replicas/" + std::to_string(info.layout().pipelineRank()), impl_->store),
+          info.layout().replica(), info.replicas, group_options);
       impl_->replicas = std::make_unique<GlooReplicaGroup>(std::move(replica_group), info);
     }
   } catch (const Error&) {
@@ -193,8 +193,8 @@ void GlooTransport::releaseSend(int peer, int tag) { impl_->messages->releaseSen
 
 void GlooTransport::barrier() { impl_->messages->barrier("waiting in a barrier for the other ranks"); }
 
-int GlooTransport::rank() const { return impl_->info.stage(); }
-int GlooTransport::worldSize() const { return impl_->info.stages(); }
+int GlooTransport::rank() const { return impl_->info.layout().pipelineRank(); }
+int GlooTransport::worldSize() const { return impl_->info.layout().pipelineRanks(); }
 
 ReplicaGroup* GlooTransport::replicaGroup() { return impl_->replicas.get(); }
 

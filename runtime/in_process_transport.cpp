@@ -98,8 +98,8 @@ InProcessCluster::InProcessCluster(int stages, int replicas, std::chrono::millis
 InProcessWorld::InProcessWorld(std::shared_ptr<InProcessCluster> cluster, int rank)
     : cluster_(std::move(cluster)),
       layout_{rank, cluster_->stages() * cluster_->replicas(), cluster_->replicas()},
-      transport_(cluster_->pipeline(layout_.replica()), layout_.stage()) {
-  if (layout_.replicas > 1) group_.emplace(cluster_->stageGroup(layout_.stage()), layout_.replica());
+      transport_(cluster_->pipeline(layout_.replica()), layout_.pipelineRank()) {
+  if (layout_.replicas > 1) group_.emplace(cluster_->stageGroup(layout_.pipelineRank()), layout_.replica());
 }
 
 }  // namespace stagecut

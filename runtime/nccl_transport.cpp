@@ -31,7 +31,7 @@ class NcclGroup {
     auto options = c10d::ProcessGroupNCCL::Options::create();
     options->timeout = info.timeout;
     group_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>(prefix, store),
-                                                         info.stage(), info.stages(), options);
+                                                         info.layout().pipelineRank(), info.layout().pipelineRanks(), options);
   }
   ~NcclGroup() {
     try {
@@ -53,10 +53,10 @@ class NcclGroup {
 // costs nothing.
 struct NcclGroups {
   NcclGroups(const c10::intrusive_ptr<c10d::Store>& store, const RendezvousInfo& info)
-      : activations_down(store, "pipeline-activations-down/" + std::to_string(info.replica()), info),
-        activations_up(store, "pipeline-activations-up/" + std::to_string(info.replica()), info),
-        gradients_down(store, "pipeline-gradients-down/" + std::to_string(info.replica()), info),
-        gradients_up(store, "pipeline-gradients-up/" + std::to_string(info.replica()), info) {}
+      : activations_down(store, "pipeline-activations-down/" + std::to_string(info.layout().replica()), info),
+        activations_up(store, "pipeline-activations-up/" + std::to_string(info.layout().replica()), info),
+        gradients_down(store, "pipeline-gradients-down/" + std::to_string(info.layout().replica()), info),
+        gradients_up(store, "pipeline-gradients-up/" + std::to_string(info.layout().replica()), info) {}
   NcclGroup activations_down;
   NcclGroup activations_up;
   NcclGroup gradients_down;

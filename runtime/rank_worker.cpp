@@ -102,9 +102,9 @@ std::vector<std::int64_t> boundaryShape(const Profile& profile, int layer, const
 // batch's, parameter by parameter over the layers of `chunks`: max |g - r| / max |r|; names the
 // worst parameter.
 double compareGradients(const StageExecutor& executor, const LayerChain& pipeline, const LayerChain& reference,
-                        const std::vector<StagePlacement>& chunks, std::string& worst_parameter) {
+                        const std::vector<PlacedChunk>& chunks, std::string& worst_parameter) {
   double worst = 0.0;
-  for (const StagePlacement& chunk : chunks) {
+  for (const PlacedChunk& chunk : chunks) {
     for (int i = chunk.first_layer; i <= chunk.last_layer; ++i) {
       const auto& ours = pipeline.layers[i].parameters;
       const auto& theirs = reference.layers[i].parameters;
@@ -133,24 +133,24 @@ double compareGradients(const StageExecutor& executor, const LayerChain& pipelin
 // The model chunks pipeline rank `rank` runs, as the partition's placement puts its stages on
 // ranks (one stage per rank without one): their layers, and the ranks and shapes of what they
 // receive and send.
-std::vector<StagePlacement> chunksOfRank(const Profile& profile, const Partition& partition, int rank,
-                                         torch::ScalarType floating, const std::string& source) {
+std::vector<PlacedChunk> chunksOfRank(const Profile& profile, const Partition& partition, int rank,
+                                      torch::ScalarType floating, const std::string& source) {
   const Placement placement = partition.rankPlacement();
-  const int model_stages = placement.chunkCount();
-  std::vector<StagePlacement> chunks;
+  const int chunk_count = placement.chunkCount();
+  std::vector<PlacedChunk> chunks;
   for (int local = 0; local < placement.chunks_per_rank; ++local) {
-    const int model_stage = placement.chunkAt(rank, local);
-    const StageCost& stage = partition.stages.at(static_cast<std::size_t>(model_stage));
-    StagePlacement chunk;
+    const int chain_chunk = placement.chunkAt(rank, local);
+    const StageCost& stage = partition.stages.at(static_cast<std::size_t>(chain_chunk));
+    PlacedChunk chunk;
     chunk.first_layer = stage.first;
     chunk.last_layer = stage.last;
-    chunk.model_stage = model_stage;
-    if (model_stage > 0) {
-      chunk.previous_rank = placement.rankOf(model_stage - 1);
+    chunk.index = chain_chunk;
+    if (chain_chunk > 0) {
+      chunk.previous_rank = placement.rankOf(chain_chunk - 1);
       chunk.input = {boundaryShape(profile, stage.first - 1, source), floating};
     }
-    if (model_stage + 1 < model_stages) {
-      chunk.next_rank = placement.rankOf(model_stage + 1);
+    if (chain_chunk + 1 < chunk_count) {
+      chunk.next_rank = placement.rankOf(chain_chunk + 1);
       chunk.output = {boundaryShape(profile, stage.last, source), floating};
     }
     chunks.push_back(chunk);
@@ -209,8 +209,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
                 std::to_string(replicas) + " replica(s) need " + std::to_string(stages * replicas) + " ranks, but " +
                 std::to_string(layout.world_size) + " were started; start pipeline ranks x replicas ranks");
   }
-  const Schedule schedule = pipelineSchedule(parseScheduleName(request.schedule), stages, request.microbatches,
-                                             placement.chunks_per_rank, replicas);
+  const Schedule schedule = pipelineSchedule(parseScheduleName(request.schedule), placement, request.microbatches, replicas);
   const int rows = profile.run.microbatch_size;
   if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
   const RankDevices device_plan = planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus());
@@ -218,9 +217,9 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   const torch::Device device(device_name);
   const std::string backend = choosePipelineBackend(request.backend, device_plan, ncclAvailable());
 
-  const int rank = layout.stage();
+  const int rank = layout.pipelineRank();
   const LayerChain chain = chainOn(profile, request.profile_path, device);
-  const std::vector<StagePlacement> chunks =
+  const std::vector<PlacedChunk> chunks =
       chunksOfRank(profile, partition, rank, chain.floating, request.profile_path);
   const bool computes_loss = placement.lastLocalOn(rank) >= 0;
   RankOutcome outcome;
@@ -229,7 +228,7 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
   outcome.replica = layout.replica();
   outcome.first_layer = chunks.front().first_layer;
   outcome.last_layer = chunks.front().last_layer;
-  for (const StagePlacement& chunk : chunks) outcome.chunk_layers.push_back({chunk.first_layer, chunk.last_layer});
+  for (const PlacedChunk& chunk : chunks) outcome.chunk_layers.push_back({chunk.first_layer, chunk.last_layer});
   // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
   const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
   const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);

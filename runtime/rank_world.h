@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "core/rank_layout.h"
 #include "runtime/stage_transport.h"
 
 namespace stagecut {
@@ -36,18 +37,6 @@ class RankClock {
 class SteadyClock : public RankClock {
  public:
   std::int64_t nowNs() const override;
-};
-
-/// Where a rank sits in a run of `replicas` data-parallel copies of a pipeline of
-/// world_size / replicas stages: global rank = replica x stages + stage.
-struct RankLayout {
-  int rank = 0;
-  int world_size = 1;
-  int replicas = 1;
-
-  int stages() const { return world_size / replicas; }
-  int stage() const { return rank % stages(); }
-  int replica() const { return rank / stages(); }
 };
 
 /// Everything one rank of a validation talks to beyond its own computation: the pipeline of its

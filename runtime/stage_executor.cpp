@@ -20,7 +20,7 @@ torch::Tensor microbatchLoss(const torch::Tensor& output, int microbatches) {
   return microbatches == 1 ? loss : loss / static_cast<double>(microbatches);
 }
 
-StageExecutor::StageExecutor(const LayerChain& chain, std::vector<StagePlacement> chunks, StageTransport& transport,
+StageExecutor::StageExecutor(const LayerChain& chain, std::vector<PlacedChunk> chunks, StageTransport& transport,
                              const RankClock& clock, ReplicaGroup* replicas)
     : chain_(chain), chunks_(std::move(chunks)), transport_(transport), clock_(clock), replicas_(replicas) {
   if (chunks_.empty()) throw Error("a pipeline rank needs at least one model chunk", ErrorKind::kInput);
@@ -29,7 +29,7 @@ StageExecutor::StageExecutor(const LayerChain& chain, std::vector<StagePlacement
 }
 
 std::vector<torch::Tensor> StageExecutor::chunkParameters(int chunk) const {
-  const StagePlacement& placement = chunks_.at(static_cast<std::size_t>(chunk));
+  const PlacedChunk& placement = chunks_.at(static_cast<std::size_t>(chunk));
   std::vector<torch::Tensor> all;
   for (int i = placement.first_layer; i <= placement.last_layer; ++i) {
     const auto& layer_parameters = chain_.layers[i].parameters;
@@ -49,14 +49,14 @@ std::vector<torch::Tensor> StageExecutor::parameters() const {
 
 int StageExecutor::chunkIndexOf(const PipelineOp& op) const {
   if (op.chunk < 0 || op.chunk >= static_cast<int>(chunks_.size())) {
-    throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + describeOp(op, 2) +
+    throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + describeOp(op, Placement::loop(1, 2)) +
                     " but this rank runs " + std::to_string(chunks_.size()) + " chunk(s)",
                 ErrorKind::kInput);
   }
   return op.chunk;
 }
 
-const StagePlacement& StageExecutor::chunkOf(const PipelineOp& op) const {
+const PlacedChunk& StageExecutor::chunkOf(const PipelineOp& op) const {
   return chunks_[static_cast<std::size_t>(chunkIndexOf(op))];
 }
 
@@ -102,7 +102,7 @@ torch::Tensor StageExecutor::receive(const TensorSpec& spec, int peer, int tag, 
   return tensor;
 }
 
-void StageExecutor::runLayers(const StagePlacement& chunk, MicrobatchState& state, const torch::Tensor& target) {
+void StageExecutor::runLayers(const PlacedChunk& chunk, MicrobatchState& state, const torch::Tensor& target) {
   if (state.input.is_floating_point()) state.input.requires_grad_(true);
   state.outputs.clear();
   torch::Tensor activation = state.input;
@@ -116,14 +116,14 @@ void StageExecutor::runLayers(const StagePlacement& chunk, MicrobatchState& stat
 }
 
 void StageExecutor::forward(const PipelineOp& op, const ChainBatch& batch) {
-  const StagePlacement& chunk = chunkOf(op);
+  const PlacedChunk& chunk = chunkOf(op);
   const int microbatch = op.microbatch;
   MicrobatchState state;
   if (chunk.readsBatch()) {
     state.input = batch.input;
   } else {
-    state.input = receive(chunk.input, chunk.previous_rank, activationTagOf(chunk.model_stage - 1, microbatch),
-                          describeOp(op, static_cast<int>(chunks_.size())) + "'s activation");
+    state.input = receive(chunk.input, chunk.previous_rank, activationTagOf(chunk.index - 1, microbatch),
+                          describeOp(op, Placement::loop(1, static_cast<int>(chunks_.size()))) + "'s activation");
   }
   compute_start_ns_ = clock_.nowNs();
   if (recompute_) {
@@ -137,7 +137,7 @@ void StageExecutor::forward(const PipelineOp& op, const ChainBatch& batch) {
     if (chunk.computesLoss()) {
       last_loss_ += microbatchLoss(activation, microbatch_count_).item<double>();
     } else {
-      send(activation, chunk.next_rank, activationTagOf(chunk.model_stage, microbatch));
+      send(activation, chunk.next_rank, activationTagOf(chunk.index, microbatch));
     }
     live_[{op.chunk, microbatch}] = std::move(state);
     return;
@@ -146,24 +146,24 @@ void StageExecutor::forward(const PipelineOp& op, const ChainBatch& batch) {
   if (chunk.computesLoss()) {
     last_loss_ += state.root.item<double>();
   } else {
-    send(state.root, chunk.next_rank, activationTagOf(chunk.model_stage, microbatch));
+    send(state.root, chunk.next_rank, activationTagOf(chunk.index, microbatch));
   }
   live_[{op.chunk, microbatch}] = std::move(state);
 }
 
 void StageExecutor::backward(const PipelineOp& op, bool splits_backward) {
-  const StagePlacement& chunk = chunkOf(op);
+  const PlacedChunk& chunk = chunkOf(op);
   const int microbatch = op.microbatch;
   MicrobatchState& state = live_.at({op.chunk, microbatch});
   torch::Tensor grad;
   if (!chunk.computesLoss()) {
-    grad = receive(chunk.output, chunk.next_rank, gradientTagOf(chunk.model_stage, microbatch),
-                   describeOp(op, static_cast<int>(chunks_.size())) + "'s gradient");
+    grad = receive(chunk.output, chunk.next_rank, gradientTagOf(chunk.index, microbatch),
+                   describeOp(op, Placement::loop(1, static_cast<int>(chunks_.size()))) + "'s gradient");
   }
   compute_start_ns_ = clock_.nowNs();
   if (!chunk.computesLoss() && chunk.next_rank != transport_.rank()) {
     // The next rank answered this microbatch: it has our activation, whose buffer can go.
-    transport_.releaseSend(chunk.next_rank, activationTagOf(chunk.model_stage, microbatch));
+    transport_.releaseSend(chunk.next_rank, activationTagOf(chunk.index, microbatch));
   }
   if (recompute_) runLayers(chunk, state, state.target);
   if (chunk.computesLoss()) grad = torch::ones_like(state.root);
@@ -191,7 +191,7 @@ void StageExecutor::backward(const PipelineOp& op, bool splits_backward) {
       const auto options = torch::TensorOptions().dtype(chunk.input.dtype).device(device_);
       input_grad = torch::zeros(chunk.input.sizes, options);
     }
-    send(input_grad, chunk.previous_rank, gradientTagOf(chunk.model_stage - 1, microbatch));
+    send(input_grad, chunk.previous_rank, gradientTagOf(chunk.index - 1, microbatch));
   }
   if (!splits_backward) live_.erase({op.chunk, microbatch});
 }
@@ -208,7 +208,7 @@ void StageExecutor::weightBackward(const PipelineOp& op) {
 }
 
 void StageExecutor::allReduceGradients(const PipelineOp& op) {
-  const std::string op_name = describeOp(op, static_cast<int>(chunks_.size()));
+  const std::string op_name = describeOp(op, Placement::loop(1, static_cast<int>(chunks_.size())));
   if (!replicas_) {
     throw Error("rank " + std::to_string(transport_.rank()) + ": the op list holds " + op_name +
                     " but this stage has no data-parallel replicas",
@@ -247,13 +247,13 @@ void StageExecutor::allReduceGradients(const PipelineOp& op) {
 
 bool StageExecutor::postReceive(const PipelineOp& op) {
   if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) return false;
-  const StagePlacement& chunk = chunkOf(op);
+  const PlacedChunk& chunk = chunkOf(op);
   if (op.kind == OpKind::kForward && !chunk.readsBatch() && chunk.previous_rank != transport_.rank()) {
-    transport_.postRecv(chunk.input, chunk.previous_rank, activationTagOf(chunk.model_stage - 1, op.microbatch));
+    transport_.postRecv(chunk.input, chunk.previous_rank, activationTagOf(chunk.index - 1, op.microbatch));
     return true;
   }
   if (op.kind == OpKind::kBackward && !chunk.computesLoss() && chunk.next_rank != transport_.rank()) {
-    transport_.postRecv(chunk.output, chunk.next_rank, gradientTagOf(chunk.model_stage, op.microbatch));
+    transport_.postRecv(chunk.output, chunk.next_rank, gradientTagOf(chunk.index, op.microbatch));
     return true;
   }
   return false;

@@ -29,23 +29,23 @@ struct OpRecord {
   std::int64_t peak_bytes = 0;
 };
 
-/// One model chunk of what a rank runs: the layers [first_layer, last_layer] of a chain, model
-/// stage `model_stage` of the pipeline's chain of chunks, and the tensors it receives (its input,
-/// from the rank of the model stage before) and sends (its output, whose gradient comes back from
-/// the rank of the model stage after), of one microbatch. A rank runs one such chunk in an
-/// N-stage pipeline, several under interleaved 1F1B or ZB-V.
-struct StagePlacement {
+/// One chunk of what a rank runs: the layers [first_layer, last_layer] of a chain, chunk `index`
+/// of the split (in chain order), and the tensors it receives (its input, from the rank of chunk
+/// index - 1) and sends (its output, whose gradient comes back from the rank of chunk index + 1),
+/// of one microbatch. A rank runs one such chunk in an N-stage pipeline, several under
+/// interleaved 1F1B, ZB-V and DualPipeV.
+struct PlacedChunk {
   int first_layer = 0;
   int last_layer = 0;
-  int model_stage = 0;
-  /// The rank running model stage `model_stage` - 1, or -1 for the chain's first (it reads the
+  int index = 0;
+  /// The rank running chunk `index` - 1, or -1 for the chain's first (it reads the
   /// microbatches' inputs); this rank itself where the chain turns on it (a V's turn).
   int previous_rank = -1;
-  /// The rank running model stage `model_stage` + 1, or -1 for the chain's last (it computes
+  /// The rank running chunk `index` + 1, or -1 for the chain's last (it computes
   /// the loss); this rank itself where the chain turns on it.
   int next_rank = -1;
-  TensorSpec input;   ///< unused on the chain's first stage
-  TensorSpec output;  ///< unused on the chain's last stage
+  TensorSpec input;   ///< unused on the chain's first chunk
+  TensorSpec output;  ///< unused on the chain's last chunk
 
   bool readsBatch() const { return previous_rank < 0; }
   bool computesLoss() const { return next_rank < 0; }
@@ -73,7 +73,7 @@ class StageExecutor {
   /// `chunks`: the rank's model chunks in local order (one or more); `clock` times the op
   /// records; `replicas`: the data-parallel group of this rank's chunks, or nullptr (then A ops
   /// are refused). All must outlive the executor.
-  StageExecutor(const LayerChain& chain, std::vector<StagePlacement> chunks, StageTransport& transport,
+  StageExecutor(const LayerChain& chain, std::vector<PlacedChunk> chunks, StageTransport& transport,
                 const RankClock& clock, ReplicaGroup* replicas = nullptr);
 
   /// Turns activation recomputation on or off for the following steps.
@@ -121,7 +121,7 @@ class StageExecutor {
 
   void forward(const PipelineOp& op, const ChainBatch& batch);
   // Runs the chunk's layers on state.input with grad, filling outputs and root.
-  void runLayers(const StagePlacement& chunk, MicrobatchState& state, const torch::Tensor& target);
+  void runLayers(const PlacedChunk& chunk, MicrobatchState& state, const torch::Tensor& target);
   void backward(const PipelineOp& op, bool splits_backward);
   void weightBackward(const PipelineOp& op);
   void allReduceGradients(const PipelineOp& op);
@@ -131,7 +131,7 @@ class StageExecutor {
   std::vector<torch::Tensor> chunkParameters(int chunk) const;
   // The op's local chunk, checked against the rank's chunks.
   int chunkIndexOf(const PipelineOp& op) const;
-  const StagePlacement& chunkOf(const PipelineOp& op) const;
+  const PlacedChunk& chunkOf(const PipelineOp& op) const;
   // What a chunk sends to `peer`: over the transport, or kept for this rank's own chunk.
   void send(const torch::Tensor& tensor, int peer, int tag);
   // What a chunk receives from `peer`: from the transport, or what this rank's own chunk kept.
@@ -142,7 +142,7 @@ class StageExecutor {
   int gradientTagOf(int boundary, int microbatch) const { return gradientTag(boundary, microbatch, microbatch_count_); }
 
   const LayerChain& chain_;
-  std::vector<StagePlacement> chunks_;
+  std::vector<PlacedChunk> chunks_;
   StageTransport& transport_;
   const RankClock& clock_;
   ReplicaGroup* replicas_;

@@ -83,7 +83,7 @@ std::string renderAsciiGantt(const Schedule& schedule, const SimulationResult& r
   const int columns =
       std::max(1, static_cast<int>(std::ceil(result.step_ms / time_per_column - 1e-9)));
   std::string text;
-  for (int rank = 0; rank < schedule.stages; ++rank) {
+  for (int rank = 0; rank < schedule.placement.ranks; ++rank) {
     std::string label = "rank " + std::to_string(rank);
     label.resize(kLabelColumns, ' ');
     text += label + rankCells(schedule.ranks[rank], result.op_times[rank], columns,
@@ -95,7 +95,7 @@ std::string renderAsciiGantt(const Schedule& schedule, const SimulationResult& r
           (schedule.splits_backward ? "   W: =" : "") +
           (schedule.hasAllReduce() ? "   all-reduce: A" : "") + "   idle: .   one column = " +
           formatTick(time_per_column, time_per_column, buffer, sizeof buffer) + " " + time_unit;
-  if (schedule.chunks > 1) text += "   (" + std::to_string(schedule.chunks) + " chunks per rank)";
+  if (schedule.placement.chunked()) text += "   (" + std::to_string(schedule.placement.chunks_per_rank) + " chunks per rank)";
   return text + "\n";
 }
 

@@ -64,7 +64,7 @@ std::string renderChromeTrace(const std::vector<SimulatedSchedule>& runs) {
     const SimulationResult& result = *runs[pid].result;
     const int process = static_cast<int>(pid);
     appendMetadata(&out, "process_name", process, 0, schedule.name);
-    for (int rank = 0; rank < schedule.stages; ++rank) {
+    for (int rank = 0; rank < schedule.placement.ranks; ++rank) {
       appendMetadata(&out, "thread_name", process, rank, "rank " + std::to_string(rank));
       const RankOps& ops = schedule.ranks[rank];
       for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -79,7 +79,7 @@ std::string renderChromeTrace(const std::vector<SimulatedSchedule>& runs) {
                       op.kind == OpKind::kAllReduce ? op.chunk : op.microbatch,
                       categoryOf(op.kind), process, rank, traceMicroseconds(timing.start_ms * 1000.0).c_str(),
                       traceMicroseconds((timing.end_ms - timing.start_ms) * 1000.0).c_str(),
-                      op.microbatch, op.chunk, schedule.modelStage(rank, op.chunk));
+                      op.microbatch, op.chunk, schedule.placement.chunkAt(rank, op.chunk));
         out += buffer;
         if (runs[pid].memory_bytes && static_cast<std::size_t>(rank) < runs[pid].memory_bytes->size() &&
             i < (*runs[pid].memory_bytes)[static_cast<std::size_t>(rank)].size()) {

@@ -57,15 +57,18 @@ double zeroBubbleVBubbleFraction(int stages, int microbatches) {
   return (stages - 1.0) / (6.0 * microbatches + stages - 1);
 }
 
-std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
+std::optional<double> closedFormBubble(ScheduleKind kind, const Placement& placement, int microbatches,
                                        bool equal_f_b_w) {
+  const int stages = placement.ranks;
+  const int chunks = placement.chunks_per_rank;
   if (stages < 1 || microbatches < 1 || chunks < 1) return std::nullopt;
+  if (placement.chunked() && !runsPlacement(kind, placement)) return std::nullopt;
   switch (kind) {
     case ScheduleKind::kGpipe:
     case ScheduleKind::kOneFOneB:
       return pipelineBubbleFraction(stages, microbatches);
     case ScheduleKind::kInterleavedOneFOneB:
-      if (microbatches % stages != 0) return std::nullopt;
+      if (!microbatchCountProblem(kind, stages, microbatches).empty()) return std::nullopt;
       return interleavedBubbleFraction(stages, microbatches, chunks);
     case ScheduleKind::kZeroBubbleH1:
       if (!equal_f_b_w || microbatches < stages) return std::nullopt;
@@ -74,7 +77,7 @@ std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microb
       if (!equal_f_b_w || microbatches < 2 * stages - 1) return std::nullopt;
       return zeroBubbleVBubbleFraction(stages, microbatches);
     case ScheduleKind::kDualPipeV:
-      if (!equal_f_b_w || microbatches < fewestMicrobatches(kind, stages)) return std::nullopt;
+      if (!equal_f_b_w || !microbatchCountProblem(kind, stages, microbatches).empty()) return std::nullopt;
       return zeroBubbleVBubbleFraction(stages, microbatches);
   }
   return std::nullopt;

@@ -39,8 +39,9 @@ double zeroBubbleVBubbleFraction(int stages, int microbatches);
 /// M >= 2N - 1), dualpipe-v (zb-v's (N - 1) / (6M + N - 1): its step reaches the same bound when
 /// `equal_f_b_w` and M >= 2N; DeepSeek's table gives (N - 1)(F&B + B - 3W) with F&B the time of
 /// a forward overlapped with a backward, which stagecut runs one after the other).
-/// std::nullopt otherwise.
-std::optional<double> closedFormBubble(ScheduleKind kind, int stages, int microbatches, int chunks,
+/// std::nullopt otherwise, and for a placement the schedule does not run. N and v are
+/// `placement`'s.
+std::optional<double> closedFormBubble(ScheduleKind kind, const Placement& placement, int microbatches,
                                        bool equal_f_b_w);
 
 /// "(N-1)/(M+N-1)", "(N-1)/(vM+N-1)", "(N-1)/(3M+N-1)", "(N-1)/(6M+N-1)": the formula closedFormBubble() uses for

@@ -14,7 +14,7 @@ Schedule withGradientAllReduce(const Schedule& schedule) {
   }
   Schedule result = schedule;
   for (RankOps& ops : result.ranks) {
-    for (int chunk = schedule.chunks - 1; chunk >= 0; --chunk) {
+    for (int chunk = schedule.placement.chunks_per_rank - 1; chunk >= 0; --chunk) {
       ops.push_back({OpKind::kAllReduce, 0, chunk});
     }
   }

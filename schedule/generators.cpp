@@ -9,16 +9,16 @@
 
 namespace stagecut {
 
-void checkPipelineShape(int stages, int microbatches, int chunks) {
-  if (stages < 1) {
-    throw Error("--stages " + std::to_string(stages) + ": a pipeline needs at least 1 stage");
+void checkPipelineShape(const Placement& placement, int microbatches) {
+  if (placement.ranks < 1) {
+    throw Error("--stages " + std::to_string(placement.ranks) + ": a pipeline needs at least 1 stage");
   }
   if (microbatches < 1) {
     throw Error("--microbatches " + std::to_string(microbatches) +
                 ": a step needs at least 1 microbatch");
   }
-  if (chunks < 1) {
-    throw Error("--chunks " + std::to_string(chunks) + ": each rank needs at least 1 model chunk");
+  if (placement.chunks_per_rank < 1) {
+    throw Error("--chunks " + std::to_string(placement.chunks_per_rank) + ": each rank needs at least 1 model chunk");
   }
 }
 
@@ -29,24 +29,27 @@ namespace {
 // flag would exhaust memory before saying anything.
 constexpr double kMostForwardOps = 4194304;
 
-void checkScheduleSize(int stages, int microbatches, int chunks) {
-  const double ops = static_cast<double>(stages) * microbatches * chunks;
+void checkScheduleSize(const Placement& placement, int microbatches) {
+  const double ops = static_cast<double>(placement.chunkCount()) * microbatches;
   if (ops <= kMostForwardOps) return;
-  throw Error("--stages " + std::to_string(stages) + " --microbatches " +
-              std::to_string(microbatches) +
-              (chunks > 1 ? " --chunks " + std::to_string(chunks) : std::string()) + ": " +
+  // --chunks only where the user gave it: a V's two chunks are the schedule's own.
+  const bool chosen = placement.chunked() && placement.style == Placement::Style::kLoop;
+  throw Error("--stages " + std::to_string(placement.ranks) + " --microbatches " + std::to_string(microbatches) +
+              (chosen ? " --chunks " + std::to_string(placement.chunks_per_rank) : std::string()) + ": " +
               std::to_string(static_cast<long long>(ops)) +
               " forward ops per step; stagecut schedules at most 4194304 (stages x microbatches" +
-              (chunks > 1 ? " x chunks" : "") + ")");
+              (placement.chunked() ? " x chunks" : "") + ")");
 }
 
-Schedule emptySchedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
+Schedule emptySchedule(ScheduleKind kind, const Placement& placement, int microbatches) {
+  checkPipelineShape(placement, microbatches);
+  checkScheduleSize(placement, microbatches);
   Schedule schedule;
   schedule.name = scheduleName(kind);
-  schedule.stages = stages;
+  schedule.placement = placement;
   schedule.microbatches = microbatches;
-  schedule.chunks = chunks;
-  schedule.ranks.resize(stages);
+  schedule.splits_backward = splitsBackward(kind);
+  schedule.ranks.resize(static_cast<std::size_t>(placement.ranks));
   return schedule;
 }
 
@@ -91,21 +94,17 @@ std::vector<ScheduleKind> parseScheduleList(const std::string& list) {
   return kinds;
 }
 
-Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int chunks) {
-  checkPipelineShape(stages, microbatches, chunks);
-  if (chunks != chunksPerRank(kind, chunks)) {
-    const int runs = chunksPerRank(kind, chunks);
-    throw Error("--chunks " + std::to_string(chunks) + ": " + scheduleName(kind) + " runs " +
-                (runs == 1 ? std::string("one model chunk per rank; use --chunks 1, or interleaved-1f1b for several chunks")
-                           : std::to_string(runs) + " model chunks per rank (a V); use --chunks " + std::to_string(runs)));
-  }
+Schedule generateSchedule(ScheduleKind kind, const Placement& placement, int microbatches) {
+  checkPipelineShape(placement, microbatches);
+  checkRunsPlacement(kind, placement, "--schedule " + std::string(scheduleName(kind)));
+  const int stages = placement.ranks;
   switch (kind) {
     case ScheduleKind::kGpipe:
       return generateGpipe(stages, microbatches);
     case ScheduleKind::kOneFOneB:
       return generateOneFOneB(stages, microbatches);
     case ScheduleKind::kInterleavedOneFOneB:
-      return generateInterleavedOneFOneB(stages, microbatches, chunks);
+      return generateInterleavedOneFOneB(placement, microbatches);
     case ScheduleKind::kZeroBubbleH1:
       return generateZeroBubbleH1(stages, microbatches);
     case ScheduleKind::kZeroBubbleV:
@@ -116,15 +115,13 @@ Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int c
   return generateDualPipeV(stages, microbatches);
 }
 
-Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks) {
-  checkPipelineShape(stages, microbatches, chunks);
-  return generateSchedule(parseScheduleName(name), stages, microbatches, chunks);
+Schedule generateSchedule(const std::string& name, int ranks, int microbatches, std::optional<int> chunks) {
+  const ScheduleKind kind = parseScheduleName(name);
+  return generateSchedule(kind, schedulePlacement(kind, ranks, chunks), microbatches);
 }
 
 Schedule generateGpipe(int stages, int microbatches) {
-  checkPipelineShape(stages, microbatches, 1);
-  checkScheduleSize(stages, microbatches, 1);
-  Schedule schedule = emptySchedule(ScheduleKind::kGpipe, stages, microbatches, 1);
+  Schedule schedule = emptySchedule(ScheduleKind::kGpipe, Placement::loop(stages, 1), microbatches);
   for (RankOps& ops : schedule.ranks) {
     ops.reserve(2 * static_cast<std::size_t>(microbatches));
     for (int m = 0; m < microbatches; ++m) ops.push_back({OpKind::kForward, m, 0});
@@ -135,9 +132,7 @@ Schedule generateGpipe(int stages, int microbatches) {
 }
 
 Schedule generateOneFOneB(int stages, int microbatches) {
-  checkPipelineShape(stages, microbatches, 1);
-  checkScheduleSize(stages, microbatches, 1);
-  Schedule schedule = emptySchedule(ScheduleKind::kOneFOneB, stages, microbatches, 1);
+  Schedule schedule = emptySchedule(ScheduleKind::kOneFOneB, Placement::loop(stages, 1), microbatches);
   for (int rank = 0; rank < stages; ++rank) {
     RankOps& ops = schedule.ranks[rank];
     ops.reserve(2 * static_cast<std::size_t>(microbatches));
@@ -154,10 +149,12 @@ Schedule generateOneFOneB(int stages, int microbatches) {
   return schedule;
 }
 
-Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
-  checkPipelineShape(stages, microbatches, chunks);
-  checkScheduleSize(stages, microbatches, chunks);
-  if (microbatches % stages != 0) {
+Schedule generateInterleavedOneFOneB(const Placement& placement, int microbatches) {
+  checkPipelineShape(placement, microbatches);
+  checkScheduleSize(placement, microbatches);
+  const int stages = placement.ranks;
+  const int chunks = placement.chunks_per_rank;
+  if (!microbatchCountProblem(ScheduleKind::kInterleavedOneFOneB, stages, microbatches).empty()) {
     const int lower = microbatches / stages * stages;
     const std::string fix = lower > 0 ? std::to_string(lower) + " or " : "";
     throw Error("--microbatches " + std::to_string(microbatches) +
@@ -169,7 +166,7 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
     schedule.name = scheduleName(ScheduleKind::kInterleavedOneFOneB);
     return schedule;
   }
-  Schedule schedule = emptySchedule(ScheduleKind::kInterleavedOneFOneB, stages, microbatches, chunks);
+  Schedule schedule = emptySchedule(ScheduleKind::kInterleavedOneFOneB, placement, microbatches);
   const int total = microbatches * chunks;
   const int group = stages * chunks;
   // The k-th forward of a rank: microbatches go in groups of N through chunk 0, then the same
@@ -198,10 +195,7 @@ Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks) {
 }
 
 Schedule generateZeroBubbleH1(int stages, int microbatches) {
-  checkPipelineShape(stages, microbatches, 1);
-  checkScheduleSize(stages, microbatches, 1);
-  Schedule schedule = emptySchedule(ScheduleKind::kZeroBubbleH1, stages, microbatches, 1);
-  schedule.splits_backward = true;
+  Schedule schedule = emptySchedule(ScheduleKind::kZeroBubbleH1, Placement::loop(stages, 1), microbatches);
   for (int rank = 0; rank < stages; ++rank) {
     RankOps& ops = schedule.ranks[rank];
     ops.reserve(3 * static_cast<std::size_t>(microbatches));
@@ -229,11 +223,8 @@ Schedule generateZeroBubbleH1(int stages, int microbatches) {
 }
 
 Schedule generateZeroBubbleV(int stages, int microbatches) {
-  checkPipelineShape(stages, microbatches, 2);
-  checkScheduleSize(stages, microbatches, 2);
-  Schedule schedule = emptySchedule(ScheduleKind::kZeroBubbleV, stages, microbatches, 2);
-  schedule.style = Placement::Style::kV;
-  schedule.splits_backward = true;
+  Schedule schedule =
+      emptySchedule(ScheduleKind::kZeroBubbleV, schedulePlacement(ScheduleKind::kZeroBubbleV, stages), microbatches);
   // The order is planned for at least 2N - 1 microbatches, the most the V holds at once, and the
   // ops of microbatches past M are then left out, as PyTorch's ScheduleZBVZeroBubble does: the
   // remaining order still pairs every send with its receive (the message-order proof checks it).
@@ -285,8 +276,8 @@ Schedule generateZeroBubbleV(int stages, int microbatches) {
 }
 
 Schedule generateDualPipeV(int stages, int microbatches) {
-  checkPipelineShape(stages, microbatches, 2);
-  checkScheduleSize(stages, microbatches, 2);
+  const Placement placement = schedulePlacement(ScheduleKind::kDualPipeV, stages);
+  checkPipelineShape(placement, microbatches);
   const int fewest = fewestMicrobatches(ScheduleKind::kDualPipeV, stages);
   if (microbatches < fewest) {
     throw Error("--microbatches " + std::to_string(microbatches) + ": dualpipe-v needs at least 2N = " +
@@ -294,9 +285,7 @@ Schedule generateDualPipeV(int stages, int microbatches) {
                 " stages (DualPipeV fills both arms of the V before its steady state); use --microbatches " +
                 std::to_string(fewest) + " or more, or zb-v");
   }
-  Schedule schedule = emptySchedule(ScheduleKind::kDualPipeV, stages, microbatches, 2);
-  schedule.style = Placement::Style::kV;
-  schedule.splits_backward = true;
+  Schedule schedule = emptySchedule(ScheduleKind::kDualPipeV, placement, microbatches);
   for (int rank = 0; rank < stages; ++rank) {
     RankOps& ops = schedule.ranks[rank];
     ops.reserve(6 * static_cast<std::size_t>(microbatches));

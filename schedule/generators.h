@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,22 +18,25 @@ const std::vector<std::string>& scheduleNames();
 /// unknown name, suggesting the nearest: "--schedule: unknown schedule '1f1', did you mean '1f1b'?".
 std::vector<ScheduleKind> parseScheduleList(const std::string& list);
 
-/// Checks a pipeline's shape: N = `stages`, M = `microbatches` and v = `chunks` must each be at
-/// least 1. Throws Error (input) naming the flag (--stages, --microbatches, --chunks) otherwise.
-void checkPipelineShape(int stages, int microbatches, int chunks);
+/// Checks a pipeline's shape: N = placement.ranks, M = `microbatches` and v =
+/// placement.chunks_per_rank must each be at least 1. Throws Error (input) naming the flag
+/// (--stages, --microbatches, --chunks) otherwise.
+void checkPipelineShape(const Placement& placement, int microbatches);
 
-/// The op lists of schedule `name` for N = `stages` ranks, M = `microbatches` and v = `chunks`
-/// model chunks per rank (chunksPerRank(): any v for interleaved-1f1b, which also needs M a
-/// multiple of N; exactly 2 for zb-v and dualpipe-v, which also needs M >= 2N; 1 for the others).
-/// Throws Error (input) naming the flag (--stages, --microbatches, --chunks, --schedule) and the
-/// fix for N, M or v < 1, an unknown name, or a shape the schedule cannot run. Every generator
-/// also refuses more than 2^22 forward ops per step (N x M x v), which no pipeline needs and which
-/// would exhaust memory before a mistyped flag was reported.
-Schedule generateSchedule(ScheduleKind kind, int stages, int microbatches, int chunks = 1);
+/// The op lists of schedule `kind` for the N ranks and v chunks per rank of `placement` and M =
+/// `microbatches` (any v in loop order for interleaved-1f1b, which also needs M a multiple of N;
+/// 2 in a V for zb-v and dualpipe-v, which also needs M >= 2N; 1 for the others: see
+/// checkRunsPlacement). Throws Error (input) naming the flag (--stages, --microbatches,
+/// --chunks, --schedule) and the fix for N, M or v < 1, a placement the schedule does not run,
+/// or a shape it cannot run. Every generator also refuses more than 2^22 forward ops per step
+/// (N x M x v), which no pipeline needs and which would exhaust memory before a mistyped flag
+/// was reported.
+Schedule generateSchedule(ScheduleKind kind, const Placement& placement, int microbatches);
 
-/// generateSchedule() of the schedule called `name` (parseScheduleName), for tests and tools
+/// generateSchedule() of the schedule called `name` (parseScheduleName) on `ranks` ranks with
+/// its own placement (schedulePlacement, `chunks` for interleaved-1f1b), for tests and tools
 /// that spell schedules out.
-Schedule generateSchedule(const std::string& name, int stages, int microbatches, int chunks = 1);
+Schedule generateSchedule(const std::string& name, int ranks, int microbatches, std::optional<int> chunks = std::nullopt);
 
 /// GPipe: all M forwards, then all M backwards (last microbatch first), on every rank.
 Schedule generateGpipe(int stages, int microbatches);
@@ -41,10 +45,10 @@ Schedule generateGpipe(int stages, int microbatches);
 /// min(N - 1 - r, M) forwards, then alternates one forward and one backward, then drains.
 Schedule generateOneFOneB(int stages, int microbatches);
 
-/// Interleaved 1F1B (Megatron's virtual pipeline): v chunks per rank, rank r holding model
-/// stages r, r + N, ...; forwards run in groups of N microbatches per chunk. M must be a
-/// multiple of N. With v = 1 it is 1F1B.
-Schedule generateInterleavedOneFOneB(int stages, int microbatches, int chunks);
+/// Interleaved 1F1B (Megatron's virtual pipeline): v chunks per rank in loop order, rank r
+/// holding chunks r, r + N, ...; forwards run in groups of N microbatches per chunk. M must be
+/// a multiple of N. With v = 1 it is 1F1B.
+Schedule generateInterleavedOneFOneB(const Placement& placement, int microbatches);
 
 /// ZB-H1 (Qi et al. 2023): 1F1B's order with the backward split into B (input gradient) and W
 /// (weight gradient); rank r defers the W of its first r backwards to its cool-down, where the

@@ -6,9 +6,10 @@
 
 namespace stagecut {
 
-std::vector<double> inFlightActivationShare(ScheduleKind kind, int stages, int microbatches, int chunks) {
-  const int v = chunksPerRank(kind, chunks);
-  checkPipelineShape(stages, microbatches, v);
+std::vector<double> inFlightActivationShare(ScheduleKind kind, const Placement& placement, int microbatches) {
+  checkPipelineShape(placement, microbatches);
+  const int stages = placement.ranks;
+  const int v = placement.chunks_per_rank;
   std::vector<double> share;
   if (kind == ScheduleKind::kGpipe || kind == ScheduleKind::kOneFOneB) {
     for (int rank = 0; rank < stages; ++rank) {
@@ -16,7 +17,7 @@ std::vector<double> inFlightActivationShare(ScheduleKind kind, int stages, int m
     }
     return share;
   }
-  for (int peak : peakInFlight(generateSchedule(kind, stages, microbatches, v))) {
+  for (int peak : peakInFlight(generateSchedule(kind, placement, microbatches))) {
     share.push_back(static_cast<double>(peak) / v);
   }
   return share;

@@ -22,21 +22,21 @@ std::string ordinal(std::size_t index) {
   return std::to_string(n) + suffix;
 }
 
-std::string tensorOf(const PipelineOp& op, int chunks) {
-  return describeOp(op, chunks) + (op.kind == OpKind::kForward ? "'s activation" : "'s input gradient");
+std::string tensorOf(const PipelineOp& op, const Placement& placement) {
+  return describeOp(op, placement) + (op.kind == OpKind::kForward ? "'s activation" : "'s input gradient");
 }
 
 }  // namespace
 
 std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
-  const int model_stages = schedule.modelStages();
-  const Placement placement = schedule.placement();
+  const int model_stages = schedule.placement.chunkCount();
+  const Placement placement = schedule.placement;
   // Keyed by (sender, receiver, what travels: F for activations, B for input gradients).
   std::map<std::tuple<int, int, OpKind>, Channel> channels;
   for (int rank = 0; rank < static_cast<int>(schedule.ranks.size()); ++rank) {
     for (const PipelineOp& op : schedule.ranks[rank]) {
       if (op.kind != OpKind::kForward && op.kind != OpKind::kBackward) continue;
-      const int stage = schedule.modelStage(rank, op.chunk);
+      const int stage = schedule.placement.chunkAt(rank, op.chunk);
       // F sends its output down the chain and waits for its input from up it; B the reverse.
       const int to = op.kind == OpKind::kForward ? stage + 1 : stage - 1;
       const int from = op.kind == OpKind::kForward ? stage - 1 : stage + 1;
@@ -63,16 +63,16 @@ std::optional<std::string> firstMessageOrderMismatch(const Schedule& schedule) {
       const std::string who = "rank " + std::to_string(sender);
       const std::string whom = "rank " + std::to_string(receiver);
       if (!received_more) {
-        return who + " sends " + tensorOf(channel.sent[k], schedule.chunks) + " to " + whom + " as its " + ordinal(k) +
+        return who + " sends " + tensorOf(channel.sent[k], placement) + " to " + whom + " as its " + ordinal(k) +
                " message to it, which " + whom + " never receives";
       }
       if (!sent_more) {
         return whom + "'s " + ordinal(k) + " receive from " + who + " waits for " +
-               tensorOf(channel.received[k], schedule.chunks) + ", which " + who + " never sends";
+               tensorOf(channel.received[k], placement) + ", which " + who + " never sends";
       }
-      return who + " sends " + tensorOf(channel.sent[k], schedule.chunks) + " to " + whom + " as its " + ordinal(k) +
+      return who + " sends " + tensorOf(channel.sent[k], placement) + " to " + whom + " as its " + ordinal(k) +
              " message to it, where " + whom + "'s " + ordinal(k) + " receive from " + who + " is " +
-             tensorOf(channel.received[k], schedule.chunks);
+             tensorOf(channel.received[k], placement);
     }
   }
   return std::nullopt;

@@ -35,43 +35,46 @@ bool Schedule::hasAllReduce() const {
   return false;
 }
 
-std::string describeOp(const PipelineOp& op, int chunks) {
+std::string describeOp(const PipelineOp& op, const Placement& placement) {
+  const bool chunks = placement.chunked();
   if (op.kind == OpKind::kAllReduce) {
-    return chunks > 1 ? "A(c" + std::to_string(op.chunk) + ")" : std::string("A");
+    return chunks ? "A(c" + std::to_string(op.chunk) + ")" : std::string("A");
   }
   std::string text = std::string(opKindLetter(op.kind)) + "(" + std::to_string(op.microbatch);
-  if (chunks > 1) text += ", c" + std::to_string(op.chunk);
+  if (chunks) text += ", c" + std::to_string(op.chunk);
   return text + ")";
 }
 
 void checkScheduleComplete(const Schedule& schedule) {
   const std::string where = "schedule '" + schedule.name + "'";
-  if (schedule.stages < 1 || schedule.microbatches < 1 || schedule.chunks < 1) {
-    throw Error(where + ": needs at least 1 stage, 1 microbatch and 1 chunk; it has " +
-                std::to_string(schedule.stages) + ", " + std::to_string(schedule.microbatches) +
-                " and " + std::to_string(schedule.chunks));
+  const Placement& placement = schedule.placement;
+  const int chunks = placement.chunks_per_rank;
+  if (placement.ranks < 1 || schedule.microbatches < 1 || chunks < 1) {
+    throw Error(where + ": needs at least 1 rank, 1 microbatch and 1 chunk per rank; it has " +
+                std::to_string(placement.ranks) + ", " + std::to_string(schedule.microbatches) +
+                " and " + std::to_string(chunks));
   }
-  if (static_cast<int>(schedule.ranks.size()) != schedule.stages) {
+  if (static_cast<int>(schedule.ranks.size()) != placement.ranks) {
     throw Error(where + ": has " + std::to_string(schedule.ranks.size()) + " op lists for " +
-                std::to_string(schedule.stages) + " stages; give one list per rank");
+                std::to_string(placement.ranks) + " ranks; give one list per rank");
   }
   const int kinds = schedule.splits_backward ? 3 : 2;
   const std::size_t per_rank =
-      static_cast<std::size_t>(kinds) * schedule.chunks * schedule.microbatches;
+      static_cast<std::size_t>(kinds) * chunks * schedule.microbatches;
   std::vector<char> seen(per_rank);
-  std::vector<char> reduced(static_cast<std::size_t>(schedule.chunks));
-  for (int rank = 0; rank < schedule.stages; ++rank) {
+  std::vector<char> reduced(static_cast<std::size_t>(chunks));
+  for (int rank = 0; rank < placement.ranks; ++rank) {
     const std::string at = where + ": rank " + std::to_string(rank);
     std::fill(seen.begin(), seen.end(), 0);
     std::fill(reduced.begin(), reduced.end(), 0);
     std::size_t all_reduces = 0;
     for (const PipelineOp& op : schedule.ranks[rank]) {
-      const std::string name = describeOp(op, schedule.chunks);
+      const std::string name = describeOp(op, placement);
       if (op.kind == OpKind::kAllReduce) {
-        if (op.microbatch != 0 || op.chunk < 0 || op.chunk >= schedule.chunks) {
+        if (op.microbatch != 0 || op.chunk < 0 || op.chunk >= chunks) {
           throw Error(at + ": all-reduce op of chunk " + std::to_string(op.chunk) + ", microbatch " +
                       std::to_string(op.microbatch) + " is out of range; an all-reduce has " +
-                      "microbatch 0 and a chunk in 0.." + std::to_string(schedule.chunks - 1));
+                      "microbatch 0 and a chunk in 0.." + std::to_string(chunks - 1));
         }
         if (reduced[op.chunk]) {
           throw Error(at + ": op " + name + " appears twice; each chunk's gradients are " +
@@ -82,10 +85,10 @@ void checkScheduleComplete(const Schedule& schedule) {
         continue;
       }
       if (op.microbatch < 0 || op.microbatch >= schedule.microbatches || op.chunk < 0 ||
-          op.chunk >= schedule.chunks) {
+          op.chunk >= chunks) {
         throw Error(at + ": op " + name + " is out of range; microbatches are 0.." +
                     std::to_string(schedule.microbatches - 1) + " and chunks 0.." +
-                    std::to_string(schedule.chunks - 1));
+                    std::to_string(chunks - 1));
       }
       if (op.kind == OpKind::kWeight && !schedule.splits_backward) {
         throw Error(at + ": op " + name +
@@ -93,7 +96,7 @@ void checkScheduleComplete(const Schedule& schedule) {
                     "splits_backward or drop the W ops");
       }
       const std::size_t slot =
-          (static_cast<std::size_t>(op.kind) * schedule.chunks + op.chunk) * schedule.microbatches +
+          (static_cast<std::size_t>(op.kind) * chunks + op.chunk) * schedule.microbatches +
           op.microbatch;
       if (seen[slot]) throw Error(at + ": op " + name + " appears twice; each op runs once");
       seen[slot] = 1;
@@ -102,9 +105,9 @@ void checkScheduleComplete(const Schedule& schedule) {
       for (std::size_t slot = 0; slot < per_rank; ++slot) {
         if (seen[slot]) continue;
         const int microbatch = static_cast<int>(slot % schedule.microbatches);
-        const int chunk = static_cast<int>(slot / schedule.microbatches % schedule.chunks);
-        const auto kind = static_cast<OpKind>(slot / schedule.microbatches / schedule.chunks);
-        throw Error(at + ": op " + describeOp({kind, microbatch, chunk}, schedule.chunks) +
+        const int chunk = static_cast<int>(slot / schedule.microbatches % chunks);
+        const auto kind = static_cast<OpKind>(slot / schedule.microbatches / chunks);
+        throw Error(at + ": op " + describeOp({kind, microbatch, chunk}, placement) +
                     " is missing; every microbatch needs its F and B" +
                     (schedule.splits_backward ? " and W" : "") + " on every chunk");
       }

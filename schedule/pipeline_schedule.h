@@ -34,25 +34,17 @@ struct PipelineOp {
 /// The ops one rank runs, in order, one at a time.
 using RankOps = std::vector<PipelineOp>;
 
-/// A pipeline schedule: for each of `stages` ranks, the ordered ops of one training step over
-/// `microbatches` microbatches, with `chunks` model chunks per rank placed by `style`: rank r's
-/// local chunk c is model stage placement().chunkAt(r, c) (in loop style c * stages + r,
-/// Megatron's virtual pipeline layout; c = 0 when chunks = 1).
+/// A pipeline schedule: for each of its placement's N ranks, the ordered ops of one training
+/// step over `microbatches` microbatches. Rank r's local chunk c (an op's `chunk`) is chunk
+/// placement.chunkAt(r, c) of the chain (in loop order c * N + r, Megatron's virtual pipeline
+/// layout; c = 0 with one chunk per rank).
 struct Schedule {
   std::string name;
-  int stages = 0;        ///< N: pipeline ranks
-  int chunks = 1;        ///< v: model chunks per rank
+  Placement placement;   ///< N ranks, v chunks per rank and how the chunks sit on them
   int microbatches = 0;  ///< M
-  Placement::Style style = Placement::Style::kLoop;
   bool splits_backward = false;  ///< true when B is the input gradient only and W ops exist
-  std::vector<RankOps> ranks;    ///< one list per rank, size `stages`
+  std::vector<RankOps> ranks;    ///< one op list per rank, placement.ranks of them
 
-  /// Model stages in the chain: N * v.
-  int modelStages() const { return stages * chunks; }
-  /// How the schedule's model stages sit on its ranks.
-  Placement placement() const { return Placement{stages, chunks, style}; }
-  /// The model stage that rank `rank` runs as its local chunk `chunk`.
-  int modelStage(int rank, int chunk) const { return placement().chunkAt(rank, chunk); }
   /// Total ops over all ranks.
   std::size_t opCount() const;
   /// True when some rank's list holds an all-reduce op.
@@ -63,8 +55,8 @@ struct Schedule {
 const char* opKindLetter(OpKind kind);
 
 /// "F(3)" for one chunk per rank, "F(3, c1)" with several, "A" or "A(c1)" for an all-reduce:
-/// how messages and charts name an op.
-std::string describeOp(const PipelineOp& op, int chunks);
+/// how messages and charts name an op of a rank under `placement`.
+std::string describeOp(const PipelineOp& op, const Placement& placement);
 
 /// The op that frees a microbatch's activations on its rank: W where the schedule splits the
 /// backward (B then keeps what W needs), B otherwise.

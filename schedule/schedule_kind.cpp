@@ -70,16 +70,24 @@ bool runsChunks(ScheduleKind kind) {
 
 bool choosesChunks(ScheduleKind kind) { return kind == ScheduleKind::kInterleavedOneFOneB; }
 
-int chunksPerRank(ScheduleKind kind, int requested) {
-  if (choosesChunks(kind)) return requested;
+namespace {
+
+// The chunks per rank a schedule runs whatever the user asks: 2 in a V, 1 without chunks; 0 for
+// interleaved-1f1b, whose count the user chooses.
+int fixedChunksPerRank(ScheduleKind kind) {
+  if (choosesChunks(kind)) return 0;
   return chunkStyle(kind) == Placement::Style::kV ? 2 : 1;
 }
 
-std::vector<int> chunkCountsToTry(ScheduleKind kind) {
+}  // namespace
+
+std::vector<Placement> placementsToTry(ScheduleKind kind, int ranks) {
   // Past 4 the bubble gain is small beside the messages each chunk adds (Megatron's own
   // examples stop at 4 to 5), and every v costs a search.
-  if (choosesChunks(kind)) return {2, 3, 4};
-  return {chunksPerRank(kind, 1)};
+  if (!choosesChunks(kind)) return {schedulePlacement(kind, ranks)};
+  std::vector<Placement> placements;
+  for (int chunks : {2, 3, 4}) placements.push_back(schedulePlacement(kind, ranks, chunks));
+  return placements;
 }
 
 Placement::Style chunkStyle(ScheduleKind kind) {
@@ -87,8 +95,49 @@ Placement::Style chunkStyle(ScheduleKind kind) {
                                                                                 : Placement::Style::kLoop;
 }
 
-Placement schedulePlacement(ScheduleKind kind, int ranks, int requested) {
-  return Placement{ranks, chunksPerRank(kind, requested), chunkStyle(kind)};
+Placement schedulePlacement(ScheduleKind kind, int ranks, std::optional<int> chunks) {
+  const int fixed = fixedChunksPerRank(kind);
+  if (chunks && *chunks < 1) {
+    throw Error("--chunks " + std::to_string(*chunks) + ": each rank needs at least 1 model chunk");
+  }
+  if (chunks && fixed > 0 && *chunks != fixed) {
+    throw Error("--chunks " + std::to_string(*chunks) + ": " + scheduleName(kind) +
+                (fixed == 1 ? std::string(" runs one model chunk per rank; add --schedule interleaved-1f1b")
+                            : " runs " + std::to_string(fixed) + " model chunks per rank (a V); leave --chunks out"));
+  }
+  const int per_rank = fixed > 0 ? fixed : chunks.value_or(kDefaultInterleavedChunks);
+  return Placement{ranks, per_rank, chunkStyle(kind)};
+}
+
+std::vector<PlacedSchedule> placeSchedules(const std::vector<ScheduleKind>& kinds, int ranks, std::optional<int> chunks) {
+  std::vector<PlacedSchedule> placed;
+  for (ScheduleKind kind : kinds) {
+    placed.push_back({kind, schedulePlacement(kind, ranks, choosesChunks(kind) ? chunks : std::nullopt)});
+  }
+  return placed;
+}
+
+void checkRunsPlacement(ScheduleKind kind, const Placement& placement, const std::string& source) {
+  const int fixed = fixedChunksPerRank(kind);
+  const bool runs = chunkStyle(kind) == placement.style &&
+                    (fixed == 0 ? placement.chunks_per_rank >= 1 : placement.chunks_per_rank == fixed);
+  if (runs) return;
+  if (!placement.chunked()) {
+    throw Error(source + ": places one chunk on each rank; " + scheduleName(kind) + " runs " +
+                std::to_string(fixed) + " per rank " + placementStyleWords(chunkStyle(kind)) +
+                "; split for it with partition --schedule " + scheduleName(kind));
+  }
+  throw Error(source + ": places " + std::to_string(placement.chunks_per_rank) + " chunks on each rank " +
+              placementStyleWords(placement.style) + "; " + scheduleName(kind) + " runs " +
+              (runsChunks(kind) ? std::string("its chunks ") + placementStyleWords(chunkStyle(kind)) : "one") +
+              "; use --schedule " + schedulesRunningChunks(placement.style));
+}
+
+std::string placementWords(const Placement& placement) {
+  std::string words = std::to_string(placement.ranks) + (placement.ranks == 1 ? " rank" : " ranks");
+  if (!placement.chunked()) return words;
+  words += " x " + std::to_string(placement.chunks_per_rank) + " chunks";
+  return placement.style == Placement::Style::kV ? words + " in a V" : words;
 }
 
 ScheduleKind scheduleRunningChunks(Placement::Style style) {
@@ -105,8 +154,9 @@ std::string schedulesRunningChunks(Placement::Style style) {
 }
 
 bool runsPlacement(ScheduleKind kind, const Placement& placement) {
+  const int fixed = fixedChunksPerRank(kind);
   return runsChunks(kind) && chunkStyle(kind) == placement.style &&
-         chunksPerRank(kind, placement.chunks_per_rank) == placement.chunks_per_rank;
+         (fixed == 0 || placement.chunks_per_rank == fixed);
 }
 
 bool needsMicrobatchesPerStageGroup(ScheduleKind kind) { return kind == ScheduleKind::kInterleavedOneFOneB; }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,13 +47,13 @@ bool runsChunks(ScheduleKind kind);
 /// dualpipe-v) is always 2 chunks; the others run 1.
 bool choosesChunks(ScheduleKind kind);
 
-/// The chunks per rank the schedule runs when --chunks asks for `requested`: `requested` for
-/// interleaved-1f1b, 2 for zb-v and dualpipe-v, 1 for the others.
-int chunksPerRank(ScheduleKind kind, int requested);
+/// The chunks per rank interleaved-1f1b runs when the user names none (--chunks left out).
+inline constexpr int kDefaultInterleavedChunks = 2;
 
-/// The chunks per rank a search weighs when the user names none (compare, plan): 2, 3 and 4 for
-/// interleaved-1f1b, chunksPerRank's one for the others.
-std::vector<int> chunkCountsToTry(ScheduleKind kind);
+/// The placements a search weighs on N = `ranks` ranks when the user names no chunk count
+/// (compare, plan): 2, 3 and 4 chunks per rank for interleaved-1f1b, schedulePlacement's one for
+/// the others.
+std::vector<Placement> placementsToTry(ScheduleKind kind, int ranks);
 
 /// How the schedule places its chunks on ranks: a V for zb-v and dualpipe-v, loop order for the
 /// others.
@@ -69,8 +70,32 @@ std::string schedulesRunningChunks(Placement::Style style);
 /// as many chunks per rank as the schedule can run.
 bool runsPlacement(ScheduleKind kind, const Placement& placement);
 
-/// The placement of N = `ranks` ranks running `kind` with --chunks `requested`.
-Placement schedulePlacement(ScheduleKind kind, int ranks, int requested);
+/// The placement of N = `ranks` ranks running `kind`: `chunks` per rank where the user chooses
+/// them (interleaved-1f1b's --chunks, kDefaultInterleavedChunks when absent), 2 in a V for zb-v
+/// and dualpipe-v, 1 for the others. The one place a chunk count becomes a placement. Throws
+/// Error (input) naming --chunks for a count below 1, or a count the schedule does not run
+/// ("--chunks 3: zb-v runs 2 model chunks per rank (a V); leave --chunks out").
+Placement schedulePlacement(ScheduleKind kind, int ranks, std::optional<int> chunks = std::nullopt);
+
+/// A schedule with the ranks and chunks it runs on: what a chart or a prediction is drawn for.
+struct PlacedSchedule {
+  ScheduleKind kind = ScheduleKind::kOneFOneB;
+  Placement placement;
+};
+
+/// Each of `kinds` on N = `ranks` ranks as schedulePlacement places it, `chunks` (--chunks)
+/// going to the schedules that let the user choose them. Throws Error (input) as
+/// schedulePlacement does.
+std::vector<PlacedSchedule> placeSchedules(const std::vector<ScheduleKind>& kinds, int ranks, std::optional<int> chunks);
+
+/// Checks that `kind` runs `placement`'s chunks (schedulePlacement's rules: its style, its chunk
+/// count). Throws Error (input) naming `source` (the split's file or flag), the placement and the
+/// schedules that run it otherwise.
+void checkRunsPlacement(ScheduleKind kind, const Placement& placement, const std::string& source);
+
+/// "4 ranks", "4 ranks x 3 chunks" or "4 ranks x 2 chunks in a V": how messages and headers name
+/// a placement.
+std::string placementWords(const Placement& placement);
 
 /// Whether the schedule needs the microbatch count to be a multiple of the stage count:
 /// interleaved-1f1b, whose forwards run in groups of N microbatches per chunk.

@@ -43,34 +43,33 @@ class Simulation {
  public:
   Simulation(const Schedule& schedule, const PipelineCosts& costs)
       : schedule_(schedule),
-        placement_(schedule.placement()),
+        placement_(schedule.placement),
         costs_(costs),
-        slots_(schedule.modelStages(), schedule.microbatches),
+        slots_(schedule.placement.chunkCount(), schedule.microbatches),
         end_ms_(slots_.count(), kNotDone),
         waiting_rank_(slots_.count(), kNoRank),
-        position_(schedule.stages, 0),
-        free_at_ms_(schedule.stages, 0.0),
-        blocked_on_(schedule.stages) {}
+        position_(schedule.placement.ranks, 0),
+        free_at_ms_(schedule.placement.ranks, 0.0),
+        blocked_on_(schedule.placement.ranks) {}
 
   SimulationResult run() {
     SimulationResult result;
     result.schedule = schedule_.name;
-    result.stages = schedule_.stages;
-    result.chunks = schedule_.chunks;
+    result.placement = schedule_.placement;
     result.microbatches = schedule_.microbatches;
-    result.ranks.resize(schedule_.stages);
-    result.op_times.resize(schedule_.stages);
-    for (int rank = 0; rank < schedule_.stages; ++rank) {
+    result.ranks.resize(schedule_.placement.ranks);
+    result.op_times.resize(schedule_.placement.ranks);
+    for (int rank = 0; rank < schedule_.placement.ranks; ++rank) {
       result.op_times[rank].resize(schedule_.ranks[rank].size());
     }
     std::vector<int> ready;
-    for (int rank = schedule_.stages - 1; rank >= 0; --rank) ready.push_back(rank);
+    for (int rank = schedule_.placement.ranks - 1; rank >= 0; --rank) ready.push_back(rank);
     while (!ready.empty()) {
       const int rank = ready.back();
       ready.pop_back();
       advance(rank, &result, &ready);
     }
-    for (int rank = 0; rank < schedule_.stages; ++rank) {
+    for (int rank = 0; rank < schedule_.placement.ranks; ++rank) {
       if (position_[rank] < schedule_.ranks[rank].size()) throw deadlock(rank);
     }
     summarize(&result);
@@ -87,7 +86,7 @@ class Simulation {
     Dependency inputs[2];
     while (position_[rank] < ops.size()) {
       const PipelineOp& op = ops[position_[rank]];
-      const int stage = schedule_.modelStage(rank, op.chunk);
+      const int stage = schedule_.placement.chunkAt(rank, op.chunk);
       double start_ms = free_at_ms_[rank];
       if (op.kind == OpKind::kAllReduce) {
         // The chunk's gradients are complete once every one of its B (or W) ops is done; those
@@ -127,7 +126,7 @@ class Simulation {
 
   int dependencies(int rank, const PipelineOp& op, int stage, Dependency* inputs) const {
     const int m = op.microbatch;
-    const int last_stage = schedule_.modelStages() - 1;
+    const int last_stage = schedule_.placement.chunkCount() - 1;
     switch (op.kind) {
       case OpKind::kForward:
         if (stage == 0) return 0;
@@ -176,7 +175,7 @@ class Simulation {
   // is the deadlock. Every blocked rank waits for an op not done, so its rank is blocked too.
   Error deadlock(int rank) const {
     std::vector<int> visit_order;
-    std::vector<int> seen_at(schedule_.stages, -1);
+    std::vector<int> seen_at(schedule_.placement.ranks, -1);
     while (seen_at[rank] < 0) {
       seen_at[rank] = static_cast<int>(visit_order.size());
       visit_order.push_back(rank);
@@ -188,8 +187,8 @@ class Simulation {
       const Dependency& input = blocked_on_[waiting];
       const PipelineOp& at = schedule_.ranks[waiting][position_[waiting]];
       cycle += (cycle.empty() ? "" : "; ") + std::string("rank ") + std::to_string(waiting) +
-               " waits at " + describeOp(at, schedule_.chunks) + " for " +
-               describeOp(input.op, schedule_.chunks);
+               " waits at " + describeOp(at, schedule_.placement) + " for " +
+               describeOp(input.op, schedule_.placement);
       cycle += input.rank == waiting ? " later in its own list"
                                      : " of rank " + std::to_string(input.rank);
     }
@@ -199,13 +198,13 @@ class Simulation {
 
   void summarize(SimulationResult* result) const {
     double step_ms = 0.0;
-    for (int rank = 0; rank < schedule_.stages; ++rank) {
+    for (int rank = 0; rank < schedule_.placement.ranks; ++rank) {
       step_ms = std::max(step_ms, free_at_ms_[rank]);
     }
     result->step_ms = step_ms;
     double idle_ms = 0.0;
     const OpKind frees = activationReleaseOp(schedule_);
-    for (int rank = 0; rank < schedule_.stages; ++rank) {
+    for (int rank = 0; rank < schedule_.placement.ranks; ++rank) {
       RankStats& stats = result->ranks[rank];
       int in_flight = 0;
       std::uint64_t live_bytes = 0;
@@ -218,7 +217,7 @@ class Simulation {
         }
         stats.busy_ms += timing.end_ms - timing.start_ms;
         const std::uint64_t bytes =
-            costs_.stages[schedule_.modelStage(rank, op.chunk)].activation_bytes;
+            costs_.stages[schedule_.placement.chunkAt(rank, op.chunk)].activation_bytes;
         if (op.kind == OpKind::kForward) {
           ++in_flight;
           live_bytes += bytes;
@@ -232,7 +231,7 @@ class Simulation {
       stats.idle_ms = std::max(0.0, step_ms - stats.busy_ms);
       idle_ms += stats.idle_ms;
     }
-    result->bubble = step_ms > 0 ? idle_ms / (schedule_.stages * step_ms) : 0.0;
+    result->bubble = step_ms > 0 ? idle_ms / (schedule_.placement.ranks * step_ms) : 0.0;
   }
 
   const Schedule& schedule_;

@@ -30,8 +30,7 @@ struct RankStats {
 /// What the event simulator found for one schedule on one set of costs.
 struct SimulationResult {
   std::string schedule;  ///< the schedule's name
-  int stages = 0;
-  int chunks = 1;
+  Placement placement;   ///< the schedule's ranks and chunks per rank
   int microbatches = 0;
   double step_ms = 0.0;  ///< when the last op of the step ends
   /// idle / (N x step time): the fraction of the pipeline's compute left idle. With all-reduce

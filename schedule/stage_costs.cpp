@@ -21,14 +21,14 @@ void checkTime(double ms, const std::string& what) {
 }  // namespace
 
 PipelineCosts unitCosts(const Schedule& schedule) {
-  const double per_chunk = 1.0 / schedule.chunks;
+  const double per_chunk = 1.0 / schedule.placement.chunks_per_rank;
   StageOpCosts stage;
   stage.forward_ms = per_chunk;
   stage.backward_ms = 2 * per_chunk;
   stage.backward_input_ms = per_chunk;
   stage.backward_weight_ms = per_chunk;
   PipelineCosts costs;
-  costs.stages.assign(static_cast<std::size_t>(schedule.modelStages()), stage);
+  costs.stages.assign(static_cast<std::size_t>(schedule.placement.chunkCount()), stage);
   return costs;
 }
 
@@ -56,11 +56,11 @@ PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
 }
 
 void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs) {
-  const auto model_stages = static_cast<std::size_t>(schedule.modelStages());
+  const auto model_stages = static_cast<std::size_t>(schedule.placement.chunkCount());
   if (costs.stages.size() != model_stages) {
     throw Error("schedule '" + schedule.name + "': costs for " +
                 std::to_string(costs.stages.size()) + " model stages, but " +
-                std::to_string(schedule.stages) + " ranks x " + std::to_string(schedule.chunks) +
+                std::to_string(schedule.placement.ranks) + " ranks x " + std::to_string(schedule.placement.chunks_per_rank) +
                 " chunks need " + std::to_string(model_stages) + "; give one per model stage");
   }
   if (!costs.comm_ms.empty() && costs.comm_ms.size() != model_stages - 1) {

@@ -36,7 +36,8 @@ bool needsDarkText(Rgb colour) {
   return 0.299 * colour.r + 0.587 * colour.g + 0.114 * colour.b > 170;
 }
 
-Rgb opColour(const PipelineOp& op, int chunks) {
+Rgb opColour(const PipelineOp& op, const Placement& placement) {
+  const int chunks = placement.chunks_per_rank;
   const double amount = chunks > 1 ? 0.45 * op.chunk / (chunks - 1) : 0.0;
   return lighten(opKindColour(op.kind), amount);
 }
@@ -56,7 +57,7 @@ std::string formatStep(double step, const std::string& unit) {
 double rowHeight(int stages) { return std::clamp(440.0 / stages, 9.0, 30.0); }
 double rowGap(int stages) { return rowHeight(stages) >= 20 ? 6.0 : 2.0; }
 
-int drawnRanks(const Schedule& schedule) { return std::min(schedule.stages, kMaxDrawnRanks); }
+int drawnRanks(const Schedule& schedule) { return std::min(schedule.placement.ranks, kMaxDrawnRanks); }
 
 double panelHeight(const Schedule& schedule) {
   const int ranks = drawnRanks(schedule);
@@ -77,7 +78,7 @@ int columnsPerRank(const std::vector<SimulatedSchedule>& runs) {
 // One rank drawn in `columns` columns over [0, axis_end): each column takes the colour of the op
 // kind and chunk that fills most of it, or stays idle when ops fill under half of it; runs of one
 // colour are one bar. No microbatch numbers: a column holds many ops.
-void drawRankColumns(SvgBuilder* svg, const RankOps& ops, const std::vector<OpTiming>& times, int chunks,
+void drawRankColumns(SvgBuilder* svg, const RankOps& ops, const std::vector<OpTiming>& times, const Placement& placement,
                      double axis_end, int columns, double left, double y, double width, double row) {
   const double column_ms = axis_end / columns;
   std::vector<std::vector<std::pair<int, double>>> cover(static_cast<std::size_t>(columns));
@@ -113,7 +114,7 @@ void drawRankColumns(SvgBuilder* svg, const RankOps& ops, const std::vector<OpTi
       PipelineOp op;
       op.kind = static_cast<OpKind>(key / 100000);
       op.chunk = key % 100000;
-      svg->rect(left + c * column_px, y, (end - c) * column_px, row, hexColour(opColour(op, chunks)));
+      svg->rect(left + c * column_px, y, (end - c) * column_px, row, hexColour(opColour(op, placement)));
     }
     c = end;
   }
@@ -132,7 +133,7 @@ void drawLegend(SvgBuilder* svg, const std::vector<SimulatedSchedule>& runs, dou
   for (const SimulatedSchedule& run : runs) {
     splits = splits || run.schedule->splits_backward;
     reduces = reduces || run.schedule->hasAllReduce();
-    chunked = chunked || run.schedule->chunks > 1;
+    chunked = chunked || run.schedule->placement.chunked();
   }
   double x = kLeft;
   legendItem(svg, &x, y, hexColour(opKindColour(OpKind::kForward)), "Forward (F)");
@@ -181,7 +182,7 @@ void drawPanel(SvgBuilder* svg, const SimulatedSchedule& run, double top, double
     const RankOps& ops = schedule.ranks[rank];
     if (columns > 0) {
       const double width = kWidth - kLeft - kRight;
-      drawRankColumns(svg, ops, result.op_times[rank], schedule.chunks, width / time_scale, columns, kLeft, y,
+      drawRankColumns(svg, ops, result.op_times[rank], schedule.placement, width / time_scale, columns, kLeft, y,
                       width, row);
       continue;
     }
@@ -189,7 +190,7 @@ void drawPanel(SvgBuilder* svg, const SimulatedSchedule& run, double top, double
       const OpTiming& timing = result.op_times[rank][i];
       const double width = (timing.end_ms - timing.start_ms) * time_scale;
       if (width <= 0) continue;
-      const Rgb colour = opColour(ops[i], schedule.chunks);
+      const Rgb colour = opColour(ops[i], schedule.placement);
       svg->rect(x(timing.start_ms), y, width, row, hexColour(colour),
                 width >= 4 ? " stroke=\"#ffffff\" stroke-width=\"1\"" : "");
       const std::string label =
@@ -219,7 +220,7 @@ std::string scheduleDisplayName(const std::string& name) {
 std::string scheduleTitle(const Schedule& schedule) {
   std::string title = scheduleDisplayName(schedule.name);
   // A V always holds 2 chunks; its name says so.
-  if (schedule.chunks > 1 && schedule.style == Placement::Style::kLoop) title += " (v = " + std::to_string(schedule.chunks) + ")";
+  if (schedule.placement.chunked() && schedule.placement.style == Placement::Style::kLoop) title += " (v = " + std::to_string(schedule.placement.chunks_per_rank) + ")";
   return title;
 }
 
@@ -228,7 +229,7 @@ std::string svgGanttDrawingNote(const std::vector<SimulatedSchedule>& runs) {
   int most_ranks = 0;
   std::size_t ops = 0;
   for (const SimulatedSchedule& run : runs) {
-    most_ranks = std::max(most_ranks, run.schedule->stages);
+    most_ranks = std::max(most_ranks, run.schedule->placement.ranks);
     for (const RankOps& rank : run.schedule->ranks) ops += rank.size();
   }
   if (most_ranks > kMaxDrawnRanks) {

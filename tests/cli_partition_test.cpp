@@ -379,7 +379,7 @@ TEST_CASE("partition --chunks places N x v chunks on the ranks and prints the vi
   checkInputError(partition("--stages 2 --chunks 3 --microbatches 4"),
                   "--chunks 3: 1f1b runs one model chunk per rank; add --schedule interleaved-1f1b");
   checkInputError(partition("--stages 4 --schedule interleaved-1f1b --chunks 3 --microbatches 4"),
-                  "--chunks 3: 4 stages x 3 chunks need 12 layers, the profile has 11; use fewer --chunks");
+                  "--chunks 3: 4 ranks x 3 chunks need 12 layers, the profile has 11; use fewer --chunks");
 }
 
 TEST_CASE("partition --schedule zb-v places 2 chunks per rank in a V for torchtitan and PiPPy, not Megatron",
@@ -494,10 +494,46 @@ TEST_CASE("partition --split reads a virtual-pipeline layout as chunks on ranks 
   CHECK(document["placement"]["chunks_per_rank"] == 2);
   CHECK(document["stages"][3]["first"] == 9);
   checkInputError(partition("--microbatches 4 " + layout),
-                  "--split: a virtual-pipeline layout of 2 chunks per rank; 1f1b runs one, add --schedule "
-                  "interleaved-1f1b");
+                  "--split --pipeline-model-parallel-layout \"Et*3|t*3|t*2|L\" --pipeline-model-parallel-size 2: "
+                  "places 2 chunks on each rank in loop order; 1f1b runs one; use --schedule interleaved-1f1b");
   const CommandResult simulated = runStagecut("simulate '" + kExampleGptProfile +
                                               "' --schedule interleaved-1f1b --microbatches 4 --json " + layout);
   REQUIRE(simulated.exit_code == 0);
   CHECK(nlohmann::json::parse(simulated.out)["schedules"][0]["chunks"] == 2);
+}
+
+TEST_CASE("a split's own chunks decide v: --chunks and --schedule that disagree are refused, and a V's errors "
+          "name no --chunks the user never gave",
+          "[cli][partition][chunks][errors]") {
+  const std::string split = "'--pipeline-model-parallel-layout \"Et*3|t*3|t*2|L\" --pipeline-model-parallel-size 2'";
+  // A layout of 2 chunks per rank with --chunks 4 used to run the layout's 2 without a word.
+  checkInputError(partition("--schedule interleaved-1f1b --microbatches 4 --chunks 4 --split " + split),
+                  "--chunks 4: --split --pipeline-model-parallel-layout \"Et*3|t*3|t*2|L\" --pipeline-model-parallel-size "
+                  "2 places 2 ranks x 2 chunks; drop --chunks (the split decides them)");
+  const CommandResult agreeing = partition("--schedule interleaved-1f1b --microbatches 4 --chunks 2 --split " + split);
+  REQUIRE(agreeing.exit_code == 0);
+  CHECK_THAT(agreeing.out, Contains("interleaved-1f1b (2 chunks per rank)"));
+  // An 8-stage layout is one chunk per rank: its header said "(2 chunks)" of a pipeline that had none.
+  const std::string eight = "'--pipeline-model-parallel-layout \"Et|t|t|t|t|t|t|tL\"'";
+  checkInputError(partition("--schedule interleaved-1f1b --split " + eight),
+                  "--schedule interleaved-1f1b: --split --pipeline-model-parallel-layout \"Et|t|t|t|t|t|t|tL\" places "
+                  "one chunk on each of its 8 ranks; interleaved-1f1b runs several (give the layout of N x v stages "
+                  "with --pipeline-model-parallel-size N), or use --schedule 1f1b");
+  const CommandResult one_chunk = partition("--split " + eight);
+  REQUIRE(one_chunk.exit_code == 0);
+  CHECK_THAT(one_chunk.out, Contains("8 stages, 32 microbatches, 1f1b, "));
+  // zb-v and dualpipe-v always run 2 chunks: their errors say so instead of naming --chunks 2.
+  for (const std::string schedule : {"zb-v", "dualpipe-v"}) {
+    const CommandResult too_many = partition("--stages 8 --microbatches 16 --schedule " + schedule);
+    CHECK(too_many.exit_code == 2);
+    CHECK(too_many.err == "stagecut: --schedule " + schedule + ": 8 ranks x 2 chunks in a V need 16 layers, the "
+                          "profile has 11; use fewer --stages or a schedule of one chunk per rank\n");
+    const CommandResult recompute = partition("--stages 2 --microbatches 4 --recompute --schedule " + schedule);
+    CHECK(recompute.exit_code == 2);
+    CHECK_THAT(recompute.err, !Contains("--chunks"));
+    const CommandResult ops = runStagecut("simulate --stages 4 --microbatches 4000000 --schedule " + schedule);
+    CHECK(ops.exit_code == 2);
+    CHECK_THAT(ops.err, Contains("--stages 4 --microbatches 4000000: 32000000 forward ops per step"));
+    CHECK_THAT(ops.err, !Contains("--chunks"));
+  }
 }

@@ -78,7 +78,7 @@ TEST_CASE("stagecut plan chooses v for interleaved 1F1B unless --chunks fixes it
   for (const auto& row : fixed_document["rows"]) CHECK(row["chunks"] == 3);
   checkInputError(runStagecut("plan " + dir.file("p.json") +
                               " --stages 2 --global-batch 16 --schedule interleaved-1f1b --chunks 4"),
-                  "--chunks 4: 2 stages x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
+                  "--chunks 4: 2 ranks x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
 }
 
 TEST_CASE("stagecut plan prices a tensor-parallel profile's collectives at every size with --tp-bandwidth",

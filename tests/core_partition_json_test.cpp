@@ -87,7 +87,7 @@ TEST_CASE("a comparison's schedules, each on its own split or left out, read bac
   v_split.placement = stagecut::Placement{2, 2, stagecut::Placement::Style::kV};
   stagecut::ScheduleComparison zbv;
   zbv.schedule = "zb-v";
-  zbv.chunks = 2;
+  zbv.placement = v_split.placement.value();
   zbv.split = stagecut::PartitionDocument{v_split, {{"torchtitan", "ZBVZeroBubble"}}};
   zbv.exact = true;
   zbv.step_ms = 120.5;
@@ -95,7 +95,7 @@ TEST_CASE("a comparison's schedules, each on its own split or left out, read bac
   zbv.peak_bytes = 1.5e9;
   stagecut::ScheduleComparison left;
   left.schedule = "interleaved-1f1b";
-  left.chunks = 3;
+  left.placement = stagecut::Placement::loop(2, 3);
   left.left_out = "6 chunks need more layers than the profile's 5";
   stagecut::ComparisonDocument comparison;
   comparison.splits = {{makePartition({3, 3}), {}}};

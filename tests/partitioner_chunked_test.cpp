@@ -51,9 +51,11 @@ struct Best {
 // layers' forward + backward and a message each way at each end whose neighbour runs on another
 // rank, over its rank's speed; a rank's memory is the prediction path's peak for that chunking.
 Best bruteForce(const Profile& profile, const PartitionOptions& options) {
+  // Written out, not options.placement: the oracle places chunks by the schedule's own rule.
   const bool v_shape = options.schedule == stagecut::ScheduleKind::kZeroBubbleV;
+  const int ranks = options.placement.ranks;
   const Placement placement =
-      v_shape ? Placement{options.stages, 2, Placement::Style::kV} : Placement::loop(options.stages, options.chunks);
+      v_shape ? Placement{ranks, 2, Placement::Style::kV} : Placement::loop(ranks, options.placement.chunks_per_rank);
   const int layers = static_cast<int>(profile.layerCount());
   const std::vector<char> cut_allowed = stagecut::resolvedSplitRules(profile, options).cut_allowed;
   const stagecut::BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
@@ -129,8 +131,7 @@ Profile chainOfBlocks(double embedding, int blocks, double head, std::optional<d
 
 PartitionOptions interleaved(int stages, int chunks, int microbatches) {
   PartitionOptions options;
-  options.stages = stages;
-  options.chunks = chunks;
+  options.placement = stagecut::Placement::loop(stages, chunks);
   options.microbatches = microbatches;
   options.schedule = stagecut::ScheduleKind::kInterleavedOneFOneB;
   options.rules = stagecut::SplitRuleSet::kAny;
@@ -147,21 +148,22 @@ TEST_CASE("the chunked split is the best of every chunking, under links, speeds,
     PartitionOptions options;
     // Every fourth trial a V (ZB-V: 2 chunks, rank r holding r and 2N - 1 - r, any M).
     const bool v_shape = trial % 4 == 2;
-    options.stages = std::uniform_int_distribution<int>(1, 3)(random);
-    options.chunks = v_shape ? 2 : std::uniform_int_distribution<int>(2, 3)(random);
-    const int layers = std::uniform_int_distribution<int>(options.stages * options.chunks, 10)(random);
+    options.schedule = v_shape ? stagecut::ScheduleKind::kZeroBubbleV : stagecut::ScheduleKind::kInterleavedOneFOneB;
+    const int ranks = std::uniform_int_distribution<int>(1, 3)(random);
+    options.placement = v_shape ? Placement{ranks, 2, Placement::Style::kV}
+                                : Placement::loop(ranks, std::uniform_int_distribution<int>(2, 3)(random));
+    const int layers = std::uniform_int_distribution<int>(options.placement.chunkCount(), 10)(random);
     const bool loss_last = trial % 2 == 0;
     const Profile profile = randomChain(random, layers, loss_last);
-    options.schedule = v_shape ? stagecut::ScheduleKind::kZeroBubbleV : stagecut::ScheduleKind::kInterleavedOneFOneB;
     options.microbatches = v_shape ? std::uniform_int_distribution<int>(1, 7)(random)
-                                   : options.stages * std::uniform_int_distribution<int>(1, 3)(random);
+                                   : options.placement.ranks * std::uniform_int_distribution<int>(1, 3)(random);
     options.rules = loss_last ? stagecut::SplitRuleSet::kLossWithLast : stagecut::SplitRuleSet::kAny;
     if (trial % 3 == 0) {
       options.bandwidth_bytes_per_s = 1e7;
       options.latency_ms = 0.05;
     }
     if (trial % 4 == 1) {
-      for (int r = 0; r < options.stages; ++r) options.stage_speed.push_back(r % 2 ? 0.5 : 1.0);
+      for (int r = 0; r < options.placement.ranks; ++r) options.stage_speed.push_back(r % 2 ? 0.5 : 1.0);
     }
     if (trial % 5 >= 3 && bruteForce(profile, options).found) {
       // A cap between the lightest and the heaviest rank of the free optimum binds some of the time.
@@ -173,7 +175,7 @@ TEST_CASE("the chunked split is the best of every chunking, under links, speeds,
       }
       options.memory_cap_bytes = {(lightest + heaviest) / 2};
     }
-    INFO("trial " << trial << ": N " << options.stages << ", v " << options.chunks << ", L " << layers);
+    INFO("trial " << trial << ": N " << options.placement.ranks << ", v " << options.placement.chunks_per_rank << ", L " << layers);
     const Best best = bruteForce(profile, options);
     if (!best.found) {
       CHECK_THROWS_AS(stagecut::partitionChunked(profile, options, "chain"), stagecut::Error);
@@ -185,7 +187,7 @@ TEST_CASE("the chunked split is the best of every chunking, under links, speeds,
     CHECK(search.exact);
     CHECK(split.bottleneck_ms == Approx(best.slowest).epsilon(1e-9));
     CHECK(search.largest_chunk_ms == Approx(best.largest).epsilon(1e-9));
-    CHECK(split.stages.size() == static_cast<std::size_t>(options.stages * options.chunks));
+    CHECK(split.stages.size() == static_cast<std::size_t>(options.placement.chunkCount()));
     CHECK(split.placement->style == (v_shape ? Placement::Style::kV : Placement::Style::kLoop));
     CHECK(split.lower_bound_ms <= split.bottleneck_ms * (1 + 1e-12));
     for (const auto& stage : split.stages) {
@@ -215,7 +217,7 @@ TEST_CASE("a chunked split places chunk c on rank c mod N, and its prediction ru
   const stagecut::PipelinePrediction predicted =
       stagecut::predictPipeline(profile, split, stagecut::predictionOptions(options), "chain");
   CHECK(split.predicted_step_ms == Approx(predicted.simulated.step_ms));
-  CHECK(predicted.schedule.chunks == 2);
+  CHECK(predicted.schedule.placement.chunks_per_rank == 2);
   // Rank r's chunks share one memory figure: the rank's peak.
   CHECK(split.stages[0].memory_bytes == split.stages[3].memory_bytes);
 }
@@ -225,8 +227,8 @@ TEST_CASE("the chunked split says what it cannot do", "[partitioner][chunks]") {
   const Profile profile = randomChain(random, 6, false);
   PartitionOptions options = interleaved(2, 4, 2);
   CHECK_THROWS_WITH(stagecut::partitionChunked(profile, options, "chain"),
-                    "--chunks 4: 2 stages x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
-  options.chunks = 2;
+                    "--chunks 4: 2 ranks x 4 chunks need 8 layers, the profile has 6; use fewer --chunks");
+  options.placement.chunks_per_rank = 2;
   options.schedule = stagecut::ScheduleKind::kOneFOneB;
   CHECK_THROWS_WITH(stagecut::partitionChunked(profile, options, "chain"),
                     Catch::Matchers::Contains("1f1b runs one chunk per rank"));
@@ -243,7 +245,7 @@ TEST_CASE("a chunked search cut short returns its best split, not exact, with a 
   PartitionOptions options = interleaved(3, 3, 8);
   const stagecut::CostModel model = [&] {
     PartitionOptions per_chunk = options;
-    per_chunk.stages = 9;
+    per_chunk.placement = stagecut::Placement::loop(9, 1);
     per_chunk.schedule = stagecut::ScheduleKind::kOneFOneB;
     return stagecut::buildCostModel(profile, per_chunk, "chain");
   }();
@@ -269,7 +271,7 @@ TEST_CASE("a chunked search cut short is still exact when its slowest rank meets
   const Profile profile = chainOfBlocks(0.1, 16, 1.5, {});
   const PartitionOptions options = interleaved(4, 2, 8);
   PartitionOptions per_chunk = options;
-  per_chunk.stages = 8;
+  per_chunk.placement = stagecut::Placement::loop(8, 1);
   per_chunk.schedule = stagecut::ScheduleKind::kOneFOneB;
   const stagecut::CostModel model = stagecut::buildCostModel(profile, per_chunk, "chain");
   stagecut::ChunkedProblem problem;

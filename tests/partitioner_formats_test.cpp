@@ -50,7 +50,7 @@ TEST_CASE("params split reproduces DeepSpeed's partition_balanced", "[partitione
 TEST_CASE("partitionForComparison gives uniform, params and compute in that order", "[partitioner][baselines]") {
   const stagecut::Profile profile = gptLike(6);
   stagecut::PartitionOptions options;
-  options.stages = 3;
+  options.placement = stagecut::Placement::loop(3, 1);
   options.microbatches = 6;
   const std::vector<stagecut::Partition> splits = stagecut::partitionForComparison(profile, options, "p");
   REQUIRE(splits.size() == 3);

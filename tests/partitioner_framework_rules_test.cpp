@@ -384,7 +384,7 @@ TEST_CASE("the best split under each rule set matches a brute force over the spl
       const int layers = static_cast<int>(chain.profile.layerCount());
       for (int stages = 1; stages <= std::min(layers, 5); ++stages) {
         stagecut::PartitionOptions options;
-        options.stages = stages;
+        options.placement = stagecut::Placement::loop(stages, 1);
         options.microbatches = 2 * stages;
         for (auto set : {stagecut::SplitRuleSet::kAny, stagecut::SplitRuleSet::kLossWithLast,
                          stagecut::SplitRuleSet::kMegatron}) {
@@ -435,7 +435,7 @@ TEST_CASE("partition --megatron-first-last finds the best split Megatron's flags
       const int layers = static_cast<int>(chain.profile.layerCount());
       for (int stages = 1; stages <= std::min(layers - chain.embedding - chain.output_group + 1, 5); ++stages) {
         stagecut::PartitionOptions options;
-        options.stages = stages;
+        options.placement = stagecut::Placement::loop(stages, 1);
         options.microbatches = 2 * stages;
         options.rules = stagecut::SplitRuleSet::kMegatron;
         const stagecut::CostModel model = stagecut::buildCostModel(chain.profile, options, "p");
@@ -474,7 +474,7 @@ TEST_CASE("the default compute split runs in every framework printed, the free o
   profile.layers[6].forward_ms = stagecut::TimeStatsMs::exactly(30);
   profile.layers[6].backward_ms = stagecut::TimeStatsMs::exactly(30);
   stagecut::PartitionOptions options;
-  options.stages = 3;
+  options.placement = stagecut::Placement::loop(3, 1);
   options.microbatches = 6;
   const stagecut::Partition compute = stagecut::partitionProfile(profile, options, "p", stagecut::SplitMethod::kCompute);
   CHECK(compute.method == "compute");

@@ -168,7 +168,7 @@ TEST_CASE("data parallel: a stage pays the all-reduce its successors' cool-down 
   }
   profile.layers[0].param_bytes = 4000000000;  // an embedding: 4 GB of gradients
   stagecut::PartitionOptions options;
-  options.stages = 2;
+  options.placement = stagecut::Placement::loop(2, 1);
   options.microbatches = 4;
   options.data_parallel = 4;
   options.dp_bandwidth_bytes_per_s = 100e9;

@@ -14,7 +14,7 @@ TEST_CASE("refinement by simulated step keeps the optimal bottleneck and never s
     layer.backward_ms = stagecut::TimeStatsMs::exactly(2.0);
   }
   stagecut::PartitionOptions options;
-  options.stages = 4;
+  options.placement = stagecut::Placement::loop(4, 1);
   options.microbatches = 8;
   const stagecut::CostModel model = stagecut::buildCostModel(profile, options, "test");
   const std::vector<int> exact = stagecut::solveExactSplit(model);

@@ -33,7 +33,7 @@ TEST_CASE("each schedule's best split of an even chain runs in its closed form's
   const int stages = 3, microbatches = 6, layers = 3 * 24;  // every v of 1..4 and the V divide 24
   const stagecut::Profile profile = equalChain(layers);
   PartitionOptions options;
-  options.stages = stages;
+  options.placement = stagecut::Placement::loop(stages, 1);
   options.microbatches = microbatches;
   options.rules = stagecut::SplitRuleSet::kAny;
   const std::vector<ScheduleChoice> choices = stagecut::bestSplitPerSchedule(profile, options, "chain");
@@ -41,13 +41,13 @@ TEST_CASE("each schedule's best split of an even chain runs in its closed form's
   // One stage's work per microbatch: F + B + W over L / N layers.
   const double stage = 3.0 * layers / stages;
   for (const ScheduleChoice& choice : choices) {
-    INFO(stagecut::scheduleName(choice.schedule) << " v " << choice.chunks);
+    INFO(stagecut::scheduleName(choice.schedule) << " v " << choice.placement.chunks_per_rank);
     REQUIRE(choice.split);
     CHECK(choice.exact);
     CHECK(choice.split->bottleneck_ms == Approx(stage));
-    CHECK(choice.split->stages.size() == static_cast<std::size_t>(stages * choice.chunks));
+    CHECK(choice.split->stages.size() == static_cast<std::size_t>(stages * choice.placement.chunks_per_rank));
     const std::optional<double> bubble =
-        stagecut::closedFormBubble(choice.schedule, stages, microbatches, choice.chunks, true);
+        stagecut::closedFormBubble(choice.schedule, choice.placement, microbatches, true);
     REQUIRE(bubble);
     const double closed_step = stage * microbatches / (1.0 - *bubble);
     if (choice.schedule == ScheduleKind::kDualPipeV) {
@@ -58,7 +58,7 @@ TEST_CASE("each schedule's best split of an even chain runs in its closed form's
       CHECK(choice.bubble == Approx(*bubble));
       CHECK(choice.step_ms == Approx(closed_step));
     }
-    if (choice.chunks > 1) {
+    if (choice.placement.chunked()) {
       CHECK(choice.split->placement->style == stagecut::chunkStyle(choice.schedule));
     }
   }
@@ -72,7 +72,7 @@ TEST_CASE("each schedule's best split of an even chain runs in its closed form's
 TEST_CASE("a schedule that cannot run the pipeline is left out with the reason", "[partitioner][chunks]") {
   const stagecut::Profile profile = equalChain(10);
   PartitionOptions options;
-  options.stages = 3;
+  options.placement = stagecut::Placement::loop(3, 1);
   options.microbatches = 7;
   options.rules = stagecut::SplitRuleSet::kAny;
   const std::vector<ScheduleChoice> choices = stagecut::bestSplitPerSchedule(profile, options, "chain");
@@ -88,7 +88,7 @@ TEST_CASE("a schedule that cannot run the pipeline is left out with the reason",
   CHECK(stagecut::bestSplitPerSchedule(profile, options, "chain")[6].left_out ==
         "needs the microbatches (5) at least twice the 3 stages");
   options.microbatches = 8;
-  options.stages = 4;
+  options.placement = stagecut::Placement::loop(4, 1);
   const std::vector<ScheduleChoice> narrow = stagecut::bestSplitPerSchedule(profile, options, "chain");
   CHECK(narrow[2].split);  // 8 chunks
   CHECK(narrow[3].left_out == "12 chunks need more layers than the profile's 10");

@@ -25,7 +25,7 @@ namespace {
 PlanRequest request(int stages, int global_batch, stagecut::ScheduleKind schedule) {
   PlanRequest plan;
   plan.global_batch = global_batch;
-  plan.partition.stages = stages;
+  plan.partition.placement = stagecut::schedulePlacement(schedule, stages);
   plan.partition.schedule = schedule;
   return plan;
 }

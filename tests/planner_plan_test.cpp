@@ -38,7 +38,7 @@ PlanRequest request(int stages, int global_batch, const std::string& schedule) {
   PlanRequest plan;
   plan.global_batch = global_batch;
   plan.partition.schedule = stagecut::parseScheduleName(schedule);
-  plan.partition.stages = stages;
+  plan.partition.placement = stagecut::schedulePlacement(plan.partition.schedule, stages);
   plan.partition.bytes_per_param = 16;
   return plan;
 }
@@ -200,10 +200,10 @@ TEST_CASE("a chunked schedule's rows are its own N x v chunking, and plan choose
   std::vector<MicrobatchPlan> fixed;  // v = 2, 3, 4 given
   for (int chunks : {2, 3, 4}) {
     PlanRequest given = request(2, 16, "interleaved-1f1b");
-    given.partition.chunks = chunks;
+    given.partition.placement.chunks_per_rank = chunks;
     fixed.push_back(stagecut::planMicrobatches(profile, given, "p.json"));
     for (const stagecut::PlanRow& row : fixed.back().rows) {
-      CHECK(row.chunks == chunks);
+      CHECK(row.placement.chunks_per_rank == chunks);
       CHECK(row.peak_memory_bytes.size() == 2u);  // per rank
       stagecut::PartitionOptions options = given.partition;
       options.microbatches = row.microbatches;
@@ -222,17 +222,17 @@ TEST_CASE("a chunked schedule's rows are its own N x v chunking, and plan choose
       if (fixed[k].rows[i].step_ms < fixed[fastest].rows[i].step_ms) fastest = k;
     }
     CHECK(chosen.rows[i].step_ms == fixed[fastest].rows[i].step_ms);
-    CHECK(chosen.rows[i].chunks == fixed[fastest].rows[i].chunks);
+    CHECK(chosen.rows[i].placement == fixed[fastest].rows[i].placement);
     CHECK(chosen.rows[i].layers_per_stage == fixed[fastest].rows[i].layers_per_stage);
-    CHECK(chosen.rows[i].layers_per_stage.size() == static_cast<std::size_t>(2 * chosen.rows[i].chunks));
+    CHECK(chosen.rows[i].layers_per_stage.size() == static_cast<std::size_t>(chosen.rows[i].placement.chunkCount()));
   }
   const MicrobatchPlan v_shaped = stagecut::planMicrobatches(profile, request(2, 16, "zb-v"), "p.json");
   for (const stagecut::PlanRow& row : v_shaped.rows) CHECK(row.layers_per_stage.size() == 4u);
   // A v that the options rule out is passed over when choosing, an error when given.
   PlanRequest many = request(4, 16, "interleaved-1f1b");  // 4 x 4 = 16 chunks, 12 layers
   many.choose_chunks = true;
-  for (const stagecut::PlanRow& row : stagecut::planMicrobatches(profile, many, "p.json").rows) CHECK(row.chunks < 4);
+  for (const stagecut::PlanRow& row : stagecut::planMicrobatches(profile, many, "p.json").rows) CHECK(row.placement.chunks_per_rank < 4);
   many.choose_chunks = false;
-  many.partition.chunks = 4;
-  CHECK(rejection(profile, many) == "--chunks 4: 4 stages x 4 chunks need 16 layers, the profile has 12; use fewer --chunks");
+  many.partition.placement.chunks_per_rank = 4;
+  CHECK(rejection(profile, many) == "--chunks 4: 4 ranks x 4 chunks need 16 layers, the profile has 12; use fewer --chunks");
 }

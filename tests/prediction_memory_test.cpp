@@ -271,10 +271,10 @@ TEST_CASE("the partitioner's memory is the memory timeline's peak for every sche
   for (ScheduleKind kind : stagecut::allScheduleKinds()) {
     for (const char* recompute : {"none", "full"}) {
       stagecut::PartitionOptions options;
-      options.stages = 3;
       options.microbatches = 6;
       options.schedule = kind;
-      options.chunks = 2;
+      // An N-stage split under a chunked schedule: each rank's stage divided evenly into its chunks.
+      options.placement = stagecut::schedulePlacement(kind, 3, stagecut::choosesChunks(kind) ? std::optional(2) : std::nullopt);
       options.recompute = stagecut::parseRecomputePolicy(recompute, profile);
       const stagecut::Partition split = stagecut::partitionProfile(profile, options, "p", stagecut::SplitMethod::kCompute);
       PredictionOptions prediction = stagecut::predictionOptions(options);
@@ -295,11 +295,11 @@ TEST_CASE("the cost model's memory of every range is the peak over the schedule'
   for (ScheduleKind kind :
        {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kZeroBubbleH1, ScheduleKind::kZeroBubbleV}) {
     stagecut::PartitionOptions options;
-    options.stages = 3;
+    options.placement = stagecut::schedulePlacement(kind, 3);
     options.microbatches = 5;
     options.schedule = kind;
     const stagecut::CostModel model = stagecut::buildCostModel(profile, options, "p");
-    const stagecut::Schedule schedule = stagecut::pipelineSchedule(kind, 3, 5, 1, 1);
+    const stagecut::Schedule schedule = stagecut::pipelineSchedule(kind, stagecut::schedulePlacement(kind, 3), 5, 1);
     StageMemoryRules rules;
     rules.splits_backward = schedule.splits_backward;
     rules.optimizer = stagecut::optimizerMemory("adam");
@@ -308,7 +308,7 @@ TEST_CASE("the cost model's memory of every range is the peak over the schedule'
     for (int s = 0; s < 3; ++s) {
       // Every op's state, not only the candidates the cost model keeps.
       const std::vector<MemoryState> states =
-          stagecut::rankMemoryStates(schedule.ranks[s], schedule.placement(), s, schedule.splits_backward, true);
+          stagecut::rankMemoryStates(schedule.ranks[s], schedule.placement, s, schedule.splits_backward, true);
       for (int first = 0; first < layers; ++first) {
         for (int last = first; last < layers; ++last) {
           INFO(stagecut::scheduleName(kind) << " stage " << s << " layers " << first << ".." << last);
@@ -402,8 +402,8 @@ TEST_CASE("at a V's turn the boundary is handed over in memory: no receive poste
   // the same rank, as the runtime does (runtime/stage_executor.cpp, send and receive to itself).
   for (const int microbatches : {3, 4, 6}) {
     const stagecut::Schedule schedule =
-        stagecut::pipelineSchedule(ScheduleKind::kZeroBubbleV, 2, microbatches, 2, 1);
-    const stagecut::Placement placement = schedule.placement();
+        stagecut::pipelineSchedule(ScheduleKind::kZeroBubbleV, stagecut::schedulePlacement(ScheduleKind::kZeroBubbleV, 2), microbatches, 1);
+    const stagecut::Placement placement = schedule.placement;
     REQUIRE(placement.rankOf(1) == 1);
     REQUIRE(placement.rankOf(2) == 1);
     const stagecut::RankOps& ops = schedule.ranks[1];

@@ -128,11 +128,12 @@ TEST_CASE("in-flight activations follow the op lists; GPipe's and 1F1B's closed 
     for (int microbatches = 1; microbatches <= 13; ++microbatches) {
       for (ScheduleKind kind : stagecut::allScheduleKinds()) {
         for (int chunks : {1, 2, 3}) {
-          if (chunks != stagecut::chunksPerRank(kind, chunks)) continue;
+          const stagecut::Placement placement = stagecut::Placement{stages, chunks, stagecut::chunkStyle(kind)};
+          if (!stagecut::runsPlacement(kind, placement) && !(chunks == 1 && !stagecut::runsChunks(kind))) continue;
           if (!stagecut::microbatchCountProblem(kind, stages, microbatches).empty()) continue;
-          const stagecut::Schedule schedule = stagecut::generateSchedule(kind, stages, microbatches, chunks);
+          const stagecut::Schedule schedule = stagecut::generateSchedule(kind, placement, microbatches);
           const std::vector<int> peaks = stagecut::peakInFlight(schedule);
-          const std::vector<double> share = stagecut::inFlightActivationShare(kind, stages, microbatches, chunks);
+          const std::vector<double> share = stagecut::inFlightActivationShare(kind, placement, microbatches);
           stagecut::PipelineCosts costs = stagecut::unitCosts(schedule);
           for (auto& stage : costs.stages) stage.activation_bytes = 1;
           const stagecut::SimulationResult simulated = stagecut::simulate(schedule, costs);
@@ -140,7 +141,7 @@ TEST_CASE("in-flight activations follow the op lists; GPipe's and 1F1B's closed 
           for (int r = 0; r < stages; ++r) {
             INFO(stagecut::scheduleName(kind) << " N=" << stages << " M=" << microbatches << " v=" << chunks
                                               << " rank " << r);
-            CHECK(share[r] == Approx(static_cast<double>(peaks[r]) / schedule.chunks));
+            CHECK(share[r] == Approx(static_cast<double>(peaks[r]) / schedule.placement.chunks_per_rank));
             CHECK(peaks[r] == simulated.ranks[r].peak_in_flight);
             if (kind == ScheduleKind::kGpipe) CHECK(peaks[r] == microbatches);
             if (kind == ScheduleKind::kOneFOneB) CHECK(peaks[r] == std::min(stages - r, microbatches));
@@ -154,7 +155,7 @@ TEST_CASE("in-flight activations follow the op lists; GPipe's and 1F1B's closed 
 TEST_CASE("the cost model's prefix tables charge what stageRecomputeMs charges", "[prediction][recompute]") {
   Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   stagecut::PartitionOptions options;
-  options.stages = 1;
+  options.placement = stagecut::Placement::loop(1, 1);
   options.microbatches = 1;
   options.bytes_per_param = 0;
   for (const char* mode : {"full", "selective:TransformerBlock", "none"}) {

@@ -31,7 +31,7 @@ namespace {
 SimulationDocument examplePipeline() {
   const stagecut::Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   stagecut::PartitionOptions options;
-  options.stages = 4;
+  options.placement = stagecut::Placement::loop(4, 1);
   options.microbatches = 8;
   options.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
   options.data_parallel = 2;
@@ -44,7 +44,7 @@ SimulationDocument examplePipeline() {
   document.profile_path = "example-gpt.profile.json";
   document.partition_path = "split.json";
   document.comm_text = "none";
-  document.stages = options.stages;
+  document.stages = options.placement.ranks;
   document.microbatches = options.microbatches;
   document.data_parallel = options.data_parallel;
   document.dp_text = "ring all-reduce over 2 replicas, 100GB/s, 10us per ring step";
@@ -54,12 +54,12 @@ SimulationDocument examplePipeline() {
   for (stagecut::ScheduleKind kind : stagecut::allScheduleKinds()) {
     stagecut::PredictionOptions request = stagecut::predictionOptions(options);
     request.schedule = kind;
-    request.chunks = stagecut::runsChunks(kind) ? 2 : 1;
+    request.placement = stagecut::schedulePlacement(kind, options.placement.ranks);
     const stagecut::PipelinePrediction prediction =
         stagecut::predictPipeline(profile, partition, request, "split.json");
     document.schedules.push_back(stagecut::simulatedScheduleFigures(
         prediction,
-        stagecut::closedFormBubble(kind, options.stages, options.microbatches, request.chunks, false),
+        stagecut::closedFormBubble(kind, *request.placement, options.microbatches, false),
         options.data_parallel));
   }
   document.notes.push_back("stages with \"recompute\" in the partition run their forward again");
@@ -71,9 +71,9 @@ SimulationDocument unitCostLesson() {
   document.stages = 4;
   document.microbatches = 8;
   for (stagecut::ScheduleKind kind : stagecut::allScheduleKinds()) {
-    const int chunks = stagecut::runsChunks(kind) ? 2 : 1;
+    const stagecut::Placement placement = stagecut::schedulePlacement(kind, 4);
     document.schedules.push_back(stagecut::simulatedScheduleFigures(
-        stagecut::predictUnitCosts(kind, 4, 8, chunks), stagecut::closedFormBubble(kind, 4, 8, chunks, true), 1));
+        stagecut::predictUnitCosts(kind, placement, 8), stagecut::closedFormBubble(kind, placement, 8, true), 1));
   }
   return document;
 }

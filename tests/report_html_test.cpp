@@ -29,7 +29,7 @@ namespace {
 
 ReportInputs exampleInputs(int stages, int microbatches) {
   PartitionOptions options;
-  options.stages = stages;
+  options.placement = stagecut::Placement::loop(stages, 1);
   options.microbatches = microbatches;
   return stagecut::buildReportInputs(stagecut::readProfileFile(kExampleGptProfile), options, "example-gpt.profile.json");
 }
@@ -103,7 +103,7 @@ TEST_CASE("interleaved 1F1B is left out with a note when M is not a multiple of 
 
 TEST_CASE("each schedule's own best split is tabled as compare chooses it, the left-out ones said why", "[report]") {
   PartitionOptions options;
-  options.stages = 2;
+  options.placement = stagecut::Placement::loop(2, 1);
   options.microbatches = 8;
   const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   const ReportInputs inputs = stagecut::buildReportInputs(profile, options, "example-gpt.profile.json");
@@ -114,7 +114,7 @@ TEST_CASE("each schedule's own best split is tabled as compare chooses it, the l
   for (const stagecut::ScheduleChoice& choice : choices) {
     REQUIRE(choice.split);
     // The row is the chunking made for the schedule, with its own simulated step.
-    CHECK_THAT(html, Contains("<td>" + std::to_string(choice.chunks) + "</td><td>" +
+    CHECK_THAT(html, Contains("<td>" + std::to_string(choice.placement.chunks_per_rank) + "</td><td>" +
                               stagecut::joinNumbers(choice.split->layersPerStage()) + "</td><td>" +
                               stagecut::formatMs(choice.split->bottleneck_ms) + "</td><td>" +
                               stagecut::formatMs(choice.step_ms) + "</td>"));
@@ -191,7 +191,7 @@ TEST_CASE("names with <, > and & are escaped everywhere", "[report]") {
   profile.layers[0].name = "<embed>&\"x\"";
   profile.model.name = "gpt<script>alert(1)</script>";
   PartitionOptions options;
-  options.stages = 4;
+  options.placement = stagecut::Placement::loop(4, 1);
   options.microbatches = 8;
   ReportInputs inputs = stagecut::buildReportInputs(profile, options, "a&b.json");
   inputs.provenance.command_line = "stagecut report 'a&b.json' -o <out>.html";
@@ -262,7 +262,7 @@ TEST_CASE("validation documents are checked with messages naming the file", "[re
 TEST_CASE("the schedules of a recomputing split are drawn with its recomputation", "[report][recompute]") {
   const Profile profile = stagecut::readProfileFile(kExampleGptProfile);
   PartitionOptions options;
-  options.stages = 2;
+  options.placement = stagecut::Placement::loop(2, 1);
   options.microbatches = 4;
   const ReportInputs plain = stagecut::buildReportInputs(profile, options, "example-gpt.profile.json");
   options.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
@@ -280,7 +280,7 @@ TEST_CASE("the schedules of a recomputing split are drawn with its recomputation
     };
     const auto& stage = recomputed.chosen.stages[0];
     INFO(plain.schedules[i].schedule.name);
-    const double chunks = plain.schedules[i].schedule.chunks;
+    const double chunks = plain.schedules[i].schedule.placement.chunks_per_rank;
     CHECK(first_backward(recomputed.schedules[i]) == Approx(first_backward(plain.schedules[i]) + *stage.recompute_ms / chunks));
     CHECK(recomputed.schedules[i].result.step_ms > plain.schedules[i].result.step_ms);
   }

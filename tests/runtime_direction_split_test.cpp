@@ -37,7 +37,7 @@ std::unique_ptr<C10dPointToPoint> orderedGlooGroup(const c10::intrusive_ptr<c10d
   auto options = c10d::ProcessGroupGloo::Options::create(info.timeout);
   options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
   auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>(prefix, store),
-                                                           info.stage(), info.stages(), options);
+                                                           info.layout().pipelineRank(), info.layout().pipelineRanks(), options);
   return std::make_unique<C10dPointToPoint>(group, info, torch::Device(torch::kCPU), false);
 }
 
@@ -66,7 +66,7 @@ class OrderedWorld : public stagecut::RankWorld {
       : inner_(std::move(cluster), rank), store_(std::move(store)), timeout_(timeout) {}
   void connect() override {
     const auto info = infoOf(inner_.layout(), timeout_);
-    const std::string replica = std::to_string(info.replica());
+    const std::string replica = std::to_string(info.layout().replica());
     split_.emplace(orderedGlooChannels(store_, replica, info), inner_.transport());
   }
   stagecut::RankLayout layout() const override { return inner_.layout(); }
@@ -215,7 +215,7 @@ TEST_CASE("chunks in loop order and in a V run over order-paired groups as the f
     CHECK(report.grad_pass);
     CHECK(report.loss_pipeline == Approx(report.loss_reference).epsilon(1e-5));
     CHECK(report.stages == 2);
-    CHECK(report.ops.chunks == 2);
+    CHECK(report.ops.placement.chunks_per_rank == 2);
     for (const auto& rank : report.ranks) {
       REQUIRE(rank.chunk_layers.size() == 2u);
       for (int local = 0; local < 2; ++local) {

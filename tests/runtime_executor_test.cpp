@@ -41,15 +41,15 @@ std::vector<ChainBatch> split(const ChainBatch& full, int parts, int rows) {
 
 // The chunks rank `rank` runs of an MLP of width 16 cut into model stages of `layers_per_stage`
 // layers each, placed as `placement` says; microbatches of `rows` rows.
-std::vector<stagecut::StagePlacement> mlpChunks(const stagecut::Placement& placement,
+std::vector<stagecut::PlacedChunk> mlpChunks(const stagecut::Placement& placement,
                                                 const std::vector<int>& layers_per_stage, int rank, int rows) {
-  std::vector<stagecut::StagePlacement> chunks;
+  std::vector<stagecut::PlacedChunk> chunks;
   for (int local = 0; local < placement.chunks_per_rank; ++local) {
     const int stage = placement.chunkAt(rank, local);
-    stagecut::StagePlacement chunk;
+    stagecut::PlacedChunk chunk;
     for (int s = 0; s < stage; ++s) chunk.first_layer += layers_per_stage[static_cast<std::size_t>(s)];
     chunk.last_layer = chunk.first_layer + layers_per_stage[static_cast<std::size_t>(stage)] - 1;
-    chunk.model_stage = stage;
+    chunk.index = stage;
     if (stage > 0) chunk.previous_rank = placement.rankOf(stage - 1);
     if (stage + 1 < placement.chunkCount()) chunk.next_rank = placement.rankOf(stage + 1);
     chunk.input.sizes = {rows, 16};
@@ -60,11 +60,11 @@ std::vector<stagecut::StagePlacement> mlpChunks(const stagecut::Placement& place
 }
 
 // One model stage per rank, layers [first, last] of rank `rank` of `stages`.
-std::vector<stagecut::StagePlacement> oneStage(int rank, int stages, int first, int last) {
-  stagecut::StagePlacement chunk;
+std::vector<stagecut::PlacedChunk> oneStage(int rank, int stages, int first, int last) {
+  stagecut::PlacedChunk chunk;
   chunk.first_layer = first;
   chunk.last_layer = last;
-  chunk.model_stage = rank;
+  chunk.index = rank;
   if (rank > 0) chunk.previous_rank = rank - 1;
   if (rank + 1 < stages) chunk.next_rank = rank + 1;
   chunk.input.sizes = {2, 16};
@@ -76,7 +76,7 @@ std::vector<stagecut::StagePlacement> oneStage(int rank, int stages, int first, 
 // threads, one per rank, and returns the summed loss reported by the rank of the last stage.
 double runPipeline(const LayerChain& chain, const stagecut::Schedule& schedule, const std::vector<int>& layers_per_stage,
                    const std::vector<ChainBatch>& microbatches) {
-  const int ranks = schedule.stages;
+  const int ranks = schedule.placement.ranks;
   auto hub = std::make_shared<InProcessHub>(ranks, std::chrono::milliseconds(20000));
   std::vector<double> losses(ranks, 0.0);
   std::vector<std::string> failures(ranks);
@@ -87,7 +87,7 @@ double runPipeline(const LayerChain& chain, const stagecut::Schedule& schedule, 
         InProcessTransport transport(hub, rank);
         const SteadyClock clock;
         const int rows = static_cast<int>(microbatches.front().input.size(0));
-        stagecut::StageExecutor executor(chain, mlpChunks(schedule.placement(), layers_per_stage, rank, rows), transport,
+        stagecut::StageExecutor executor(chain, mlpChunks(schedule.placement, layers_per_stage, rank, rows), transport,
                                          clock);
         executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
         losses[rank] = executor.lastStepLoss();
@@ -149,7 +149,7 @@ TEST_CASE("chunks placed in loop order or in a V train as the full batch does", 
     INFO(c.schedule << " on " << c.ranks << " rank(s) x " << c.chunks << " chunks");
     const int microbatches = 6;
     const auto schedule = stagecut::generateSchedule(c.schedule, c.ranks, microbatches, c.chunks);
-    REQUIRE(schedule.chunks == c.chunks);
+    REQUIRE(schedule.placement.chunks_per_rank == c.chunks);
     const LayerChain pipelined = smallMlp();
     const LayerChain reference = smallMlp();
     const ChainBatch full = pipelined.make_batch(2 * microbatches, 5);

@@ -71,8 +71,8 @@ TEST_CASE("withGradientAllReduce appends one A per local chunk, the last chunk f
   CHECK_THROWS_WITH(withGradientAllReduce(schedule),
                     "schedule 'interleaved-1f1b' already holds all-reduce ops; add the gradient "
                     "all-reduce once");
-  CHECK(stagecut::describeOp({OpKind::kAllReduce, 0, 2}, 3) == "A(c2)");
-  CHECK(stagecut::describeOp({OpKind::kAllReduce, 0, 0}, 1) == "A");
+  CHECK(stagecut::describeOp({OpKind::kAllReduce, 0, 2}, stagecut::Placement::loop(2, 3)) == "A(c2)");
+  CHECK(stagecut::describeOp({OpKind::kAllReduce, 0, 0}, stagecut::Placement::loop(2, 1)) == "A");
 }
 
 TEST_CASE("a schedule holds at most one all-reduce per chunk, on microbatch 0",

@@ -15,7 +15,9 @@ using stagecut::Schedule;
 namespace Catch {
 template <>
 struct StringMaker<PipelineOp> {
-  static std::string convert(const PipelineOp& op) { return stagecut::describeOp(op, op.chunk + 1); }
+  static std::string convert(const PipelineOp& op) {
+    return stagecut::describeOp(op, stagecut::Placement::loop(1, op.chunk + 1));
+  }
 };
 }  // namespace Catch
 
@@ -51,7 +53,9 @@ TEST_CASE("every generator lists each op of each rank exactly once", "[schedule]
         const stagecut::ScheduleKind kind = stagecut::parseScheduleName(name);
         if (stagecut::needsMicrobatchesPerStageGroup(kind) && microbatches % stages != 0) continue;
         if (microbatches < stagecut::fewestMicrobatches(kind, stages)) continue;
-        const int chunks = stagecut::chunksPerRank(kind, 3);
+        const int chunks =
+            stagecut::schedulePlacement(kind, stages, stagecut::choosesChunks(kind) ? std::optional(3) : std::nullopt)
+                .chunks_per_rank;
         INFO(name << " N = " << stages << " M = " << microbatches);
         const Schedule schedule = generateSchedule(name, stages, microbatches, chunks);
         CHECK_NOTHROW(stagecut::checkScheduleComplete(schedule));
@@ -59,7 +63,7 @@ TEST_CASE("every generator lists each op of each rank exactly once", "[schedule]
         CHECK(schedule.opCount() ==
               static_cast<std::size_t>(splits ? 3 : 2) * stages * chunks * microbatches);
         CHECK(schedule.splits_backward == splits);
-        CHECK(schedule.chunks == (name == "zb-v" || name == "dualpipe-v" ? 2 : name == "interleaved-1f1b" ? 3 : 1));
+        CHECK(schedule.placement.chunks_per_rank == (name == "zb-v" || name == "dualpipe-v" ? 2 : name == "interleaved-1f1b" ? 3 : 1));
       }
     }
   }
@@ -109,9 +113,9 @@ TEST_CASE("1F1B warms up with N - 1 - r forwards on rank r and keeps min(N - r, 
 TEST_CASE("interleaved 1F1B sends groups of N microbatches through chunk 0, then chunk 1",
           "[schedule][generators]") {
   const Schedule schedule = generateSchedule("interleaved-1f1b", 4, 8, 2);
-  CHECK(schedule.chunks == 2);
-  CHECK(schedule.modelStages() == 8);
-  CHECK(schedule.modelStage(1, 1) == 5);  // rank r holds model stages r and r + N
+  CHECK(schedule.placement.chunks_per_rank == 2);
+  CHECK(schedule.placement.chunkCount() == 8);
+  CHECK(schedule.placement.chunkAt(1, 1) == 5);  // rank r holds model stages r and r + N
   std::vector<PipelineOp> forwards;
   for (const PipelineOp& op : schedule.ranks[0]) {
     if (op.kind == OpKind::kForward) forwards.push_back(op);
@@ -172,8 +176,8 @@ TEST_CASE("ZB-V runs PyTorch's order: rank r holds model stages r and 2N - 1 - r
                                   op(F, 1, 1), op(B, 1, 1), op(W, 1, 1), op(F, 3, 0), op(B, 0, 0), op(W, 0, 0),
                                   op(F, 2, 1), op(B, 2, 1), op(W, 2, 1), op(B, 1, 0), op(W, 1, 0), op(F, 3, 1),
                                   op(B, 3, 1), op(W, 3, 1), op(B, 2, 0), op(W, 2, 0), op(B, 3, 0), op(W, 3, 0)});
-  CHECK(small.modelStage(0, 1) == 3);
-  CHECK(small.modelStage(1, 1) == 2);
+  CHECK(small.placement.chunkAt(0, 1) == 3);
+  CHECK(small.placement.chunkAt(1, 1) == 2);
   for (int stages = 1; stages <= 8; ++stages) {
     for (int microbatches = 1; microbatches <= 20; ++microbatches) {
       const Schedule schedule = generateSchedule("zb-v", stages, microbatches, 2);
@@ -207,7 +211,7 @@ TEST_CASE("DualPipeV runs PyTorch's ScheduleDualPipeV order on the V, a forward 
   // Rank 1 (odd) splits chunk 1's backward first in its last pair and runs both W at the end.
   CHECK(std::vector<PipelineOp>(small.ranks[1].end() - 4, small.ranks[1].end()) ==
         RankOps{op(B, 3, 1), op(B, 3, 0), op(W, 3, 1), op(W, 3, 0)});
-  CHECK(small.placement() == stagecut::Placement{2, 2, stagecut::Placement::Style::kV});
+  CHECK(small.placement == stagecut::Placement{2, 2, stagecut::Placement::Style::kV});
   for (int stages = 1; stages <= 8; ++stages) {
     for (int microbatches = 2 * stages; microbatches <= 2 * stages + 12; ++microbatches) {
       const Schedule schedule = generateSchedule("dualpipe-v", stages, microbatches, 2);
@@ -245,15 +249,24 @@ TEST_CASE("generators reject shapes they cannot run with the flag and the fix",
   CHECK_THROWS_WITH(generateSchedule("interleaved-1f1b", 4, 3, 2),
                     "--microbatches 3: interleaved-1f1b needs a multiple of the pipeline's 4 stages; use 4");
   CHECK_THROWS_WITH(generateSchedule("gpipe", 4, 8, 2),
-                    "--chunks 2: gpipe runs one model chunk per rank; use --chunks 1, or "
-                    "interleaved-1f1b for several chunks");
+                    "--chunks 2: gpipe runs one model chunk per rank; add --schedule interleaved-1f1b");
   CHECK_THROWS_WITH(generateSchedule("zb-v", 4, 8, 3),
-                    "--chunks 3: zb-v runs 2 model chunks per rank (a V); use --chunks 2");
+                    "--chunks 3: zb-v runs 2 model chunks per rank (a V); leave --chunks out");
+  // A placement given whole is named as one: no --chunks the user never typed.
+  CHECK_THROWS_WITH(generateSchedule(stagecut::ScheduleKind::kZeroBubbleV, stagecut::Placement::loop(4, 2), 8),
+                    "--schedule zb-v: places 2 chunks on each rank in loop order; zb-v runs its chunks in a V; "
+                    "use --schedule interleaved-1f1b");
+  CHECK_THROWS_WITH(generateSchedule(stagecut::ScheduleKind::kDualPipeV, stagecut::Placement::loop(4, 1), 8),
+                    "--schedule dualpipe-v: places one chunk on each rank; dualpipe-v runs 2 per rank in a V; "
+                    "split for it with partition --schedule dualpipe-v");
+  CHECK_THROWS_WITH(generateSchedule(stagecut::ScheduleKind::kOneFOneB, stagecut::Placement::loop(4, 3), 8),
+                    "--schedule 1f1b: places 3 chunks on each rank in loop order; 1f1b runs one; "
+                    "use --schedule interleaved-1f1b");
   CHECK_THROWS_WITH(generateSchedule("dualpipe-v", 4, 7, 2),
                     "--microbatches 7: dualpipe-v needs at least 2N = 8 microbatches on 4 stages (DualPipeV fills "
                     "both arms of the V before its steady state); use --microbatches 8 or more, or zb-v");
   CHECK_THROWS_WITH(generateSchedule("dualpipe-v", 4, 8, 3),
-                    "--chunks 3: dualpipe-v runs 2 model chunks per rank (a V); use --chunks 2");
+                    "--chunks 3: dualpipe-v runs 2 model chunks per rank (a V); leave --chunks out");
   CHECK_THROWS_WITH(generateSchedule("1f1", 4, 8),
                     "--schedule: unknown schedule '1f1', did you mean '1f1b'?");
   CHECK_THROWS_WITH(stagecut::parseScheduleList("gpipe,zb-h2"),

@@ -24,7 +24,7 @@ TEST_CASE("every generated schedule sends each neighbour its tensors in the orde
         for (int chunks = 1; chunks <= (stagecut::runsChunks(kind) ? 3 : 1); ++chunks) {
           Schedule schedule;
           try {
-            schedule = generateSchedule(kind, stages, microbatches, chunks);
+            schedule = generateSchedule(kind, stagecut::Placement{stages, chunks, stagecut::chunkStyle(kind)}, microbatches);
           } catch (const stagecut::Error&) {
             continue;  // a shape the schedule refuses (interleaved needs M a multiple of N)
           }

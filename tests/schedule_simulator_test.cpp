@@ -27,14 +27,14 @@ PipelineCosts equalCosts(const Schedule& schedule, double forward, double backwa
   stage.backward_input_ms = backward_input;
   stage.backward_weight_ms = backward_weight;
   stage.backward_ms = backward_input + backward_weight;
-  costs.stages.assign(static_cast<std::size_t>(schedule.modelStages()), stage);
+  costs.stages.assign(static_cast<std::size_t>(schedule.placement.chunkCount()), stage);
   return costs;
 }
 
 double idlePerRank(const SimulationResult& result) {
   double idle = 0;
   for (const auto& rank : result.ranks) idle += rank.idle_ms;
-  return idle / result.stages;
+  return idle / result.placement.ranks;
 }
 
 }  // namespace
@@ -63,10 +63,10 @@ TEST_CASE("a V placement's turn on one rank is free, its other boundaries are ch
   // B2 [7.5, 9.5], B1 [9.5, 11.5] (same rank), B0 [12, 14].
   Schedule schedule;
   schedule.name = "v by hand";
-  schedule.stages = 2;
-  schedule.chunks = 2;
+  schedule.placement.ranks = 2;
+  schedule.placement.chunks_per_rank = 2;
   schedule.microbatches = 1;
-  schedule.style = stagecut::Placement::Style::kV;
+  schedule.placement.style = stagecut::Placement::Style::kV;
   for (int rank = 0; rank < 2; ++rank) {
     schedule.ranks.push_back({{OpKind::kForward, 0, 0}, {OpKind::kForward, 0, 1}, {OpKind::kBackward, 0, 1},
                               {OpKind::kBackward, 0, 0}});
@@ -211,14 +211,15 @@ TEST_CASE("DualPipeV with F = B = W on every chunk reaches zb-v's bound, 6M + N 
       const Schedule schedule = generateSchedule("dualpipe-v", stages, microbatches, 2);
       const SimulationResult result = simulate(schedule, equalCosts(schedule, 1, 1, 1));
       CHECK(result.step_ms == Approx(6.0 * microbatches + stages - 1));
-      const auto closed = stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, stages, microbatches, 2, true);
+      const auto closed = stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, schedule.placement, microbatches, true);
       REQUIRE(closed.has_value());
       CHECK(result.bubble == Approx(*closed));
       // On unequal costs the bound does not hold and no closed form is claimed.
-      CHECK_FALSE(stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, stages, microbatches, 2, false));
+      CHECK_FALSE(stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, schedule.placement, microbatches, false));
     }
   }
-  CHECK_FALSE(stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV, 4, 7, 2, true));
+  CHECK_FALSE(stagecut::closedFormBubble(stagecut::ScheduleKind::kDualPipeV,
+                                         stagecut::schedulePlacement(stagecut::ScheduleKind::kDualPipeV, 4), 7, true));
 }
 
 TEST_CASE("the slowest stage sets the pace of an unbalanced pipeline", "[schedule][simulator]") {

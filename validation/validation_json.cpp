@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
+#include "core/rank_layout.h"
 #include "core/units.h"
 #include "schedule/schedule_kind.h"
 
@@ -28,7 +29,7 @@ json timelineJson(const Schedule& ops, const SimulationResult& result) {
       rank.push_back({opKindLetter(ops.ranks[r][i].kind), ops.ranks[r][i].microbatch, result.op_times[r][i].start_ms,
                       result.op_times[r][i].end_ms});
       // The op's local chunk, where a rank runs several (documents of one leave it out).
-      if (ops.chunks > 1) rank.back().push_back(ops.ranks[r][i].chunk);
+      if (ops.placement.chunked()) rank.back().push_back(ops.ranks[r][i].chunk);
     }
     ranks.push_back(std::move(rank));
   }
@@ -67,7 +68,7 @@ void readTimeline(const json& ranks, const std::string& where, Schedule* ops, Si
     for (std::size_t i = 0; i < ranks[r].size(); ++i) {
       const json& op = ranks[r][i];
       const std::string at = where + "[" + std::to_string(r) + "][" + std::to_string(i) + "]";
-      const std::size_t entries = ops->chunks > 1 ? 5 : 4;
+      const std::size_t entries = ops->placement.chunked() ? 5 : 4;
       if (!op.is_array() || op.size() != entries || !op[1].is_number_integer() || !op[2].is_number() ||
           !op[3].is_number() || (entries == 5 && !op[4].is_number_integer())) {
         throw Error(at + ": expected [kind, microbatch, start_ms, end_ms" + (entries == 5 ? ", chunk" : "") +
@@ -86,9 +87,9 @@ void readTimeline(const json& ranks, const std::string& where, Schedule* ops, Si
       pipeline_op.microbatch = static_cast<int>(microbatch);
       if (entries == 5) {
         const auto chunk = op[4].get<std::int64_t>();
-        if (chunk < 0 || chunk >= ops->chunks) {
+        if (chunk < 0 || chunk >= ops->placement.chunks_per_rank) {
           throw Error(at + ": chunk " + std::to_string(chunk) + " is out of range (the run has " +
-                      std::to_string(ops->chunks) + " chunks per rank)");
+                      std::to_string(ops->placement.chunks_per_rank) + " chunks per rank)");
         }
         pipeline_op.chunk = static_cast<int>(chunk);
       }
@@ -105,8 +106,8 @@ void readTimeline(const json& ranks, const std::string& where, Schedule* ops, Si
   for (RankStats& rank : result->ranks) rank.idle_ms = result->step_ms - rank.busy_ms;
   const double capacity = result->step_ms * static_cast<double>(ranks.size());
   result->bubble = capacity > 0 ? std::max(0.0, 1.0 - busy_total / capacity) : 0.0;
-  result->stages = ops->stages = static_cast<int>(ranks.size());
-  result->chunks = ops->chunks;
+  ops->placement.ranks = static_cast<int>(ranks.size());
+  result->placement = ops->placement;
 }
 
 // A timeline of the same run as `ops` (the predicted one): the same ops in the same order.
@@ -207,8 +208,9 @@ RankComparison readRank(const json& item, const std::string& where, int index, i
     if (memory.has("predicted_parts")) rank.predicted_peak_parts = memoryPartsFromJson(memory.object("predicted_parts"));
     rank.predicted_peak_at = memory.optionalString("predicted_peak_at");
   }
-  rank.stage = index % stages;
-  rank.replica = index / stages;
+  const RankLayout layout{index, stages * replicas, replicas};
+  rank.stage = layout.pipelineRank();
+  rank.replica = layout.replica();
   if (replicas > 1) {
     if (fields.integer("stage", 0, stages - 1) != rank.stage || fields.integer("replica", 0, replicas - 1) != rank.replica) {
       fields.fail("stage", "and \"replica\" must place rank " + std::to_string(index) + " at stage " +
@@ -344,7 +346,7 @@ json validationToJson(const ValidationReport& report) {
                    {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
                                  {"measured", timelineJson(report.ops, report.measured)}}}};
   // Optional fields (stagecut.validation/1 readers ignore what they do not know).
-  if (report.ops.chunks > 1) document["chunks_per_rank"] = report.ops.chunks;
+  if (report.ops.placement.chunked()) document["chunks_per_rank"] = report.ops.placement.chunks_per_rank;
   if (!report.profile_fingerprint.empty()) document["profile_fingerprint"] = report.profile_fingerprint;
   if (!report.optimizer.empty()) document["optimizer"] = report.optimizer;
   if (!report.memory_fields_missing.empty()) document["memory_fields_missing"] = report.memory_fields_missing;
@@ -423,14 +425,15 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   }
 
   // Interleaved 1F1B and ZB-V runs: v chunks per rank, placed as the schedule places them.
-  report.ops.chunks = fields.optionalInteger("chunks_per_rank", 1, kMaxCount, 1);
-  if (report.ops.chunks > 1) {
+  const int chunks = fields.optionalInteger("chunks_per_rank", 1, kMaxCount, 1);
+  report.ops.placement = Placement::loop(report.stages, chunks);
+  if (chunks > 1) {
     const ScheduleKind kind = parseScheduleName(report.schedule);
-    if (!runsChunks(kind) || chunksPerRank(kind, report.ops.chunks) != report.ops.chunks) {
-      fields.fail("chunks_per_rank", "is " + std::to_string(report.ops.chunks) + ", which schedule " + report.schedule +
+    report.ops.placement.style = chunkStyle(kind);
+    if (!runsPlacement(kind, report.ops.placement)) {
+      fields.fail("chunks_per_rank", "is " + std::to_string(chunks) + ", which schedule " + report.schedule +
                                          " does not run");
     }
-    report.ops.style = chunkStyle(kind);
   }
   // With data parallelism "ranks" holds every replica's: rank = replica x stages + stage.
   const json& ranks = fields.array("ranks");
@@ -442,15 +445,15 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   }
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     report.ranks.push_back(readRank(ranks[r], source + ": rank " + std::to_string(r), static_cast<int>(r),
-                                    report.stages, report.replicas, report.ops.chunks));
+                                    report.stages, report.replicas, chunks));
   }
 
   const JsonFields timeline = fields.object("timeline");
   report.ops.name = report.schedule;
   report.ops.microbatches = report.microbatches;
   readTimeline(timeline.array("predicted"), source + ": timeline.predicted", &report.ops, &report.predicted);
-  if (report.ops.stages != report.stages) {
-    throw Error(source + ": the timeline has " + std::to_string(report.ops.stages) + " ranks but \"stages\" is " +
+  if (report.ops.placement.ranks != report.stages) {
+    throw Error(source + ": the timeline has " + std::to_string(report.ops.placement.ranks) + " ranks but \"stages\" is " +
                 std::to_string(report.stages));
   }
   report.predicted.schedule = report.schedule;

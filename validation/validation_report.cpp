@@ -3,7 +3,7 @@
 namespace stagecut {
 
 std::vector<std::optional<std::pair<int, int>>> modelStageLayers(const ValidationReport& report) {
-  const Placement placement = report.ops.placement();
+  const Placement& placement = report.ops.placement;
   std::vector<std::optional<std::pair<int, int>>> stages(static_cast<std::size_t>(placement.chunkCount()));
   for (const auto& rank : report.ranks) {
     if (rank.replica != 0 || rank.stage < 0 || rank.stage >= placement.ranks) continue;

@@ -114,7 +114,7 @@ struct ValidationReport {
 
 /// Each model stage's [first, last] layers in chain order, as the run's ranks of replica 0 held
 /// them: one stage per rank, or each rank's chunks placed as its schedule places them
-/// (report.ops.placement()). An entry is empty where no rank listed that stage.
+/// (report.ops.placement). An entry is empty where no rank listed that stage.
 std::vector<std::optional<std::pair<int, int>>> modelStageLayers(const ValidationReport& report);
 
 }  // namespace stagecut
