@@ -27,18 +27,21 @@ double medianMs(int repeats, Fn&& fn) {
 }
 
 struct Case {
-  const char* name;
-  int stages;
+  stagecut::ScheduleKind schedule;
+  stagecut::Placement placement;
   int microbatches;
-  int chunks;
 };
 
 }  // namespace
 
 int main() {
-  const Case cases[] = {{"1f1b", 8, 64, 1},          {"zb-h1", 8, 64, 1},
-                        {"1f1b", 64, 1024, 1},       {"zb-h1", 64, 1024, 1},
-                        {"interleaved-1f1b", 64, 1024, 4}};
+  using stagecut::Placement;
+  using stagecut::ScheduleKind;
+  const Case cases[] = {{ScheduleKind::kOneFOneB, Placement::loop(8, 1), 64},
+                        {ScheduleKind::kZeroBubbleH1, Placement::loop(8, 1), 64},
+                        {ScheduleKind::kOneFOneB, Placement::loop(64, 1), 1024},
+                        {ScheduleKind::kZeroBubbleH1, Placement::loop(64, 1), 1024},
+                        {ScheduleKind::kInterleavedOneFOneB, Placement::loop(64, 4), 1024}};
   const int repeats = 11;
   std::printf("median of %d runs after one warm-up\n", repeats);
   std::printf("%-18s %4s %6s %3s %9s %12s %12s %10s %12s\n", "schedule", "N", "M", "v", "ops",
@@ -46,7 +49,7 @@ int main() {
   for (const Case& c : cases) {
     stagecut::Schedule schedule;
     const double generate_ms = medianMs(repeats, [&] {
-      schedule = stagecut::generateSchedule(c.name, c.stages, c.microbatches, c.chunks);
+      schedule = stagecut::generateSchedule(c.schedule, c.placement, c.microbatches);
     });
     const stagecut::PipelineCosts costs = stagecut::unitCosts(schedule);
     stagecut::SimulationResult result;
@@ -54,12 +57,12 @@ int main() {
         medianMs(repeats, [&] { result = stagecut::simulate(schedule, costs); });
     const double both_ms = medianMs(repeats, [&] {
       const stagecut::Schedule fresh =
-          stagecut::generateSchedule(c.name, c.stages, c.microbatches, c.chunks);
+          stagecut::generateSchedule(c.schedule, c.placement, c.microbatches);
       result = stagecut::simulate(fresh, stagecut::unitCosts(fresh));
     });
     const auto ops = schedule.opCount();
-    std::printf("%-18s %4d %6d %3d %9zu %12.2f %12.2f %10.1f %12.2f\n", c.name, c.stages,
-                c.microbatches, c.chunks, ops, generate_ms, simulate_ms,
+    std::printf("%-18s %4d %6d %3d %9zu %12.2f %12.2f %10.1f %12.2f\n", stagecut::scheduleName(c.schedule),
+                c.placement.ranks, c.microbatches, c.placement.chunks_per_rank, ops, generate_ms, simulate_ms,
                 simulate_ms * 1e6 / static_cast<double>(ops), both_ms);
   }
 

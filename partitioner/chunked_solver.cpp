@@ -32,13 +32,13 @@ class ChunkSearch {
       : problem_(problem),
         model_(*problem.chunks),
         placement_(problem.placement),
-        chunks_(placement_.chunkCount()),
+        chunk_count_(placement_.chunkCount()),
         layers_(model_.layerCount()),
         load_(static_cast<std::size_t>(placement_.ranks), 0.0),
-        ends_(static_cast<std::size_t>(chunks_), 0),
+        ends_(static_cast<std::size_t>(chunk_count_), 0),
         terms_(static_cast<std::size_t>(placement_.ranks),
                std::vector<StageMemoryTerms>(static_cast<std::size_t>(placement_.chunks_per_rank))),
-        memo_(static_cast<std::size_t>(chunks_) * static_cast<std::size_t>(layers_ + 1)) {
+        memo_(static_cast<std::size_t>(chunk_count_) * static_cast<std::size_t>(layers_ + 1)) {
     for (int r = 0; r < placement_.ranks; ++r) {
       const double speed = model_.costs().stage_speed[static_cast<std::size_t>(placement_.chunkAt(r, 0))];
       speed_.push_back(speed);
@@ -61,9 +61,9 @@ class ChunkSearch {
     }
     visit(0, 0, 0.0);
     if (best_ends_.empty()) {
-      throw Error(aborted_ ? "no chunking into " + std::to_string(chunks_) + " chunks found within " +
+      throw Error(aborted_ ? "no chunking into " + std::to_string(chunk_count_) + " chunks found within " +
                                  std::to_string(problem_.node_budget) + " search nodes; relax --memory-cap"
-                           : "no chunking into " + std::to_string(chunks_) + " chunks fits " +
+                           : "no chunking into " + std::to_string(chunk_count_) + " chunks fits " +
                                  (hasCaps() ? "the memory caps and " : std::string()) +
                                  "the framework's rules; use fewer --chunks or --stages" +
                                  (hasCaps() ? ", or a larger --memory-cap" : std::string()));
@@ -106,11 +106,11 @@ class ChunkSearch {
   void tabulateLeastWork() {
     least_work_.assign(memo_.size(), std::numeric_limits<double>::infinity());
     for (int first = layers_ - 1; first >= 0; --first) {
-      const int c = chunks_ - 1;
+      const int c = chunk_count_ - 1;
       least_work_[stateKey(c, first)] = chunkMs(c, first, layers_ - 1) * chunkSpeed(c);
     }
-    for (int c = chunks_ - 2; c >= 0; --c) {
-      for (int first = layers_ - (chunks_ - c); first >= c; --first) {
+    for (int c = chunk_count_ - 2; c >= 0; --c) {
+      for (int first = layers_ - (chunk_count_ - c); first >= c; --first) {
         double least = std::numeric_limits<double>::infinity();
         for (int end = first; end <= lastEnd(c); ++end) {
           if (!mayEnd(c, end)) continue;
@@ -137,7 +137,7 @@ class ChunkSearch {
     std::vector<double> forced(speed_.size(), 0.0);
     forced[static_cast<std::size_t>(placement_.rankOf(0))] += model_.computeMs(0, head_end);
     if (tail_first > head_end) {
-      forced[static_cast<std::size_t>(placement_.rankOf(chunks_ - 1))] += model_.computeMs(tail_first, layers_ - 1);
+      forced[static_cast<std::size_t>(placement_.rankOf(chunk_count_ - 1))] += model_.computeMs(tail_first, layers_ - 1);
     }
     std::vector<double> free_layers;
     for (int layer = head_end + 1; layer < tail_first; ++layer) free_layers.push_back(model_.computeMs(layer, layer));
@@ -156,7 +156,7 @@ class ChunkSearch {
       for (int end = head_end; end < tail_first; ++end) {
         if (model_.canEndAt(end)) least_message = std::min(least_message, model_.commOutMs(end));
       }
-      for (int boundary = 0; boundary + 1 < chunks_; ++boundary) {
+      for (int boundary = 0; boundary + 1 < chunk_count_; ++boundary) {
         if (!placement_.crossesRanks(boundary)) continue;
         forced[static_cast<std::size_t>(placement_.rankOf(boundary))] += least_message;
         forced[static_cast<std::size_t>(placement_.rankOf(boundary + 1))] += least_message;
@@ -219,9 +219,9 @@ class ChunkSearch {
   }
 
   // The last layer chunk `chunk` starting at `first` may end at, leaving one layer per later chunk.
-  int lastEnd(int chunk) const { return chunk + 1 == chunks_ ? layers_ - 1 : layers_ - 1 - (chunks_ - chunk - 1); }
+  int lastEnd(int chunk) const { return chunk + 1 == chunk_count_ ? layers_ - 1 : layers_ - 1 - (chunk_count_ - chunk - 1); }
 
-  bool mayEnd(int chunk, int end) const { return chunk + 1 == chunks_ ? end == layers_ - 1 : model_.canEndAt(end); }
+  bool mayEnd(int chunk, int end) const { return chunk + 1 == chunk_count_ ? end == layers_ - 1 : model_.canEndAt(end); }
 
   // A first incumbent: each chunk fills its rank up to an even pace toward `target`, for targets
   // from the lower bound up; the best complete chunking that fits the caps. A rank over its cap
@@ -249,7 +249,7 @@ class ChunkSearch {
     std::vector<int> ends;
     double largest = 0.0;
     int first = 0;
-    for (int c = 0; c < chunks_; ++c) {
+    for (int c = 0; c < chunk_count_; ++c) {
       const std::size_t r = static_cast<std::size_t>(placement_.rankOf(c));
       const double pace = target * share[r] * (placement_.localOf(c) + 1) / v;
       int chosen = -1;
@@ -283,7 +283,7 @@ class ChunkSearch {
   std::vector<double> sortedLoads(const std::vector<int>& ends, double* largest) const {
     std::vector<double> load(load_.size(), 0.0);
     *largest = 0.0;
-    for (int c = 0, first = 0; c < chunks_; first = ends[static_cast<std::size_t>(c)] + 1, ++c) {
+    for (int c = 0, first = 0; c < chunk_count_; first = ends[static_cast<std::size_t>(c)] + 1, ++c) {
       const double cost = chunkMs(c, first, ends[static_cast<std::size_t>(c)]);
       load[static_cast<std::size_t>(placement_.rankOf(c))] += cost;
       *largest = std::max(*largest, cost);
@@ -305,7 +305,7 @@ class ChunkSearch {
     };
     const auto fits = [&](const std::vector<int>& candidate) {
       if (!hasCaps()) return true;
-      for (int c = 0, first = 0; c < chunks_; first = candidate[static_cast<std::size_t>(c)] + 1, ++c) {
+      for (int c = 0, first = 0; c < chunk_count_; first = candidate[static_cast<std::size_t>(c)] + 1, ++c) {
         place(c, first, candidate[static_cast<std::size_t>(c)]);
       }
       bool all = true;
@@ -314,7 +314,7 @@ class ChunkSearch {
     };
     for (bool moved = true; moved;) {
       moved = false;
-      for (int c = 0; c + 1 < chunks_; ++c) {
+      for (int c = 0; c + 1 < chunk_count_; ++c) {
         for (const int step : {-1, 1}) {
           std::vector<int> candidate = ends;
           int& end = candidate[static_cast<std::size_t>(c)];
@@ -358,7 +358,7 @@ class ChunkSearch {
       slowest = std::max(slowest, load_[r]);
       weighted += load_[r] * speed_[r];
     }
-    if (chunk == chunks_) {
+    if (chunk == chunk_count_) {
       if (canImprove(slowest, largest_chunk)) {
         best_load_ = slowest;
         best_chunk_ = largest_chunk;
@@ -403,7 +403,7 @@ class ChunkSearch {
   const ChunkedProblem& problem_;
   const CostModel& model_;
   Placement placement_;
-  int chunks_;
+  int chunk_count_;
   int layers_;
   std::vector<double> load_;
   std::vector<double> speed_;
