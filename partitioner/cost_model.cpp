@@ -37,34 +37,96 @@ std::vector<double> prefixSums(const std::vector<double>& values) {
 
 }  // namespace
 
-CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
-  const std::size_t layers = costs_.compute_ms.size();
-  const std::size_t stages = costs_.stage_speed.size();
+namespace {
+
+// Every per-layer and per-stage vector of `costs` has its length, and every figure its range.
+void checkChainCosts(const ChainCosts& costs) {
+  const std::size_t layers = costs.compute_ms.size();
+  const std::size_t stages = costs.stage_speed.size();
   if (layers == 0) throw Error("cost model: the chain has no layers");
   if (stages == 0) throw Error("cost model: there are no stages");
-  checkSize(costs_.state_bytes, layers, "state_bytes");
-  checkSize(costs_.activation_bytes, layers, "activation_bytes");
-  checkSize(costs_.input_bytes, layers, "input_bytes");
-  if (!costs_.boundary_comm_ms.empty()) checkSize(costs_.boundary_comm_ms, layers - 1, "boundary_comm_ms");
-  if (costs_.in_flight.size() != stages) throw Error("cost model: in_flight needs one entry per stage");
-  if (!costs_.memory_cap_bytes.empty()) checkSize(costs_.memory_cap_bytes, stages, "memory_cap_bytes");
-  checkNonNegative(costs_.compute_ms, "compute_ms");
-  checkNonNegative(costs_.boundary_comm_ms, "boundary_comm_ms");
-  checkNonNegative(costs_.state_bytes, "state_bytes");
-  checkNonNegative(costs_.activation_bytes, "activation_bytes");
-  checkNonNegative(costs_.input_bytes, "input_bytes");
-  for (double speed : costs_.stage_speed) {
+  checkSize(costs.state_bytes, layers, "state_bytes");
+  checkSize(costs.activation_bytes, layers, "activation_bytes");
+  checkSize(costs.input_bytes, layers, "input_bytes");
+  if (!costs.boundary_comm_ms.empty()) checkSize(costs.boundary_comm_ms, layers - 1, "boundary_comm_ms");
+  if (costs.in_flight.size() != stages) throw Error("cost model: in_flight needs one entry per stage");
+  if (!costs.memory_cap_bytes.empty()) checkSize(costs.memory_cap_bytes, stages, "memory_cap_bytes");
+  checkNonNegative(costs.compute_ms, "compute_ms");
+  checkNonNegative(costs.boundary_comm_ms, "boundary_comm_ms");
+  checkNonNegative(costs.state_bytes, "state_bytes");
+  checkNonNegative(costs.activation_bytes, "activation_bytes");
+  checkNonNegative(costs.input_bytes, "input_bytes");
+  for (double speed : costs.stage_speed) {
     if (!(speed > 0) || !std::isfinite(speed)) throw Error("cost model: stage speeds must be > 0");
   }
-  for (double count : costs_.in_flight) {
+  for (double count : costs.in_flight) {
     if (!(count >= 0) || !std::isfinite(count)) throw Error("cost model: in_flight counts must be finite and >= 0");
   }
-  for (double cap : costs_.memory_cap_bytes) {
+  for (double cap : costs.memory_cap_bytes) {
     if (!(cap > 0)) throw Error("cost model: memory caps must be > 0");
   }
-  if (!costs_.cut_allowed.empty() && costs_.cut_allowed.size() != layers - 1) {
+  if (!costs.cut_allowed.empty() && costs.cut_allowed.size() != layers - 1) {
     throw Error("cost model: cut_allowed needs one entry per boundary (" + std::to_string(layers - 1) + ")");
   }
+  if (!costs.layer_memory.empty()) {
+    if (costs.layer_memory.size() != layers) throw Error("cost model: layer_memory needs one entry per layer");
+    if (costs.peak_states.size() != stages) throw Error("cost model: peak_states needs one entry per stage");
+  }
+  if (costs.gradient_bytes.empty()) return;
+  checkSize(costs.gradient_bytes, layers, "gradient_bytes");
+  checkSize(costs.backward_ms, layers, "backward_ms");
+  checkNonNegative(costs.gradient_bytes, "gradient_bytes");
+  checkNonNegative(costs.backward_ms, "backward_ms");
+  if (!costs.allreduce_overlap.empty() && costs.allreduce_overlap.size() != stages) {
+    throw Error("cost model: allreduce_overlap needs one entry per stage");
+  }
+  if (!(costs.allreduce_fixed_ms >= 0) || !(costs.allreduce_ms_per_byte >= 0) || !std::isfinite(costs.allreduce_fixed_ms) ||
+      !std::isfinite(costs.allreduce_ms_per_byte) || !(costs.allreduce_slots >= 1) || !std::isfinite(costs.allreduce_slots)) {
+    throw Error("cost model: all-reduce times must be finite and >= 0, slots >= 1");
+  }
+}
+
+}  // namespace
+
+CostModel::OptionTables CostModel::optionTables(RecomputeOption& option) const {
+  const std::size_t layers = costs_.compute_ms.size();
+  if (option.recomputed.empty()) option.recomputed.assign(layers, 0);
+  if (option.extra_ms.empty()) option.extra_ms.assign(layers, 0.0);
+  if (option.recomputed.size() != layers || option.extra_ms.size() != layers) {
+    throw Error("cost model: recompute option '" + option.name + "' needs one entry per layer");
+  }
+  checkNonNegative(option.extra_ms, "extra_ms");
+  OptionTables tables;
+  std::vector<double> kept(layers), run_inputs(layers), extra(layers);
+  for (std::size_t i = 0; i < layers; ++i) {
+    const bool recomputed = option.recomputed[i] != 0;
+    tables.any_recomputed = tables.any_recomputed || recomputed;
+    // keptBytesOfLayer in prefix form: inside a run nothing, at a run's start its input
+    // (the stage's first layer always starts one: optionMemoryBytes adds it).
+    kept[i] = keptBytesOfLayer(recomputed, false, costs_.activation_bytes[i], costs_.input_bytes[i]);
+    const bool run_starts = i == 0 || !option.recomputed[i - 1];
+    run_inputs[i] = recomputed && run_starts ? keptBytesOfLayer(true, true, 0.0, costs_.input_bytes[i]) : 0.0;
+    extra[i] = recomputed ? option.extra_ms[i] : 0.0;
+  }
+  tables.extra_prefix = prefixSums(extra);
+  tables.kept_prefix = prefixSums(kept);
+  tables.run_input_prefix = prefixSums(run_inputs);
+  if (tables.any_recomputed) {
+    // A bottom-up segment tree: 2L doubles, where a sparse table would need L log L.
+    tables.max_tree.assign(2 * layers, 0.0);
+    for (std::size_t i = 0; i < layers; ++i) {
+      tables.max_tree[layers + i] = option.recomputed[i] ? costs_.activation_bytes[i] : 0.0;
+    }
+    for (std::size_t i = layers - 1; i > 0; --i) {
+      tables.max_tree[i] = std::max(tables.max_tree[2 * i], tables.max_tree[2 * i + 1]);
+    }
+  }
+  return tables;
+}
+
+CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
+  checkChainCosts(costs_);
+  const std::size_t layers = costs_.compute_ms.size();
   restricts_cuts_ = std::any_of(costs_.cut_allowed.begin(), costs_.cut_allowed.end(), [](char c) { return c == 0; });
   has_comm_ = std::any_of(costs_.boundary_comm_ms.begin(), costs_.boundary_comm_ms.end(),
                           [](double ms) { return ms > 0; });
@@ -76,43 +138,10 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
   options_ = costs_.recompute_options;
   if (options_.empty()) options_.push_back(RecomputeOption{"none", {}, {}});
   for (RecomputeOption& option : options_) {
-    if (option.recomputed.empty()) option.recomputed.assign(layers, 0);
-    if (option.extra_ms.empty()) option.extra_ms.assign(layers, 0.0);
-    if (option.recomputed.size() != layers || option.extra_ms.size() != layers) {
-      throw Error("cost model: recompute option '" + option.name + "' needs one entry per layer");
-    }
-    checkNonNegative(option.extra_ms, "extra_ms");
-    OptionTables tables;
-    std::vector<double> kept(layers), run_inputs(layers), extra(layers);
-    for (std::size_t i = 0; i < layers; ++i) {
-      const bool recomputed = option.recomputed[i] != 0;
-      tables.any_recomputed = tables.any_recomputed || recomputed;
-      // keptBytesOfLayer in prefix form: inside a run nothing, at a run's start its input
-      // (the stage's first layer always starts one: optionMemoryBytes adds it).
-      kept[i] = keptBytesOfLayer(recomputed, false, costs_.activation_bytes[i], costs_.input_bytes[i]);
-      const bool run_starts = i == 0 || !option.recomputed[i - 1];
-      run_inputs[i] = recomputed && run_starts ? keptBytesOfLayer(true, true, 0.0, costs_.input_bytes[i]) : 0.0;
-      extra[i] = recomputed ? option.extra_ms[i] : 0.0;
-    }
-    tables.extra_prefix = prefixSums(extra);
-    tables.kept_prefix = prefixSums(kept);
-    tables.run_input_prefix = prefixSums(run_inputs);
-    if (tables.any_recomputed) {
-      // A bottom-up segment tree: 2L doubles, where a sparse table would need L log L.
-      tables.max_tree.assign(2 * layers, 0.0);
-      for (std::size_t i = 0; i < layers; ++i) {
-        tables.max_tree[layers + i] = option.recomputed[i] ? costs_.activation_bytes[i] : 0.0;
-      }
-      for (std::size_t i = layers - 1; i > 0; --i) {
-        tables.max_tree[i] = std::max(tables.max_tree[2 * i], tables.max_tree[2 * i + 1]);
-      }
-    }
-    any_recomputed_ = any_recomputed_ || tables.any_recomputed;
-    tables_.push_back(std::move(tables));
+    tables_.push_back(optionTables(option));
+    any_recomputed_ = any_recomputed_ || tables_.back().any_recomputed;
   }
   if (!costs_.layer_memory.empty()) {
-    if (costs_.layer_memory.size() != layers) throw Error("cost model: layer_memory needs one entry per layer");
-    if (costs_.peak_states.size() != stages) throw Error("cost model: peak_states needs one entry per stage");
     for (const RecomputeOption& option : options_) {
       StageMemoryRules rules;
       rules.splits_backward = costs_.splits_backward;
@@ -125,20 +154,7 @@ CostModel::CostModel(ChainCosts costs) : costs_(std::move(costs)) {
     // One option: its extra forward is plain compute, so prefix-sum shortcuts stay exact.
     for (std::size_t i = 0; i <= layers; ++i) compute_prefix_[i] += tables_[0].extra_prefix[i];
   }
-
   if (!costs_.gradient_bytes.empty()) {
-    checkSize(costs_.gradient_bytes, layers, "gradient_bytes");
-    checkSize(costs_.backward_ms, layers, "backward_ms");
-    checkNonNegative(costs_.gradient_bytes, "gradient_bytes");
-    checkNonNegative(costs_.backward_ms, "backward_ms");
-    if (!costs_.allreduce_overlap.empty() && costs_.allreduce_overlap.size() != stages) {
-      throw Error("cost model: allreduce_overlap needs one entry per stage");
-    }
-    if (!(costs_.allreduce_fixed_ms >= 0) || !(costs_.allreduce_ms_per_byte >= 0) ||
-        !std::isfinite(costs_.allreduce_fixed_ms) || !std::isfinite(costs_.allreduce_ms_per_byte) ||
-        !(costs_.allreduce_slots >= 1) || !std::isfinite(costs_.allreduce_slots)) {
-      throw Error("cost model: all-reduce times must be finite and >= 0, slots >= 1");
-    }
     gradient_prefix_ = prefixSums(costs_.gradient_bytes);
     backward_prefix_ = prefixSums(costs_.backward_ms);
     has_allreduce_ = costs_.allreduce_fixed_ms > 0 || costs_.allreduce_ms_per_byte > 0;

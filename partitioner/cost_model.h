@@ -164,6 +164,8 @@ class CostModel {
     std::vector<double> max_tree;          // activation bytes of recomputed layers, segment tree
   };
   double largestRecomputedBytes(const OptionTables& tables, int first, int last) const;
+  /// The prefix tables of recomputation option `option`, its per-layer vectors filled in where empty.
+  OptionTables optionTables(RecomputeOption& option) const;
   double stateBytes(int first, int last) const { return state_prefix_[last + 1] - state_prefix_[first]; }
   // The predicted peak (layer_memory set) of option `option`.
   double peakBytes(int option, int stage, int first, int last) const;

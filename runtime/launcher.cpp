@@ -231,12 +231,10 @@ void stopAll(std::map<pid_t, RankProcess>& running, double grace_s) {
   running.clear();
 }
 
-}  // namespace
-
-void launchRanks(const LaunchOptions& options) {
-  const int port = freeLocalPort();
+// Starts every rank with its stderr on a pipe the launcher reads; a rank that cannot be started
+// stops those that were.
+std::map<pid_t, RankProcess> startRanks(const LaunchOptions& options, int port, const ChildSignalScope& signals) {
   const pid_t launcher = ::getpid();
-  const ChildSignalScope signals;
   std::map<pid_t, RankProcess> running;
   for (int rank = 0; rank < options.world_size; ++rank) {
     int pipe_fds[2];
@@ -259,20 +257,107 @@ void launchRanks(const LaunchOptions& options) {
     process.err_fd = pipe_fds[0];
     running[pid] = std::move(process);
   }
+  return running;
+}
+
+// Reads what the ranks wrote to stderr for up to one tick, or until a signal arrives.
+void readRanksStderr(std::map<pid_t, RankProcess>& running, const ChildSignalScope& signals) {
+  std::vector<pollfd> fds;
+  std::vector<RankProcess*> owners;
+  for (auto& [pid, process] : running) {
+    if (process.err_fd < 0) continue;
+    fds.push_back({process.err_fd, POLLIN, 0});
+    owners.push_back(&process);
+  }
+  const timespec tick{0, 200 * 1000 * 1000};
+  if (::ppoll(fds.data(), fds.size(), &tick, &signals.waitMask()) > 0) {
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) readStderr(*owners[i]);
+    }
+  }
+}
+
+// Every rank that ended, stopped or continued since the last look: the ended ones leave
+// `running` (a success passes its stderr on), the failed ones are returned with their status.
+std::vector<std::pair<RankProcess, int>> reapRanks(std::map<pid_t, RankProcess>& running) {
+  std::vector<std::pair<RankProcess, int>> failed;
+  for (;;) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
+    if (pid <= 0) break;
+    const auto found = running.find(pid);
+    if (found == running.end()) continue;
+    if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
+      found->second.stop_signal = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+      found->second.stopped_since = std::chrono::steady_clock::now();
+      continue;
+    }
+    RankProcess process = std::move(found->second);
+    running.erase(found);
+    drainStderr(process);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      if (!process.held.empty()) writeStderr(process.held + "\n");
+    } else {
+      failed.emplace_back(std::move(process), status);
+    }
+  }
+  return failed;
+}
+
+// The rank stopped (SIGSTOP and the like) the longest, or nullptr.
+const RankProcess* longestStopped(const std::map<pid_t, RankProcess>& running) {
+  const RankProcess* stopped = nullptr;
+  for (const auto& [pid, process] : running) {
+    if (process.stop_signal != 0 && (stopped == nullptr || process.stopped_since < stopped->stopped_since)) {
+      stopped = &process;
+    }
+  }
+  return stopped;
+}
+
+// Ends the run over a stopped rank, which is the cause of its peers' timeouts and is named before them.
+[[noreturn]] void endOverStoppedRank(std::map<pid_t, RankProcess>& running, const RankProcess& stopped,
+                                     const std::vector<std::pair<RankProcess, int>>& failed, const LaunchOptions& options) {
+  std::string message = "rank " + std::to_string(stopped.rank) + " was stopped by " + signalName(stopped.stop_signal);
+  if (!failed.empty()) {
+    message += " (" + failureText(failed.front().first, failed.front().second) + ")";
+  } else {
+    message += " and did not continue within " + timeoutSeconds(options.stopped_limit) + " s";
+  }
+  const std::size_t others = running.size() - 1;
+  stopAll(running, options.grace_s);
+  throw Error(message + (others == 0 ? std::string("; ended it, no other rank was still running")
+                                     : "; ended it and the other " + std::to_string(others) + " running rank(s)"),
+              ErrorKind::kRuntime);
+}
+
+// Ends the run over a failed rank: among several, one killed by a signal first (the peers of a
+// crashed rank fail because of it).
+[[noreturn]] void endOverFailedRank(std::map<pid_t, RankProcess>& running,
+                                    const std::vector<std::pair<RankProcess, int>>& failed, const LaunchOptions& options) {
+  std::size_t chosen = 0;
+  for (std::size_t i = 0; i < failed.size(); ++i) {
+    if (WIFSIGNALED(failed[i].second)) {
+      chosen = i;
+      break;
+    }
+  }
+  const std::string failure = failureText(failed[chosen].first, failed[chosen].second);
+  const std::size_t others = running.size();
+  stopAll(running, options.grace_s);
+  throw Error(failure + (others == 0 ? std::string("; no other rank was still running")
+                                     : "; stopped the other " + std::to_string(others) + " running rank(s)"),
+              ErrorKind::kRuntime);
+}
+
+}  // namespace
+
+void launchRanks(const LaunchOptions& options) {
+  const int port = freeLocalPort();
+  const ChildSignalScope signals;
+  std::map<pid_t, RankProcess> running = startRanks(options, port, signals);
   while (!running.empty()) {
-    std::vector<pollfd> fds;
-    std::vector<RankProcess*> owners;
-    for (auto& [pid, process] : running) {
-      if (process.err_fd < 0) continue;
-      fds.push_back({process.err_fd, POLLIN, 0});
-      owners.push_back(&process);
-    }
-    const timespec tick{0, 200 * 1000 * 1000};
-    if (::ppoll(fds.data(), fds.size(), &tick, &signals.waitMask()) > 0) {
-      for (std::size_t i = 0; i < fds.size(); ++i) {
-        if (fds[i].revents != 0) readStderr(*owners[i]);
-      }
-    }
+    readRanksStderr(running, signals);
     if (const int stop = signals.stopSignal(); stop != 0) {
       const std::size_t ranks = running.size();
       stopAll(running, options.grace_s);
@@ -280,68 +365,13 @@ void launchRanks(const LaunchOptions& options) {
                                    std::to_string(ranks) + " running rank(s), nothing was written",
                                stop);
     }
-    // Every rank that ended, stopped or continued since the last look; a failure found together
-    // with others is taken from a rank killed by a signal first (the peers of a crashed rank fail
-    // because of it).
-    std::vector<std::pair<RankProcess, int>> failed;
-    for (;;) {
-      int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED);
-      if (pid <= 0) break;
-      const auto found = running.find(pid);
-      if (found == running.end()) continue;
-      if (WIFSTOPPED(status) || WIFCONTINUED(status)) {
-        found->second.stop_signal = WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
-        found->second.stopped_since = std::chrono::steady_clock::now();
-        continue;
-      }
-      RankProcess process = std::move(found->second);
-      running.erase(found);
-      drainStderr(process);
-      if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        if (!process.held.empty()) writeStderr(process.held + "\n");
-      } else {
-        failed.emplace_back(std::move(process), status);
-      }
-    }
-    // A stopped rank is the cause of its peers' timeouts, and is named before them.
-    const RankProcess* stopped = nullptr;
-    for (const auto& [pid, process] : running) {
-      if (process.stop_signal != 0 && (stopped == nullptr || process.stopped_since < stopped->stopped_since)) {
-        stopped = &process;
-      }
-    }
+    const std::vector<std::pair<RankProcess, int>> failed = reapRanks(running);
+    const RankProcess* stopped = longestStopped(running);
     const bool stopped_too_long =
         stopped != nullptr && std::chrono::steady_clock::now() - stopped->stopped_since >= options.stopped_limit;
     if (failed.empty() && !stopped_too_long) continue;
-    if (stopped != nullptr) {
-      std::string message = "rank " + std::to_string(stopped->rank) + " was stopped by " +
-                            signalName(stopped->stop_signal);
-      if (!failed.empty()) {
-        message += " (" + failureText(failed.front().first, failed.front().second) + ")";
-      } else {
-        message += " and did not continue within " + timeoutSeconds(options.stopped_limit) + " s";
-      }
-      const std::size_t others = running.size() - 1;
-      stopAll(running, options.grace_s);
-      throw Error(message + (others == 0 ? std::string("; ended it, no other rank was still running")
-                                         : "; ended it and the other " + std::to_string(others) + " running rank(s)"),
-                  ErrorKind::kRuntime);
-    }
-    std::size_t chosen = 0;
-    for (std::size_t i = 0; i < failed.size(); ++i) {
-      if (WIFSIGNALED(failed[i].second)) {
-        chosen = i;
-        break;
-      }
-    }
-    const std::string failure = failureText(failed[chosen].first, failed[chosen].second);
-    const std::size_t others = running.size();
-    stopAll(running, options.grace_s);
-    throw Error(failure +
-                    (others == 0 ? std::string("; no other rank was still running")
-                                 : "; stopped the other " + std::to_string(others) + " running rank(s)"),
-                ErrorKind::kRuntime);
+    if (stopped != nullptr) endOverStoppedRank(running, *stopped, failed, options);
+    endOverFailedRank(running, failed, options);
   }
 }
 

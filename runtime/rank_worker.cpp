@@ -194,14 +194,20 @@ LayerChain chainOn(const Profile& profile, const std::string& source, const torc
   return chain;
 }
 
-}  // namespace
+// What a rank reads before it meets the others: its profile, split and op lists, checked
+// against the ranks that were started.
+struct RankInputs {
+  Profile profile;
+  Partition partition;
+  Schedule schedule;
+};
 
-std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankWorld& world) {
-  const RankLayout layout = world.layout();
-  const Profile profile = readProfileFile(request.profile_path, request.microbatch_size);
-  const Partition partition = readPartitionFile(request.partition_path);
-  checkPartitionCoversLayers(partition, profile.layerCount(), request.partition_path);
-  const Placement placement = partition.rankPlacement();
+RankInputs readRankInputs(const ValidateRequest& request, const RankLayout& layout) {
+  RankInputs inputs;
+  inputs.profile = readProfileFile(request.profile_path, request.microbatch_size);
+  inputs.partition = readPartitionFile(request.partition_path);
+  checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), request.partition_path);
+  const Placement placement = inputs.partition.rankPlacement();
   const int stages = placement.ranks;
   const int replicas = layout.replicas;
   if (stages * replicas != layout.world_size) {
@@ -209,136 +215,111 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
                 std::to_string(replicas) + " replica(s) need " + std::to_string(stages * replicas) + " ranks, but " +
                 std::to_string(layout.world_size) + " were started; start pipeline ranks x replicas ranks");
   }
-  const Schedule schedule = pipelineSchedule(parseScheduleName(request.schedule), placement, request.microbatches, replicas);
-  const int rows = profile.run.microbatch_size;
-  if (rows < 1) throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
-  const RankDevices device_plan = planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus());
-  const std::string device_name = device_plan.devices.at(layout.rank);
-  const torch::Device device(device_name);
-  const std::string backend = choosePipelineBackend(request.backend, device_plan, ncclAvailable());
-
-  const int rank = layout.pipelineRank();
-  const LayerChain chain = chainOn(profile, request.profile_path, device);
-  const std::vector<PlacedChunk> chunks =
-      chunksOfRank(profile, partition, rank, chain.floating, request.profile_path);
-  const bool computes_loss = placement.lastLocalOn(rank) >= 0;
-  RankOutcome outcome;
-  outcome.rank = layout.rank;
-  outcome.stage = rank;
-  outcome.replica = layout.replica();
-  outcome.first_layer = chunks.front().first_layer;
-  outcome.last_layer = chunks.front().last_layer;
-  for (const PlacedChunk& chunk : chunks) outcome.chunk_layers.push_back({chunk.first_layer, chunk.last_layer});
-  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
-  const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
-  const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
-  const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,
-                                             all_microbatches.begin() + (outcome.replica + 1) * request.microbatches);
-
-  world.connect();
-  // Gloo carries host tensors: a GPU stage's go through host copies, unless NCCL carries them
-  // between the GPUs. The replicas' all-reduce stays on Gloo.
-  std::unique_ptr<StageTransport> device_transport;
-  std::optional<HostStagingTransport> staged_transport;
-  std::optional<HostStagingReplicaGroup> staged_replicas;
-  ReplicaGroup* replica_group = world.replicaGroup();
-  if (backend == "nccl") {
-    // Each direction's messages are paired by order: the schedule must keep it (all of stagecut's do).
-    if (const auto mismatch = firstMessageOrderMismatch(schedule)) {
-      throw Error("--backend nccl: schedule " + request.schedule + " cannot run over NCCL, which pairs messages by "
-                  "their order (" + *mismatch + "); use --backend gloo");
-    }
-    device_transport = world.openDeviceTransport(device);
-  } else if (!device.is_cpu()) {
-    staged_transport.emplace(world.transport(), device);
+  inputs.schedule = pipelineSchedule(parseScheduleName(request.schedule), placement, request.microbatches, replicas);
+  if (inputs.profile.run.microbatch_size < 1) {
+    throw Error(request.profile_path + ": run.microbatch_size is missing; profile the model again");
   }
-  if (!device.is_cpu() && replica_group) replica_group = &staged_replicas.emplace(*replica_group);
-  StageTransport& transport = device_transport    ? *device_transport
-                              : staged_transport ? *staged_transport
-                                                 : world.transport();
-  const RankClock& clock = world.clock();
-  RankEnvironment& environment = outcome.environment;
-  environment.rank = layout.rank;
-  environment.host = hostName();
-  environment.usable_cores = usableCores();
-  environment.threads = request.threads;
-  environment.device = device_name;
-  environment.transport = backend == "nccl" ? "nccl" : device.is_cpu() ? "gloo" : "gloo-host-copies";
-  // Every rank at once (they have just met in connect()), as its steps will run: what the
-  // machine gives each of them now. No barrier of its own: the step protocol counts barriers.
-  // The host's load is watched from here to the last reference kernel: a window long enough
-  // for /proc/stat's 10 ms ticks even when the steps are short.
-  const HostCpuSnapshot window_start = takeHostCpuSnapshot();
-  environment.reference_before_ms = timeReferenceKernelMs();
-  probeLinks(transport, clock, device, outcome);
-  if (replica_group) probeReplicaLink(*replica_group, clock, device, outcome);
+  return inputs;
+}
 
-  StageExecutor executor(chain, chunks, transport, clock, replica_group);
-  executor.setDevice(device);
-  StageOptimizer optimizer(request.optimizer, executor.parameters(), executor.mainGradients());
+// The links a rank's messages and all-reduces take. Gloo carries host tensors: a GPU stage's go
+// through host copies, unless NCCL carries them between the GPUs; the replicas' all-reduce stays
+// on Gloo.
+class RankLinks {
+ public:
+  RankLinks(RankWorld& world, const torch::Device& device, const std::string& backend, const Schedule& schedule,
+            const std::string& schedule_name)
+      : replica_group_(world.replicaGroup()) {
+    if (backend == "nccl") {
+      // Each direction's messages are paired by order: the schedule must keep it (all of stagecut's do).
+      if (const auto mismatch = firstMessageOrderMismatch(schedule)) {
+        throw Error("--backend nccl: schedule " + schedule_name + " cannot run over NCCL, which pairs messages by "
+                    "their order (" + *mismatch + "); use --backend gloo");
+      }
+      device_transport_ = world.openDeviceTransport(device);
+    } else if (!device.is_cpu()) {
+      staged_transport_.emplace(world.transport(), device);
+    }
+    if (!device.is_cpu() && replica_group_) replica_group_ = &staged_replicas_.emplace(*replica_group_);
+    transport_ = device_transport_ ? device_transport_.get() : staged_transport_ ? &*staged_transport_ : &world.transport();
+  }
+
+  StageTransport& transport() { return *transport_; }
+  ReplicaGroup* replicaGroup() { return replica_group_; }
+
+ private:
+  std::unique_ptr<StageTransport> device_transport_;
+  std::optional<HostStagingTransport> staged_transport_;
+  std::optional<HostStagingReplicaGroup> staged_replicas_;
+  ReplicaGroup* replica_group_ = nullptr;
+  StageTransport* transport_ = nullptr;
+};
+
+// The timed steps of one run (plain or recomputing): what each op measured, the optimizer
+// step's peak, and the rank's peak over the steps.
+struct MeasuredSteps {
+  std::vector<std::vector<OpRecord>>* records;
+  std::vector<std::int64_t>* optimizer_peaks;
+  std::int64_t* peak_bytes;
+};
+
+// Warm-up and timed steps, each between barriers. With `reference_samples`, the reference kernel
+// is timed before each timed step's barrier, so outside its clock; beside the other ranks' ends
+// of the last step or their own samples, as the steps run beside each other.
+void runSteps(const ValidateRequest& request, RankWorld& world, StageExecutor& executor, StageOptimizer& optimizer,
+              const RankOps& ops, bool splits_backward, const std::vector<ChainBatch>& microbatches,
+              const torch::Device& device, MeasuredSteps out, std::vector<double>* reference_samples) {
   std::uint64_t weight_bytes = 0;
   for (const auto& weight : executor.parameters()) weight_bytes += static_cast<std::uint64_t>(weight.nbytes());
-  auto runSteps = [&](std::vector<std::vector<OpRecord>>& measured, std::vector<std::int64_t>& optimizer_peaks,
-                      std::int64_t& peak_bytes, std::vector<double>* reference_samples) {
-    for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
-      // Before the step's barrier, so outside its clock; beside the other ranks' ends of the
-      // last step or their own samples, as the steps run beside each other.
-      if (reference_samples && step >= request.warmup_steps) reference_samples->push_back(timeReferenceKernelMs());
-      executor.zeroGradients();
-      world.barrier();
-      // What the counter cannot see, allocated before it starts: the weights, their gradients
-      // (from the first step's backward on) and the optimizer's state.
-      const std::uint64_t gradient_bytes = executor.gradientBytes();
-      const auto held = static_cast<std::int64_t>(weight_bytes + gradient_bytes + optimizer.stateBytes());
-      MemoryCounter memory(device.type());
-      executor.setMemoryCounter(&memory);
-      std::vector<OpRecord> records = executor.runStep(schedule.ranks[rank], microbatches, schedule.splits_backward);
-      executor.setMemoryCounter(nullptr);
-      memory.resetPeak();
-      optimizer.step();
-      const std::int64_t optimizer_peak = held + memory.peakBytes();
-      if (step >= request.warmup_steps) {
-        for (OpRecord& record : records) {
-          record.peak_bytes += held;
-          peak_bytes = std::max(peak_bytes, record.peak_bytes);
-        }
-        peak_bytes = std::max(peak_bytes, optimizer_peak);
-        optimizer_peaks.push_back(optimizer_peak);
-        measured.push_back(std::move(records));
-      }
-    }
+  for (int step = 0; step < request.warmup_steps + request.steps; ++step) {
+    if (reference_samples && step >= request.warmup_steps) reference_samples->push_back(timeReferenceKernelMs());
+    executor.zeroGradients();
     world.barrier();
-  };
-  runSteps(outcome.steps, outcome.optimizer_step_peak_bytes, outcome.peak_bytes, &environment.reference_between_steps_ms);
-  environment.reference_after_ms = timeReferenceKernelMs();
-  const HostCpuSnapshot window_end = takeHostCpuSnapshot();
-  environment.window_s = window_end.wall_s - window_start.wall_s;
-  environment.own_cpu_s = window_end.own_s - window_start.own_s;
-  if (window_start.host_busy_s >= 0 && window_end.host_busy_s >= 0) {
-    environment.host_busy_cpu_s = window_end.host_busy_s - window_start.host_busy_s;
+    // What the counter cannot see, allocated before it starts: the weights, their gradients
+    // (from the first step's backward on) and the optimizer's state.
+    const std::uint64_t gradient_bytes = executor.gradientBytes();
+    const auto held = static_cast<std::int64_t>(weight_bytes + gradient_bytes + optimizer.stateBytes());
+    MemoryCounter memory(device.type());
+    executor.setMemoryCounter(&memory);
+    std::vector<OpRecord> records = executor.runStep(ops, microbatches, splits_backward);
+    executor.setMemoryCounter(nullptr);
+    memory.resetPeak();
+    optimizer.step();
+    const std::int64_t optimizer_peak = held + memory.peakBytes();
+    if (step < request.warmup_steps) continue;
+    for (OpRecord& record : records) {
+      record.peak_bytes += held;
+      *out.peak_bytes = std::max(*out.peak_bytes, record.peak_bytes);
+    }
+    *out.peak_bytes = std::max(*out.peak_bytes, optimizer_peak);
+    out.optimizer_peaks->push_back(optimizer_peak);
+    out.records->push_back(std::move(records));
   }
-  const double plain_loss = executor.lastStepLoss();
+  world.barrier();
+}
 
-  // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
-  // from the same seed.
-  const LayerChain reference = chainOn(profile, request.profile_path, device);
-  const torch::Tensor output = reference.forward(full_batch);
-  const torch::Tensor loss = microbatchLoss(output, 1);
-  loss.backward();
-  outcome.grad_max_rel_diff = compareGradients(executor, chain, reference, chunks, outcome.worst_parameter);
-  if (computes_loss) {
-    outcome.loss_pipeline = plain_loss;
-    outcome.loss_reference = loss.item<double>();
-  }
-  if (request.recompute == "full") {
-    executor.setRecompute(true);
-    runSteps(outcome.recompute_steps, outcome.recompute_optimizer_step_peak_bytes, outcome.recompute_peak_bytes,
-             nullptr);
-    std::string worst;
-    outcome.recompute_grad_max_rel_diff = compareGradients(executor, chain, reference, chunks, worst);
-    if (computes_loss) outcome.recompute_loss_pipeline = executor.lastStepLoss();
-  }
+// Where the rank ran: host, cores, threads, device and link, as the trust assessment reads them.
+void describeEnvironment(const ValidateRequest& request, const RankLayout& layout, const std::string& device_name,
+                         const torch::Device& device, const std::string& backend, RankEnvironment* environment) {
+  environment->rank = layout.rank;
+  environment->host = hostName();
+  environment->usable_cores = usableCores();
+  environment->threads = request.threads;
+  environment->device = device_name;
+  environment->transport = backend == "nccl" ? "nccl" : device.is_cpu() ? "gloo" : "gloo-host-copies";
+}
 
+// The host's load over the window from the first reference kernel to the last.
+void recordWindow(const HostCpuSnapshot& start, RankEnvironment* environment) {
+  const HostCpuSnapshot end = takeHostCpuSnapshot();
+  environment->window_s = end.wall_s - start.wall_s;
+  environment->own_cpu_s = end.own_s - start.own_s;
+  if (start.host_busy_s >= 0 && end.host_busy_s >= 0) environment->host_busy_cpu_s = end.host_busy_s - start.host_busy_s;
+}
+
+// Publishes this rank's outcome; rank 0 gathers every rank's (and returns them), the others wait
+// until it has, since rank 0 hosts the store.
+std::vector<RankOutcome> gatherOutcomes(RankWorld& world, const RankLayout& layout, const RankOutcome& outcome) {
   RankStore& store = world.store();
   store.publish("stagecut/outcome/" + std::to_string(layout.rank), rankOutcomeToJson(outcome).dump());
   std::vector<RankOutcome> all;
@@ -348,10 +329,86 @@ std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankW
     }
     store.publish("stagecut/done", "1");
   } else {
-    // Rank 0 hosts the store: keep it alive until rank 0 has read every outcome.
     store.fetch("stagecut/done");
   }
   return all;
+}
+
+}  // namespace
+
+std::vector<RankOutcome> runValidationRank(const ValidateRequest& request, RankWorld& world) {
+  const RankLayout layout = world.layout();
+  const RankInputs inputs = readRankInputs(request, layout);
+  const Profile& profile = inputs.profile;
+  const int rows = profile.run.microbatch_size;
+  const RankDevices device_plan = planRankDevices(request.device, profile.device.kind, layout.world_size, visibleGpus());
+  const std::string device_name = device_plan.devices.at(static_cast<std::size_t>(layout.rank));
+  const torch::Device device(device_name);
+  const std::string backend = choosePipelineBackend(request.backend, device_plan, ncclAvailable());
+
+  const int rank = layout.pipelineRank();
+  const LayerChain chain = chainOn(profile, request.profile_path, device);
+  const std::vector<PlacedChunk> chunks = chunksOfRank(profile, inputs.partition, rank, chain.floating, request.profile_path);
+  RankOutcome outcome;
+  outcome.rank = layout.rank;
+  outcome.stage = rank;
+  outcome.replica = layout.replica();
+  outcome.first_layer = chunks.front().first_layer;
+  outcome.last_layer = chunks.front().last_layer;
+  for (const PlacedChunk& chunk : chunks) outcome.chunk_layers.push_back({chunk.first_layer, chunk.last_layer});
+  // Replica d trains on its own shard: microbatches d x M .. (d + 1) x M - 1 of the full batch.
+  const int replicas = layout.replicas;
+  const ChainBatch full_batch = chain.make_batch(rows * request.microbatches * replicas, request.batch_seed);
+  const std::vector<ChainBatch> all_microbatches = splitBatch(full_batch, request.microbatches * replicas, rows);
+  const std::vector<ChainBatch> microbatches(all_microbatches.begin() + outcome.replica * request.microbatches,
+                                             all_microbatches.begin() + (outcome.replica + 1) * request.microbatches);
+
+  world.connect();
+  RankLinks links(world, device, backend, inputs.schedule, request.schedule);
+  RankEnvironment& environment = outcome.environment;
+  describeEnvironment(request, layout, device_name, device, backend, &environment);
+  // Every rank at once (they have just met in connect()), as its steps will run: what the
+  // machine gives each of them now. No barrier of its own: the step protocol counts barriers.
+  // The host's load is watched from here to the last reference kernel: a window long enough
+  // for /proc/stat's 10 ms ticks even when the steps are short.
+  const HostCpuSnapshot window_start = takeHostCpuSnapshot();
+  environment.reference_before_ms = timeReferenceKernelMs();
+  probeLinks(links.transport(), world.clock(), device, outcome);
+  if (links.replicaGroup()) probeReplicaLink(*links.replicaGroup(), world.clock(), device, outcome);
+
+  StageExecutor executor(chain, chunks, links.transport(), world.clock(), links.replicaGroup());
+  executor.setDevice(device);
+  StageOptimizer optimizer(request.optimizer, executor.parameters(), executor.mainGradients());
+  const RankOps& ops = inputs.schedule.ranks[static_cast<std::size_t>(rank)];
+  const bool splits = inputs.schedule.splits_backward;
+  runSteps(request, world, executor, optimizer, ops, splits, microbatches, device,
+           {&outcome.steps, &outcome.optimizer_step_peak_bytes, &outcome.peak_bytes},
+           &environment.reference_between_steps_ms);
+  environment.reference_after_ms = timeReferenceKernelMs();
+  recordWindow(window_start, &environment);
+  const double plain_loss = executor.lastStepLoss();
+
+  // The reference: one full-batch step (all replicas' shards) of the unsplit model, built afresh
+  // from the same seed.
+  const LayerChain reference = chainOn(profile, request.profile_path, device);
+  const torch::Tensor loss = microbatchLoss(reference.forward(full_batch), 1);
+  loss.backward();
+  outcome.grad_max_rel_diff = compareGradients(executor, chain, reference, chunks, outcome.worst_parameter);
+  const bool computes_loss = inputs.partition.rankPlacement().lastLocalOn(rank) >= 0;
+  if (computes_loss) {
+    outcome.loss_pipeline = plain_loss;
+    outcome.loss_reference = loss.item<double>();
+  }
+  if (request.recompute == "full") {
+    executor.setRecompute(true);
+    runSteps(request, world, executor, optimizer, ops, splits, microbatches, device,
+             {&outcome.recompute_steps, &outcome.recompute_optimizer_step_peak_bytes, &outcome.recompute_peak_bytes},
+             nullptr);
+    std::string worst;
+    outcome.recompute_grad_max_rel_diff = compareGradients(executor, chain, reference, chunks, worst);
+    if (computes_loss) outcome.recompute_loss_pipeline = executor.lastStepLoss();
+  }
+  return gatherOutcomes(world, layout, outcome);
 }
 
 }  // namespace stagecut
