@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/profile_json.h"
 #include "core/units.h"
 
 namespace stagecut {
@@ -33,8 +34,8 @@ std::string trim(const std::string& text) {
 
 class LineParser {
  public:
-  // 1e12 bytes (a terabyte) per tensor or layer, 1e12 ms (31 years) per op: far past any real
-  // model, and far enough below 2^63 bytes that the sums over a million nodes stay in range.
+  // 1e12 bytes (a terabyte) per tensor or layer: far past any real model, and far enough below
+  // 2^63 bytes that the sums over a million nodes stay in range. Times are bounded lower (time()).
   static constexpr double kMaxValue = 1e12;
 
   LineParser(const std::string& source, int line) : where_(source + ":" + std::to_string(line)) {}
@@ -51,6 +52,16 @@ class LineParser {
     // Sizes become byte counts (at most 2^63) and times are summed: bound both well inside.
     if (value > kMaxValue) fail(field + "=" + text + " is too large; the most is 1e12");
     return value;
+  }
+
+  // A compute time in ms: at most a day, the longest a profile's op may take (kLongestOpMs), so
+  // that the imported profile reads back.
+  double time(const std::string& field, const std::string& text) const {
+    const double ms = number(field, text);
+    if (ms > kLongestOpMs) {
+      fail(field + "=" + text + " ms is longer than a day, which no layer of a run takes; the most is 86400000");
+    }
+    return ms;
   }
 
   // "123.0" or "[123.0; 456.0]": PipeDream writes a layer with several outputs as a list.
@@ -131,8 +142,8 @@ GraphNode parseNodeLine(const std::string& line, const LineParser& parser) {
   for (const char* name : {"forward_compute_time", "backward_compute_time", "activation_size", "parameter_size"}) {
     if (!values.count(name)) parser.fail("node " + node.id + " has no " + name + "; " + kNodeFormat);
   }
-  node.forward_ms = parser.number("forward_compute_time", values["forward_compute_time"]);
-  node.backward_ms = parser.number("backward_compute_time", values["backward_compute_time"]);
+  node.forward_ms = parser.time("forward_compute_time", values["forward_compute_time"]);
+  node.backward_ms = parser.time("backward_compute_time", values["backward_compute_time"]);
   node.activation_bytes = parser.sizeSum("activation_size", values["activation_size"]);
   node.parameter_bytes = parser.number("parameter_size", values["parameter_size"]);
   // PipeDream names data-loading nodes Input0, Input1, ...
