@@ -266,6 +266,8 @@ std::string chunkedFormat(FrameworkFormat format, const Profile& profile, const 
     case FrameworkFormat::kList: return listFormat(counts);
     case FrameworkFormat::kMegatron: {
       if (!loop) throw Error("megatron: Megatron-LM runs no V-shaped schedule; use --format torchtitan");
+      const std::string refusal = megatronVirtualPipelineRefusal(placement.ranks, placement.chunks_per_rank);
+      if (!refusal.empty()) throw Error("--format megatron: " + refusal + "; use --format torchtitan or pippy");
       return megatronFormat(profile, counts, placement);
     }
     case FrameworkFormat::kTorchtitan:

@@ -58,7 +58,7 @@ FrameworkFormat parseFrameworkFormat(const std::string& name);
 /// `pipeline_parallel_schedule`, pippy the split points with its schedule class (PyTorch's name
 /// of `schedule`, the schedule that runs the chunks; absent, the placement's own:
 /// scheduleRunningChunks); deepspeed, torchgpipe and fairscale, which run one stage per rank,
-/// throw Error (input).
+/// throw Error (input), as megatron does for v > 1 on one rank (megatronVirtualPipelineRefusal).
 std::string formatSplit(FrameworkFormat format, const Profile& profile,
                         const std::vector<int>& layers_per_stage,
                         const std::optional<Placement>& placement = std::nullopt,

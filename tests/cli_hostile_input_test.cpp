@@ -377,6 +377,13 @@ const std::vector<BadCommand>& badCommands() {
   const InputFile profile{"p.json", profileText(4)};
   const InputFile one_layer{"p.json", profileText(1)};
   const InputFile partition{"part.json", partitionText()};
+  // embed, two blocks, loss: a chain Megatron's layout applies to (E t t L).
+  const InputFile gpt{"p.json", profileText(4, [](json& d) {
+                        d["layers"][0]["name"] = "embed";
+                        d["layers"][0]["kind"] = "Embedding";
+                        d["layers"][3]["name"] = "loss";
+                        d["layers"][3]["kind"] = "CrossEntropyLoss";
+                      })};
   const InputFile huge_params{"p.json", profileText(4, [](json& d) {
                                 d["layers"][0]["params"] = 9.0e18;
                               })};
@@ -403,6 +410,34 @@ const std::vector<BadCommand>& badCommands() {
        "--stages four: use 1 to 4194304 stages"},
       {"partition: a layout of many long stages", {profile}, "partition " + kP + " --split '(t*144032|)*44032'",
        "--split (t*144032|)*44032: the layout expands to more than 1000000 symbols"},
+      // partition --split: Megatron's spellings, refused where Megatron refuses them or where a
+      // stagecut split cannot hold what Megatron runs (an empty stage)
+      {"partition: a layout with --num-virtual-stages-per-pipeline-rank", {gpt},
+       "partition " + kP + " --split '--pipeline-model-parallel-layout Et|tL --num-virtual-stages-per-pipeline-rank 1'",
+       "--split --pipeline-model-parallel-layout Et|tL --num-virtual-stages-per-pipeline-rank 1: "
+       "--pipeline-model-parallel-layout with --num-virtual-stages-per-pipeline-rank: Megatron takes at most one of "
+       "--pipeline-model-parallel-layout, --num-virtual-stages-per-pipeline-rank and "
+       "--num-layers-per-virtual-pipeline-stage (a layout's length gives its virtual stages); keep one"},
+      {"partition: a layout with an empty stage", {gpt}, "partition " + kP + " --split 'Et||tL'",
+       "--split Et||tL: stage 1 of the layout's 3 is empty, which Megatron runs (a stage that builds no layer) but "
+       "a stagecut split cannot: every stage holds at least one layer; move a layer into it"},
+      {"partition: a virtual-pipeline layout on one rank", {gpt},
+       "partition " + kP + " --split '--pipeline-model-parallel-layout Et|tL --pipeline-model-parallel-size 1'",
+       "--split --pipeline-model-parallel-layout Et|tL --pipeline-model-parallel-size 1: a layout of 2 stages, 2 "
+       "model chunks on 1 pipeline rank: Megatron runs a virtual pipeline only on --pipeline-model-parallel-size 2 "
+       "or more (its arguments.py asserts it for the interleaved schedule)"},
+      {"partition: layers per virtual stage that Megatron cannot place", {gpt},
+       "partition " + kP + " --split '--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 "
+       "--account-for-loss-in-pipeline-split'",
+       "--split --pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 1 "
+       "--account-for-loss-in-pipeline-split: --num-layers-per-virtual-pipeline-stage 1: Megatron divides the 3 "
+       "layers (the accounted embedding and loss included) evenly over the 2 pipeline ranks first, and they do "
+       "not divide"},
+      {"partition: megatron for a virtual pipeline on one rank", {gpt},
+       "partition " + kP + " --stages 1 --schedule interleaved-1f1b --chunks 2 --format megatron",
+       "--format megatron: 2 model chunks on 1 pipeline rank: Megatron runs a virtual pipeline only on "
+       "--pipeline-model-parallel-size 2 or more (its arguments.py asserts it for the interleaved schedule); use "
+       "--format torchtitan or pippy"},
       {"partition: stages beyond int", {profile}, "partition " + kP + " --stages 99999999999",
        "--stages 99999999999: use 1 to 4194304 stages"},
       {"partition: negative microbatches", {profile}, "partition " + kP + " --stages 2 --microbatches -5",
