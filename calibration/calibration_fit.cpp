@@ -187,80 +187,78 @@ Profile uncalibratedProfile(const Profile& profile) {
   return raw;
 }
 
-Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated_fingerprint,
-                         const std::vector<CalibrationInput>& runs, const CalibrationOptions& options) {
-  const Profile raw = uncalibratedProfile(profile);
-  const int layer_count = static_cast<int>(raw.layerCount());
-  if (std::none_of(runs.begin(), runs.end(), [](const CalibrationInput& run) { return run.fitted; })) {
-    throw Error("calibrate: no run to fit on; give at least one with --validation");
+namespace {
+
+using Observations = std::map<TimedOp, std::vector<Observation>>;
+
+// Refuses a run that cannot be held to the profile: another microbatch size, or (to fit on it)
+// no measured timeline, or B and W run apart where the profile timed them each alone.
+void checkRunFitsProfile(const CalibrationInput& run, const Profile& raw) {
+  const ValidationReport& report = run.report;
+  if (report.microbatch_size != 0 && raw.run.microbatch_size != 0 &&
+      report.microbatch_size != raw.run.microbatch_size) {
+    throw Error(run.source + ": ran microbatches of " + std::to_string(report.microbatch_size) +
+                " samples, the profile's layers hold size " + std::to_string(raw.run.microbatch_size) +
+                "; calibrate on runs of the profile's size");
   }
-  std::vector<RunSetting> settings;
-  std::map<TimedOp, std::vector<Observation>> observations;
-  for (const auto& run : runs) {
-    const ValidationReport& report = run.report;
-    settings.push_back(runSetting(report, layer_count, run.source));
-    if (report.microbatch_size != 0 && raw.run.microbatch_size != 0 &&
-        report.microbatch_size != raw.run.microbatch_size) {
-      throw Error(run.source + ": ran microbatches of " + std::to_string(report.microbatch_size) +
-                  " samples, the profile's layers hold size " + std::to_string(raw.run.microbatch_size) +
-                  "; calibrate on runs of the profile's size");
-    }
-    if (!run.fitted) continue;
-    if (!hasMeasuredOps(report)) {
-      throw Error(run.source + ": has no measured timeline; run validate --json again with this stagecut");
-    }
-    const bool splits_w = report.ops.splits_backward;
-    if (splits_w && !raw.run.weightTimedAfterInput()) {
-      throw Error(run.source + ": schedule " + report.schedule +
-                  " runs B and W apart, but the profile's B and W were timed each alone; profile the model again " +
-                  "with this stagecut, which times them as " + report.schedule + " runs them");
-    }
-    // Every op of the measured step is an observation: the step is their sum along its critical
-    // path, so a slow op (a step's first forward) counts as often as it happens, not as a median.
-    const RunSetting& setting = settings.back();
-    for (const SimulationResult& measured : report.measured_replicas) {
-      for (std::size_t stage = 0; stage < report.ops.ranks.size(); ++stage) {
-        for (std::size_t i = 0; i < report.ops.ranks[stage].size(); ++i) {
-          const PipelineOp& pipeline_op = report.ops.ranks[stage][i];
-          const StageCost& layers = setting.partition.stages[static_cast<std::size_t>(
-              report.ops.placement.chunkAt(static_cast<int>(stage), pipeline_op.chunk))];
-          const OpKind kind = pipeline_op.kind;
-          TimedOp op = TimedOp::kForward;
-          if (kind == OpKind::kBackward) op = splits_w ? TimedOp::kBackwardInput : TimedOp::kBackward;
-          else if (kind == OpKind::kWeight) op = TimedOp::kWeight;
-          else if (kind != OpKind::kForward) continue;  // the all-reduce is the link's, not a layer's
-          const OpTiming& timing = measured.op_times.at(stage).at(i);
-          Observation observation;
-          observation.measured_ms = timing.end_ms - timing.start_ms;
-          double profiled = 0.0;
-          for (int layer_index = layers.first; layer_index <= layers.last; ++layer_index) {
-            const LayerCost& layer = raw.layers[static_cast<std::size_t>(layer_index)];
-            observation.profiled_ms[kindOf(layer)] += medianOf(layer, op);
-            profiled += medianOf(layer, op);
-          }
-          if (observation.measured_ms > 0 && profiled > 0) observations[op].push_back(observation);
+  if (!run.fitted) return;
+  if (!hasMeasuredOps(report)) {
+    throw Error(run.source + ": has no measured timeline; run validate --json again with this stagecut");
+  }
+  if (report.ops.splits_backward && !raw.run.weightTimedAfterInput()) {
+    throw Error(run.source + ": schedule " + report.schedule +
+                " runs B and W apart, but the profile's B and W were timed each alone; profile the model again " +
+                "with this stagecut, which times them as " + report.schedule + " runs them");
+  }
+}
+
+// Every op of the measured step is an observation: the step is their sum along its critical
+// path, so a slow op (a step's first forward) counts as often as it happens, not as a median.
+void addObservations(const ValidationReport& report, const RunSetting& setting, const Profile& raw,
+                     Observations& observations) {
+  const bool splits_w = report.ops.splits_backward;
+  for (const SimulationResult& measured : report.measured_replicas) {
+    for (std::size_t stage = 0; stage < report.ops.ranks.size(); ++stage) {
+      for (std::size_t i = 0; i < report.ops.ranks[stage].size(); ++i) {
+        const PipelineOp& pipeline_op = report.ops.ranks[stage][i];
+        const StageCost& layers = setting.partition.stages[static_cast<std::size_t>(
+            report.ops.placement.chunkAt(static_cast<int>(stage), pipeline_op.chunk))];
+        const OpKind kind = pipeline_op.kind;
+        TimedOp op = TimedOp::kForward;
+        if (kind == OpKind::kBackward) op = splits_w ? TimedOp::kBackwardInput : TimedOp::kBackward;
+        else if (kind == OpKind::kWeight) op = TimedOp::kWeight;
+        else if (kind != OpKind::kForward) continue;  // the all-reduce is the link's, not a layer's
+        const OpTiming& timing = measured.op_times.at(stage).at(i);
+        Observation observation;
+        observation.measured_ms = timing.end_ms - timing.start_ms;
+        double profiled = 0.0;
+        for (int layer_index = layers.first; layer_index <= layers.last; ++layer_index) {
+          const LayerCost& layer = raw.layers[static_cast<std::size_t>(layer_index)];
+          observation.profiled_ms[kindOf(layer)] += medianOf(layer, op);
+          profiled += medianOf(layer, op);
         }
+        if (observation.measured_ms > 0 && profiled > 0) observations[op].push_back(observation);
       }
     }
   }
+}
 
-  std::map<TimedOp, OpFactors> factors;
-  for (TimedOp op : kTimedOps) factors[op] = fitOp(observations[op], options.prior_weight);
-  // Per kind, what each op takes in the profile: for carrying a factor to an op no run measured.
-  std::map<TimedOp, KindTimes> kind_ms;
-  for (const auto& layer : raw.layers) {
-    for (TimedOp op : kTimedOps) kind_ms[op][kindOf(layer)] += medianOf(layer, op);
-  }
-  const auto fittedOr = [&](TimedOp op, const std::string& kind) -> const FittedFactor* {
-    const auto found = factors[op].find(kind);
-    return found == factors[op].end() ? nullptr : &found->second;
-  };
+using KindOpTimes = std::map<TimedOp, KindTimes>;
+
+const FittedFactor* fittedFactor(std::map<TimedOp, OpFactors>& factors, TimedOp op, const std::string& kind) {
+  const auto found = factors[op].find(kind);
+  return found == factors[op].end() ? nullptr : &found->second;
+}
+
+// Carries factors to the ops no run measured, per kind: `kind_ms` says what each op takes in
+// the profile.
+void carryFactors(std::map<TimedOp, OpFactors>& factors, KindOpTimes& kind_ms) {
   for (const auto& [kind, unused] : kind_ms[TimedOp::kForward]) {
     (void)unused;
     // A whole backward no run measured: B's and W's factors, weighted by their times.
-    if (!fittedOr(TimedOp::kBackward, kind) && kind_ms[TimedOp::kBackward][kind] > 0) {
-      const FittedFactor* input = fittedOr(TimedOp::kBackwardInput, kind);
-      const FittedFactor* weight = fittedOr(TimedOp::kWeight, kind);
+    if (!fittedFactor(factors, TimedOp::kBackward, kind) && kind_ms[TimedOp::kBackward][kind] > 0) {
+      const FittedFactor* input = fittedFactor(factors, TimedOp::kBackwardInput, kind);
+      const FittedFactor* weight = fittedFactor(factors, TimedOp::kWeight, kind);
       const double input_ms = kind_ms[TimedOp::kBackwardInput][kind];
       const double weight_ms = kind_ms[TimedOp::kWeight][kind];
       if ((input || weight) && input_ms + weight_ms > 0) {
@@ -273,16 +271,21 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
   for (const auto& [kind, unused] : kind_ms[TimedOp::kForward]) {
     (void)unused;
     // B or W no run measured apart: the whole backward's factor.
-    const FittedFactor* whole = fittedOr(TimedOp::kBackward, kind);
+    const FittedFactor* whole = fittedFactor(factors, TimedOp::kBackward, kind);
     for (TimedOp op : {TimedOp::kBackwardInput, TimedOp::kWeight}) {
-      if (whole && whole->observations > 0 && !fittedOr(op, kind)) factors[op][kind] = FittedFactor{whole->factor, 0, false};
+      if (whole && whole->observations > 0 && !fittedFactor(factors, op, kind)) {
+        factors[op][kind] = FittedFactor{whole->factor, 0, false};
+      }
     }
   }
-  Profile calibrated = raw;
-  for (auto& layer : calibrated.layers) applyFactors(layer, factors);
-  for (auto& size : calibrated.microbatch_sizes) {
-    for (auto& layer : size.layers) applyFactors(layer, factors);
-  }
+}
+
+// The calibration a calibrated profile carries: every factor by kind and op, and each run's
+// step as measured and as predicted before and after.
+ProfileCalibration calibrationRecord(const Profile& raw, const Profile& calibrated, const std::string& uncalibrated_fingerprint,
+                                     const std::vector<CalibrationInput>& runs, const std::vector<RunSetting>& settings,
+                                     std::map<TimedOp, OpFactors>& factors, KindOpTimes& kind_ms,
+                                     const CalibrationOptions& options) {
   ProfileCalibration record;
   record.method = kCalibrationMethod;
   record.prior_weight = options.prior_weight;
@@ -291,7 +294,7 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
     (void)unused;
     for (TimedOp op : kTimedOps) {
       if (kind_ms[op][kind] <= 0) continue;
-      const FittedFactor* fitted = fittedOr(op, kind);
+      const FittedFactor* fitted = fittedFactor(factors, op, kind);
       record.factors.push_back({kind, fieldOf(op), fitted ? fitted->factor : 1.0, fitted ? fitted->observations : 0,
                                 fitted && fitted->at_bound});
     }
@@ -310,7 +313,41 @@ Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated
         predictPipeline(calibrated, setting.partition, setting.options, entry.source).simulated.step_ms;
     record.runs.push_back(entry);
   }
-  calibrated.calibration = record;
+  return record;
+}
+
+}  // namespace
+
+Profile calibrateProfile(const Profile& profile, const std::string& uncalibrated_fingerprint,
+                         const std::vector<CalibrationInput>& runs, const CalibrationOptions& options) {
+  const Profile raw = uncalibratedProfile(profile);
+  const int layer_count = static_cast<int>(raw.layerCount());
+  if (std::none_of(runs.begin(), runs.end(), [](const CalibrationInput& run) { return run.fitted; })) {
+    throw Error("calibrate: no run to fit on; give at least one with --validation");
+  }
+  std::vector<RunSetting> settings;
+  Observations observations;
+  for (const auto& run : runs) {
+    settings.push_back(runSetting(run.report, layer_count, run.source));
+    checkRunFitsProfile(run, raw);
+    if (run.fitted) addObservations(run.report, settings.back(), raw, observations);
+  }
+
+  std::map<TimedOp, OpFactors> factors;
+  for (TimedOp op : kTimedOps) factors[op] = fitOp(observations[op], options.prior_weight);
+  // Per kind, what each op takes in the profile: for carrying a factor to an op no run measured.
+  KindOpTimes kind_ms;
+  for (const auto& layer : raw.layers) {
+    for (TimedOp op : kTimedOps) kind_ms[op][kindOf(layer)] += medianOf(layer, op);
+  }
+  carryFactors(factors, kind_ms);
+  Profile calibrated = raw;
+  for (auto& layer : calibrated.layers) applyFactors(layer, factors);
+  for (auto& size : calibrated.microbatch_sizes) {
+    for (auto& layer : size.layers) applyFactors(layer, factors);
+  }
+  calibrated.calibration =
+      calibrationRecord(raw, calibrated, uncalibrated_fingerprint, runs, settings, factors, kind_ms, options);
   return calibrated;
 }
 

@@ -113,7 +113,9 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   const Partition partition = yours.empty() ? best : describeChunkedSplit(profile, options, yours, "yours", path, &search);
   const std::vector<int> counts = partition.layersPerStage();
   const std::string text =
-      flags.format == "json" ? std::string() : formatSplit(flags.format, profile, counts, partition.placement, options.schedule);
+      flags.format == "json" ? std::string()
+                             : formatSplit(parseFrameworkFormat(flags.format), profile, counts, partition.placement,
+                                           options.schedule);
   const nlohmann::json document =
       partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement, options.schedule));
   const std::optional<OutputPath> output = flags.shared.output();
@@ -164,7 +166,7 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
 }
 
 void runPartition(const PartitionCommandFlags& flags) {
-  checkFrameworkFormatName(flags.format);
+  const FrameworkFormat format = parseFrameworkFormat(flags.format);
   const std::string& path = flags.shared.profile_path;
   std::string tensor_parallel_note;
   const Profile profile = readPricedProfile(path, flags.shared.microbatch_size, flags.shared.tp_bandwidth,
@@ -210,7 +212,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   std::string text, text_failure;
   if (flags.format != "json") {
     try {
-      text = formatSplit(flags.format, profile, partition.layersPerStage());
+      text = formatSplit(format, profile, partition.layersPerStage());
     } catch (const Error& error) {
       if (yours.empty() || error.kind() != ErrorKind::kInput) throw;
       text_failure = error.what();

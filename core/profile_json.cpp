@@ -1,7 +1,10 @@
 #include "core/profile_json.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "core/json_document.h"
@@ -46,6 +49,31 @@ json layerTimesToJson(const LayerTimes& times) {
   return out;
 }
 
+// A time no run can have (kLongestOpMs) is refused by name: 1e308 ms would pass as a finite
+// number and make a step of "inf ms".
+void requireRunnableMs(const JsonFields& fields, const std::string& key, double ms) {
+  if (ms <= kLongestOpMs) return;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.15g", ms);
+  fields.fail(key, std::string("is ") + text + " ms, longer than a day, which no run takes (validate stops a step "
+                   "at its longest --timeout, a day); measure the model again or correct the field");
+}
+
+// A timing field that timeStats has read (a number, or {median, min?, max?}), each value held
+// to requireRunnableMs; a field that is absent passes.
+void requireRunnableStats(const JsonFields& fields, const char* key) {
+  if (!fields.has(key)) return;
+  const json& value = fields.json().at(key);
+  if (value.is_number()) {
+    requireRunnableMs(fields, key, value.get<double>());
+    return;
+  }
+  const JsonFields stats = fields.object(key);
+  for (const char* stat : {"median", "min", "max"}) {
+    if (stats.has(stat)) requireRunnableMs(stats, stat, stats.json().at(stat).get<double>());
+  }
+}
+
 LayerTimes layerTimesFromJson(const JsonFields& fields) {
   LayerTimes times;
   times.forward_ms = fields.timeStats("forward_ms");
@@ -53,6 +81,9 @@ LayerTimes layerTimesFromJson(const JsonFields& fields) {
   times.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
   times.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
   times.recompute_ms = fields.optionalTimeStats("recompute_ms");
+  for (const char* key : {"forward_ms", "backward_ms", "backward_input_ms", "backward_weight_ms", "recompute_ms"}) {
+    requireRunnableStats(fields, key);
+  }
   return times;
 }
 
@@ -166,6 +197,8 @@ WholeModelCost wholeModelFromJson(const JsonFields& whole, std::size_t layer_cou
   WholeModelCost cost;
   cost.forward_ms = whole.nonNegative("forward_ms");
   cost.backward_ms = whole.nonNegative("backward_ms");
+  requireRunnableMs(whole, "forward_ms", cost.forward_ms);
+  requireRunnableMs(whole, "backward_ms", cost.backward_ms);
   cost.sum_of_layers_vs_whole =
       whole.has("sum_of_layers_vs_whole") ? whole.finite("sum_of_layers_vs_whole") : 0.0;
   if (whole.has("in_chain_forward_ms") || whole.has("in_chain_backward_ms")) {
@@ -174,6 +207,12 @@ WholeModelCost wholeModelFromJson(const JsonFields& whole, std::size_t layer_cou
     }
     cost.in_chain_forward_ms = whole.nonNegativeList("in_chain_forward_ms");
     cost.in_chain_backward_ms = whole.nonNegativeList("in_chain_backward_ms");
+    for (const auto& [key, list] : {std::pair{"in_chain_forward_ms", &cost.in_chain_forward_ms},
+                                    std::pair{"in_chain_backward_ms", &cost.in_chain_backward_ms}}) {
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        requireRunnableMs(whole, std::string(key) + "[" + std::to_string(i) + "]", (*list)[i]);
+      }
+    }
   }
   if (whole.has("window")) {
     whole.requireEntries("window", 2, "its first and last layer");
@@ -200,11 +239,12 @@ int checkedIndex(const JsonFields& fields, std::size_t position, const std::stri
 
 // Reads the size-dependent fields of one layer into `layer`.
 void readSizedFields(const JsonFields& fields, LayerCost& layer) {
-  layer.forward_ms = fields.timeStats("forward_ms");
-  layer.backward_ms = fields.timeStats("backward_ms");
-  layer.backward_input_ms = fields.optionalTimeStats("backward_input_ms");
-  layer.backward_weight_ms = fields.optionalTimeStats("backward_weight_ms");
-  layer.recompute_ms = fields.optionalTimeStats("recompute_ms");
+  const LayerTimes times = layerTimesFromJson(fields);
+  layer.forward_ms = times.forward_ms;
+  layer.backward_ms = times.backward_ms;
+  layer.backward_input_ms = times.backward_input_ms;
+  layer.backward_weight_ms = times.backward_weight_ms;
+  layer.recompute_ms = times.recompute_ms;
   layer.forward_transient_bytes = fields.optionalCount("forward_transient_bytes");
   layer.backward_transient_bytes = fields.optionalCount("backward_transient_bytes");
   layer.input_kept_bytes = fields.optionalCount("input_kept_bytes");

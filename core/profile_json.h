@@ -9,12 +9,19 @@
 
 namespace stagecut {
 
+/// The longest time a profile may give one layer's op for one microbatch, and a whole model's
+/// forward or backward: a day, the longest step validate lets run (its --timeout), so longer
+/// is no time a run of the profile can have, and the chain's sums over any number of layers and
+/// microbatches stay finite.
+inline constexpr double kLongestOpMs = 86400.0 * 1000.0;
+
 /// The `stagecut.profile/1` document of a profile.
 nlohmann::json profileToJson(const Profile& profile);
 
 /// Reads a `stagecut.profile/1` document. `source` names the file in messages. Throws Error
 /// (input) with one line naming the source, the layer and the field for an unknown format, a
-/// missing field, a negative or non-finite number, or layer indices out of order.
+/// missing field, a negative or non-finite number, a time above kLongestOpMs, or layer indices
+/// out of order.
 Profile profileFromJson(const nlohmann::json& document, const std::string& source);
 
 /// Reads and validates a profile file.

@@ -27,6 +27,10 @@ std::string quoted(const std::string& name) {
   return text + "\"";
 }
 
+[[noreturn]] void refuseJson() {
+  throw Error("--format json: the partition document is written by the command, not formatted here");
+}
+
 // A formatter's output did not describe the split it was given: a bug here, not the user's.
 [[noreturn]] void coverageBug(const std::string& format, const std::string& why) {
   throw Error("--format " + format + ": internal check failed: " + why +
@@ -78,16 +82,17 @@ std::string lossNote(const Profile& profile) {
   return layer.kind.empty() ? layer.name : layer.kind;
 }
 
-void checkRules(const std::string& format, const Profile& profile, const std::vector<int>& counts) {
+void checkRules(FrameworkFormat format, const Profile& profile, const std::vector<int>& counts) {
   const std::optional<SplitRules> rules = formatRules(format, profile);
+  const std::string name = frameworkFormatName(format);
   if (!rules) {
-    throw Error("--format " + format + ": Megatron's layout does not apply to this chain: " +
+    throw Error("--format " + name + ": Megatron's layout does not apply to this chain: " +
                 megatronInapplicability(profile) +
                 " (Megatron needs the embedding first and the loss last); use --format deepspeed, torchgpipe or list");
   }
   const std::string violation = ruleViolation(*rules, profile, counts);
   if (!violation.empty()) {
-    throw Error("--format " + format + ": " + violation + "; partition with --format " + format +
+    throw Error("--format " + name + ": " + violation + "; partition with --format " + name +
                 " for the best split it can run");
   }
 }
@@ -216,81 +221,113 @@ std::string torchtitanFormat(const Profile& profile, const std::vector<int>& cou
 
 }  // namespace
 
-const std::vector<std::string>& frameworkFormatNames() {
-  static const std::vector<std::string> names{"list",      "json",     "megatron", "torchgpipe",
-                                              "fairscale", "deepspeed", "pippy",   "torchtitan"};
-  return names;
+const std::vector<FrameworkFormat>& allFrameworkFormats() {
+  static const std::vector<FrameworkFormat> formats{
+      FrameworkFormat::kList,      FrameworkFormat::kJson,      FrameworkFormat::kMegatron,
+      FrameworkFormat::kTorchgpipe, FrameworkFormat::kFairscale, FrameworkFormat::kDeepspeed,
+      FrameworkFormat::kPippy,     FrameworkFormat::kTorchtitan};
+  return formats;
 }
 
-void checkFrameworkFormatName(const std::string& name) {
-  for (const std::string& known : frameworkFormatNames()) {
-    if (name == known) return;
+const char* frameworkFormatName(FrameworkFormat format) {
+  switch (format) {
+    case FrameworkFormat::kList: return "list";
+    case FrameworkFormat::kJson: return "json";
+    case FrameworkFormat::kMegatron: return "megatron";
+    case FrameworkFormat::kTorchgpipe: return "torchgpipe";
+    case FrameworkFormat::kFairscale: return "fairscale";
+    case FrameworkFormat::kDeepspeed: return "deepspeed";
+    case FrameworkFormat::kPippy: return "pippy";
+    case FrameworkFormat::kTorchtitan: return "torchtitan";
   }
-  throw Error("--format: unknown format '" + name + "'" + unknownNameHint(name, frameworkFormatNames()));
+  throw Error("a framework format without a name", ErrorKind::kRuntime);
+}
+
+FrameworkFormat parseFrameworkFormat(const std::string& name) {
+  std::vector<std::string> names;
+  for (FrameworkFormat format : allFrameworkFormats()) {
+    if (name == frameworkFormatName(format)) return format;
+    names.push_back(frameworkFormatName(format));
+  }
+  throw Error("--format: unknown format '" + name + "'" + unknownNameHint(name, names));
 }
 
 namespace {
 
 // A chunked split in the words of the frameworks that run chunks on ranks: N x v stages, each
 // framework told N (Megatron's virtual size follows from the layout's length) and the schedule.
-std::string chunkedFormat(const std::string& format, const Profile& profile, const std::vector<int>& counts,
+std::string chunkedFormat(FrameworkFormat format, const Profile& profile, const std::vector<int>& counts,
                           const Placement& placement, ScheduleKind schedule) {
   const std::string ranks = std::to_string(placement.ranks);
   const bool loop = placement.style == Placement::Style::kLoop;
   const std::string pytorch_name = pytorchScheduleName(schedule);
-  if (format == "list") return listFormat(counts);
-  if (format == "megatron") {
-    if (!loop) throw Error("megatron: Megatron-LM runs no V-shaped schedule; use --format torchtitan");
-    return megatronFormat(profile, counts, placement);
+  const std::string name = frameworkFormatName(format);
+  switch (format) {
+    case FrameworkFormat::kList: return listFormat(counts);
+    case FrameworkFormat::kMegatron: {
+      if (!loop) throw Error("megatron: Megatron-LM runs no V-shaped schedule; use --format torchtitan");
+      const std::string refusal = megatronVirtualPipelineRefusal(placement.ranks, placement.chunks_per_rank);
+      if (!refusal.empty()) throw Error("--format megatron: " + refusal + "; use --format torchtitan or pippy");
+      return megatronFormat(profile, counts, placement);
+    }
+    case FrameworkFormat::kTorchtitan:
+      return torchtitanFormat(profile, counts) + "\npipeline_parallel_degree=" + ranks +
+             "\npipeline_parallel_schedule=\"" + pytorch_name + "\"";
+    case FrameworkFormat::kPippy:
+      return pippyFormat(profile, counts) + "\nschedule=Schedule" + pytorch_name + ", " +
+             std::to_string(placement.chunks_per_rank) + " stages per rank (" +
+             (loop ? "stage i on rank i % " + ranks : "rank r holds stages r and " +
+                                                         std::to_string(placement.chunkCount() - 1) + " - r") + ")";
+    case FrameworkFormat::kDeepspeed:
+    case FrameworkFormat::kTorchgpipe:
+    case FrameworkFormat::kFairscale:
+      throw Error(name + ": " + (format == FrameworkFormat::kDeepspeed ? "DeepSpeed's PipelineModule runs" : name + " runs") +
+                  " one stage per rank, not " + std::to_string(placement.chunks_per_rank) +
+                  " chunks; use --format " + (loop ? "megatron, torchtitan or pippy" : "torchtitan or pippy"));
+    case FrameworkFormat::kJson: break;
   }
-  if (format == "torchtitan") {
-    return torchtitanFormat(profile, counts) + "\npipeline_parallel_degree=" + ranks +
-           "\npipeline_parallel_schedule=\"" + pytorch_name + "\"";
-  }
-  if (format == "pippy") {
-    return pippyFormat(profile, counts) + "\nschedule=Schedule" + pytorch_name + ", " +
-           std::to_string(placement.chunks_per_rank) + " stages per rank (" +
-           (loop ? "stage i on rank i % " + ranks : "rank r holds stages r and " +
-                                                       std::to_string(placement.chunkCount() - 1) + " - r") + ")";
-  }
-  throw Error(format + ": " + (format == "deepspeed" ? "DeepSpeed's PipelineModule runs" : format + " runs") +
-              " one stage per rank, not " + std::to_string(placement.chunks_per_rank) +
-              " chunks; use --format " + (loop ? "megatron, torchtitan or pippy" : "torchtitan or pippy"));
+  refuseJson();
 }
 
 }  // namespace
 
-std::string formatSplit(const std::string& format, const Profile& profile,
+std::string formatSplit(FrameworkFormat format, const Profile& profile,
                         const std::vector<int>& layers_per_stage, const std::optional<Placement>& placement,
                         std::optional<ScheduleKind> schedule) {
-  checkFrameworkFormatName(format);
   checkSplitShape(layers_per_stage, static_cast<int>(profile.layerCount()),
                   static_cast<int>(layers_per_stage.size()), "--format");
-  if (format == "json") {
-    throw Error("--format json: the partition document is written by the command, not formatted here");
+  if (format == FrameworkFormat::kJson) {
+    refuseJson();
   }
   checkRules(format, profile, layers_per_stage);
   if (placement && placement->chunked()) {
     return chunkedFormat(format, profile, layers_per_stage, *placement,
                          schedule.value_or(scheduleRunningChunks(placement->style)));
   }
-  if (format == "list") return listFormat(layers_per_stage);
-  if (format == "megatron") return megatronFormat(profile, layers_per_stage, Placement::loop(static_cast<int>(layers_per_stage.size()), 1));
-  if (format == "torchgpipe" || format == "fairscale") return balanceFormat(format, profile, layers_per_stage);
-  if (format == "deepspeed") return deepspeedFormat(profile, layers_per_stage);
-  if (format == "pippy") return pippyFormat(profile, layers_per_stage);
-  return torchtitanFormat(profile, layers_per_stage);
+  const std::string name = frameworkFormatName(format);
+  switch (format) {
+    case FrameworkFormat::kList: return listFormat(layers_per_stage);
+    case FrameworkFormat::kMegatron:
+      return megatronFormat(profile, layers_per_stage, Placement::loop(static_cast<int>(layers_per_stage.size()), 1));
+    case FrameworkFormat::kTorchgpipe:
+    case FrameworkFormat::kFairscale: return balanceFormat(name, profile, layers_per_stage);
+    case FrameworkFormat::kDeepspeed: return deepspeedFormat(profile, layers_per_stage);
+    case FrameworkFormat::kPippy: return pippyFormat(profile, layers_per_stage);
+    case FrameworkFormat::kTorchtitan: return torchtitanFormat(profile, layers_per_stage);
+    case FrameworkFormat::kJson: break;
+  }
+  refuseJson();
 }
 
 FrameworkOutputs frameworkOutputs(const Profile& profile, const std::vector<int>& layers_per_stage,
                                   const std::optional<Placement>& placement, std::optional<ScheduleKind> schedule) {
   FrameworkOutputs outputs;
-  for (const std::string& format : frameworkFormatNames()) {
-    if (format == "json") continue;
+  for (FrameworkFormat format : allFrameworkFormats()) {
+    if (format == FrameworkFormat::kJson) continue;
     try {
       const std::string text = formatSplit(format, profile, layers_per_stage, placement, schedule);
-      if (format != "megatron") {
-        outputs[format] = text;
+      if (format != FrameworkFormat::kMegatron) {
+        outputs[frameworkFormatName(format)] = text;
         continue;
       }
       // Two keys: Megatron refuses the layout and the flags together.

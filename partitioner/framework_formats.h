@@ -11,14 +11,32 @@
 
 namespace stagecut {
 
-/// The `--format` names: list, json, megatron, torchgpipe, fairscale, deepspeed, pippy,
-/// torchtitan. ("json" is the partition document itself; the CLI writes it.)
-const std::vector<std::string>& frameworkFormatNames();
+/// The `--format` outputs: stagecut's own list and partition document, and each training
+/// framework's words. Every switch over it names each one (-Wswitch), so a format added here is
+/// written everywhere a format is handled, not taken for another.
+enum class FrameworkFormat {
+  kList,        ///< "list": layers per stage
+  kJson,        ///< "json": the partition document itself (the CLI writes it)
+  kMegatron,    ///< "megatron": Megatron-LM's layout, or its flags
+  kTorchgpipe,  ///< "torchgpipe": balance over the nn.Sequential
+  kFairscale,   ///< "fairscale": the same balance
+  kDeepspeed,   ///< "deepspeed": PipelineModule's parts
+  kPippy,       ///< "pippy": torch.distributed.pipelining's split_spec
+  kTorchtitan,  ///< "torchtitan": module names per model part
+};
 
-/// Throws Error (input) naming `--format` and the nearest known name unless `name` is one.
-void checkFrameworkFormatName(const std::string& name);
+/// Every format, in the order help texts and messages list them.
+const std::vector<FrameworkFormat>& allFrameworkFormats();
 
-/// The split in framework `format`'s own words (every name but "json"):
+/// "list", "json", "megatron", "torchgpipe", "fairscale", "deepspeed", "pippy" or "torchtitan":
+/// the `--format` name, and the key of a partition document's `outputs`.
+const char* frameworkFormatName(FrameworkFormat format);
+
+/// The format called `name`. Throws Error (input) naming `--format` and the nearest known name:
+/// "--format: unknown format 'yaml'; use one of: list, json, ...".
+FrameworkFormat parseFrameworkFormat(const std::string& name);
+
+/// The split in framework `format`'s own words (every format but json, which throws Error):
 /// - list: `3,5,5,3`
 /// - megatron: `--pipeline-model-parallel-layout "Et*3|t*5|t*5|t*3L"`, then "or" and the flags
 ///   that express the same split without a layout where some do (megatronFlags)
@@ -40,8 +58,8 @@ void checkFrameworkFormatName(const std::string& name);
 /// `pipeline_parallel_schedule`, pippy the split points with its schedule class (PyTorch's name
 /// of `schedule`, the schedule that runs the chunks; absent, the placement's own:
 /// scheduleRunningChunks); deepspeed, torchgpipe and fairscale, which run one stage per rank,
-/// throw Error (input).
-std::string formatSplit(const std::string& format, const Profile& profile,
+/// throw Error (input), as megatron does for v > 1 on one rank (megatronVirtualPipelineRefusal).
+std::string formatSplit(FrameworkFormat format, const Profile& profile,
                         const std::vector<int>& layers_per_stage,
                         const std::optional<Placement>& placement = std::nullopt,
                         std::optional<ScheduleKind> schedule = std::nullopt);

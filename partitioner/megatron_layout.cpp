@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include "core/error.h"
 #include "partitioner/split_score.h"
@@ -91,76 +92,138 @@ namespace {
 // The longest expansion a layout may have: far above any model's layers, far below memory trouble.
 constexpr std::size_t kMaxLayoutSymbols = 1000000;
 
-// The whole number after the '*' at `star` of a repeat written as `form` ("x*N", "(...)*N");
-// `end` is set past its digits.
-std::size_t repeatAfter(const std::string& text, std::size_t star, const char* form, std::size_t& end) {
-  end = star + 1;
-  while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-  if (end == star + 1 || end - star - 1 > 7) {
-    throw Error(std::string("a repeat ") + form + " needs a whole number N after the '*'");
+bool isDigit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// Whether `text` holds "*N" at `star`: a repeat's count.
+bool repeatAt(const std::string& text, std::size_t star) {
+  return star + 1 < text.size() && text[star] == '*' && isDigit(text[star + 1]);
+}
+
+// The whole number whose digits start at `from`, `end` set past them; it saturates past the
+// bound, so that appendRepeated refuses it (Python would try to build the text).
+std::size_t repeatCount(const std::string& text, std::size_t from, std::size_t& end) {
+  std::size_t repeat = 0;
+  for (end = from; end < text.size() && isDigit(text[end]); ++end) {
+    repeat = std::min(repeat * 10 + static_cast<std::size_t>(text[end] - '0'), kMaxLayoutSymbols + 1);
   }
-  const std::size_t repeat = std::stoul(text.substr(star + 1, end - star - 1));
-  if (repeat < 1) throw Error(std::string("a repeat ") + form + " with N = 0 repeats nothing; leave the part out");
   return repeat;
 }
 
-// Appends `part` `repeat` times to `out`; `expanded` counts the symbols of the whole expansion,
-// every stage's, so that many stages of long repeats are bounded together, not each alone.
-void appendRepeated(std::string& out, const std::string& part, std::size_t repeat, std::size_t& expanded) {
-  if (part.size() * repeat + expanded > kMaxLayoutSymbols) {
+// Appends `part` `repeat` times to `out`, which holds the expansion so far: the bound is on the
+// whole of it, so that many stages of long repeats are bounded together, not each alone.
+void appendRepeated(std::string& out, const std::string& part, std::size_t repeat) {
+  if (part.size() * repeat + out.size() > kMaxLayoutSymbols) {
     throw Error("the layout expands to more than " + std::to_string(kMaxLayoutSymbols) + " symbols");
   }
-  expanded += part.size() * repeat;
   for (std::size_t k = 0; k < repeat; ++k) out += part;
+}
+
+// The first substitution's result, with the reason for each '(' or ')' it leaves unmatched (by
+// position; any other '(' came from inside a group: a nested one). Megatron's parser refuses
+// one the second substitution keeps, as a character no layer has.
+struct GroupsExpanded {
+  std::string text;
+  std::map<std::size_t, const char*> strays;
+};
+
+// Megatron's first substitution, \(([^)]+)\)\*(\d+): a group (up to the first ')') repeated N times.
+GroupsExpanded expandGroups(const std::string& text) {
+  GroupsExpanded out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const std::size_t close = text[i] == '(' ? text.find(')', i + 1) : std::string::npos;
+    if (text[i] == '(' && close != std::string::npos && close > i + 1 && repeatAt(text, close + 1)) {
+      std::size_t end = 0;
+      const std::size_t repeat = repeatCount(text, close + 2, end);
+      appendRepeated(out.text, text.substr(i + 1, close - i - 1), repeat);
+      i = end - 1;
+      continue;
+    }
+    if (text[i] == ')') out.strays[out.text.size()] = "a ')' without its '('";
+    if (text[i] == '(') {
+      out.strays[out.text.size()] = close == std::string::npos ? "a '(' without its ')'"
+                                    : close == i + 1           ? "an empty group ()"
+                                    : close + 1 < text.size() && text[close + 1] == '*'
+                                        ? "a repeat (...)*N needs a whole number N after the '*'"
+                                        : "a group (...) needs a repeat *N after it";
+    }
+    appendRepeated(out.text, std::string(1, text[i]), 1);
+  }
+  return out;
+}
+
+// Megatron's second substitution, (.)\*(\d+): any one character repeated N times, '|' too (so
+// "t|*2" is "t||"), and N = 0 drops it, whatever it is ("(*0" is nothing, as in Python). A '*'
+// or a stray '(' or ')' that is kept is refused; digits are kept for the caller to refuse.
+std::string expandSymbols(const GroupsExpanded& in) {
+  const std::string& text = in.text;
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    std::size_t repeat = 1, end = i + 1;
+    if (repeatAt(text, i + 1)) repeat = repeatCount(text, i + 2, end);
+    if (repeat > 0) {
+      const auto stray = in.strays.find(i);
+      if (stray != in.strays.end()) throw Error(stray->second);
+      if (text[i] == '(') throw Error("groups (...) do not nest in a layout");
+      if (text[i] == '*') {
+        throw Error(repeatAt(text, i) ? "a repeat x*N needs a symbol before the '*'"
+                                      : "a repeat x*N needs a whole number N after the '*'");
+      }
+    }
+    appendRepeated(out, std::string(1, text[i]), repeat);
+    i = end - 1;
+  }
+  return out;
 }
 
 }  // namespace
 
 std::vector<std::string> expandMegatronLayout(const std::string& layout) {
-  // Megatron's parse_str_to_list: commas are cosmetic, then "(group)*N", then "x*N".
+  // Megatron's parse_str_to_list: commas are cosmetic, then "(group)*N", then "x*N", then each
+  // '|' ends a stage.
   std::string text;
   for (char c : layout) {
     if (c != ',') text += c;
   }
-  std::string grouped;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == ')') throw Error("a ')' without its '('");
-    if (text[i] != '(') {
-      grouped += text[i];
-      continue;
-    }
-    const std::size_t close = text.find_first_of("()", i + 1);
-    if (close == std::string::npos || text[close] == '(') {
-      throw Error(close == std::string::npos ? "a '(' without its ')'" : "groups (...) do not nest in a layout");
-    }
-    if (close == i + 1) throw Error("an empty group ()");
-    if (close + 1 >= text.size() || text[close + 1] != '*') throw Error("a group (...) needs a repeat *N after it");
-    std::size_t end = 0;
-    std::size_t grouped_size = grouped.size();
-    appendRepeated(grouped, text.substr(i + 1, close - i - 1), repeatAfter(text, close + 1, "(...)*N", end),
-                   grouped_size);
-    i = end - 1;
-  }
+  const std::string symbols = expandSymbols(expandGroups(text));
   std::vector<std::string> stages{""};
-  std::size_t expanded = grouped.size();
-  for (std::size_t i = 0; i < grouped.size(); ++i) {
-    const char c = grouped[i];
+  for (char c : symbols) {
     if (c == '|') {
       stages.emplace_back();
-    } else if (c == '*') {
-      if (i == 0 || grouped[i - 1] == '|' || grouped[i - 1] == '*' || stages.back().empty()) {
-        throw Error("a repeat x*N needs a symbol before the '*'");
-      }
-      std::size_t end = 0;
-      const std::size_t repeat = repeatAfter(grouped, i, "x*N", end);
-      const std::string symbol(1, stages.back().back());
-      appendRepeated(stages.back(), symbol, repeat - 1, expanded);
-      i = end - 1;
     } else {
       stages.back() += c;
     }
   }
   return stages;
+}
+
+std::string megatronVirtualPipelineRefusal(int ranks, int chunks_per_rank) {
+  if (chunks_per_rank < 2 || ranks >= 2) return "";
+  return std::to_string(chunks_per_rank) + " model chunks on " + std::to_string(ranks) +
+         " pipeline rank: Megatron runs a virtual pipeline only on --pipeline-model-parallel-size 2 or more (its "
+         "arguments.py asserts it for the interleaved schedule)";
+}
+
+int megatronVirtualStagesFromLayers(int blocks, int stages, bool account_for_embedding, bool account_for_loss,
+                                    bool uneven, int layers_per_virtual_stage) {
+  const std::string flag = "--num-layers-per-virtual-pipeline-stage " + std::to_string(layers_per_virtual_stage);
+  if (uneven) {
+    throw Error(flag + " with --decoder-first/last-pipeline-num-layers: Megatron takes the virtual stages of an "
+                       "uneven pipeline only as --num-virtual-stages-per-pipeline-rank");
+  }
+  if (layers_per_virtual_stage < 1) throw Error(flag + ": a virtual stage holds 1 layer or more");
+  const int counted = blocks + (account_for_embedding ? 1 : 0) + (account_for_loss ? 1 : 0);
+  const std::string counted_words = std::to_string(counted) + " layers" +
+                                    (counted != blocks ? " (the accounted embedding and loss included)" : "");
+  if (stages < 1 || counted % stages != 0) {
+    throw Error(flag + ": Megatron divides the " + counted_words + " evenly over the " + std::to_string(stages) +
+                " pipeline ranks first, and they do not divide");
+  }
+  const int per_rank = counted / stages;
+  if (per_rank % layers_per_virtual_stage != 0) {
+    throw Error(flag + ": each of the " + std::to_string(stages) + " ranks holds " + std::to_string(per_rank) +
+                " layers, not a multiple of " + std::to_string(layers_per_virtual_stage));
+  }
+  return per_rank / layers_per_virtual_stage;
 }
 
 namespace {

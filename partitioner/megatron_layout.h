@@ -26,12 +26,28 @@ MegatronGroups megatronGroups(const Profile& profile);
 std::string megatronLayout(const MegatronGroups& groups, const std::vector<int>& layers_per_stage);
 
 /// Expands a layout string into one symbol string per stage, as Megatron's parser does
-/// (PipelineParallelLayerLayout.parse_str_to_list): commas are cosmetic, "(group)*N" repeats a
-/// group (groups do not nest), then "x*N" a symbol, and '|' ends a stage: "Et*2|(t|)*2,L" gives
-/// "Ett", "t", "t", "L". Throws Error (input) with the reason alone (the caller names the flag)
-/// for a repeat without its number or symbol, an unmatched or nested group, or an expansion of
-/// more than a million symbols.
+/// (PipelineParallelLayerLayout.parse_str_to_list, megatron/core/transformer/
+/// pipeline_parallel_layer_layout.py): commas are cosmetic, "(group)*N" repeats a group (groups
+/// do not nest), then "x*N" any one character, '|' too, N = 0 dropping it; then each '|' ends a
+/// stage, so a stage may be empty: "Et*2|(t|)*2,L" gives "Ett", "t", "t", "L" and "E|t||L" gives
+/// "E", "t", "", "L". Symbols are not checked here (a digit left over is kept). Throws Error
+/// (input) with the reason alone (the caller names the flag) where Megatron's parser would meet
+/// a '(', ')' or '*' left over (a repeat without its number or symbol, an unmatched, empty or
+/// nested group), or for an expansion of more than a million symbols.
 std::vector<std::string> expandMegatronLayout(const std::string& layout);
+
+/// "" when Megatron runs `chunks_per_rank` model chunks on each of `ranks` pipeline ranks, else
+/// why not, in words: a virtual pipeline (2 chunks or more) needs 2 ranks or more (arguments.py
+/// asserts pipeline-model-parallel size > 1 for the interleaved schedule).
+std::string megatronVirtualPipelineRefusal(int ranks, int chunks_per_rank);
+
+/// The virtual stages per rank v that Megatron derives from `--num-layers-per-virtual-pipeline-stage`
+/// k (arguments.py): the B blocks, plus one for each accounted embedding and loss, divide evenly
+/// over the N `stages`, and each rank's share divides by k; v = share / k (v = 1: no virtual
+/// pipeline). Throws Error (input) with the reason, naming the flag, when Megatron refuses it:
+/// with the first/last flags (`uneven`), k < 1, or a share that does not divide.
+int megatronVirtualStagesFromLayers(int blocks, int stages, bool account_for_embedding, bool account_for_loss,
+                                    bool uneven, int layers_per_virtual_stage);
 
 /// The flags that give Megatron this split without a layout (blocks per stage b, B blocks, N
 /// stages), the simplest that express it exactly, else "":

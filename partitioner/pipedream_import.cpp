@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/profile_json.h"
 #include "core/units.h"
 
 namespace stagecut {
@@ -33,8 +34,8 @@ std::string trim(const std::string& text) {
 
 class LineParser {
  public:
-  // 1e12 bytes (a terabyte) per tensor or layer, 1e12 ms (31 years) per op: far past any real
-  // model, and far enough below 2^63 bytes that the sums over a million nodes stay in range.
+  // 1e12 bytes (a terabyte) per tensor or layer: far past any real model, and far enough below
+  // 2^63 bytes that the sums over a million nodes stay in range. Times are bounded lower (time()).
   static constexpr double kMaxValue = 1e12;
 
   LineParser(const std::string& source, int line) : where_(source + ":" + std::to_string(line)) {}
@@ -51,6 +52,16 @@ class LineParser {
     // Sizes become byte counts (at most 2^63) and times are summed: bound both well inside.
     if (value > kMaxValue) fail(field + "=" + text + " is too large; the most is 1e12");
     return value;
+  }
+
+  // A compute time in ms: at most a day, the longest a profile's op may take (kLongestOpMs), so
+  // that the imported profile reads back.
+  double time(const std::string& field, const std::string& text) const {
+    const double ms = number(field, text);
+    if (ms > kLongestOpMs) {
+      fail(field + "=" + text + " ms is longer than a day, which no layer of a run takes; the most is 86400000");
+    }
+    return ms;
   }
 
   // "123.0" or "[123.0; 456.0]": PipeDream writes a layer with several outputs as a list.
@@ -131,8 +142,8 @@ GraphNode parseNodeLine(const std::string& line, const LineParser& parser) {
   for (const char* name : {"forward_compute_time", "backward_compute_time", "activation_size", "parameter_size"}) {
     if (!values.count(name)) parser.fail("node " + node.id + " has no " + name + "; " + kNodeFormat);
   }
-  node.forward_ms = parser.number("forward_compute_time", values["forward_compute_time"]);
-  node.backward_ms = parser.number("backward_compute_time", values["backward_compute_time"]);
+  node.forward_ms = parser.time("forward_compute_time", values["forward_compute_time"]);
+  node.backward_ms = parser.time("backward_compute_time", values["backward_compute_time"]);
   node.activation_bytes = parser.sizeSum("activation_size", values["activation_size"]);
   node.parameter_bytes = parser.number("parameter_size", values["parameter_size"]);
   // PipeDream names data-loading nodes Input0, Input1, ...
@@ -146,12 +157,15 @@ std::string stem(const std::string& path) {
   return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
 }
 
-}  // namespace
-
-PipedreamImport importPipedreamGraph(const std::string& text, const std::string& source) {
+// The graph as written: node lines, and edges by their nodes' positions in `nodes`.
+struct Graph {
   std::vector<GraphNode> nodes;
-  std::map<std::string, int> index_of;
   std::vector<std::pair<int, int>> edges;
+};
+
+Graph readGraph(const std::string& text, const std::string& source) {
+  Graph graph;
+  std::map<std::string, int> index_of;
   std::vector<int> edge_lines;
   std::vector<std::pair<std::string, std::string>> edge_names;
   std::stringstream lines(text);
@@ -178,22 +192,27 @@ PipedreamImport importPipedreamGraph(const std::string& text, const std::string&
     GraphNode node = parseNodeLine(line, parser);
     node.line = line_number;
     if (index_of.count(node.id)) parser.fail("node " + node.id + " is defined twice");
-    index_of[node.id] = static_cast<int>(nodes.size());
-    nodes.push_back(node);
+    index_of[node.id] = static_cast<int>(graph.nodes.size());
+    graph.nodes.push_back(node);
   }
   for (std::size_t e = 0; e < edge_names.size(); ++e) {
     const LineParser parser(source, edge_lines[e]);
     for (const std::string* name : {&edge_names[e].first, &edge_names[e].second}) {
       if (!index_of.count(*name)) parser.fail("edge names node " + *name + ", which no node line defines");
     }
-    edges.emplace_back(index_of[edge_names[e].first], index_of[edge_names[e].second]);
+    graph.edges.emplace_back(index_of[edge_names[e].first], index_of[edge_names[e].second]);
   }
+  return graph;
+}
 
-  // Kahn's algorithm, smallest position of appearance first, so the order is deterministic.
-  const int count = static_cast<int>(nodes.size());
-  std::vector<std::vector<int>> consumers(count);
+// Kahn's algorithm, smallest position of appearance first, so the order is deterministic.
+// `consumers` is filled with each node's successors.
+std::vector<int> topologicalOrder(const Graph& graph, const std::string& source,
+                                  std::vector<std::vector<int>>& consumers) {
+  const int count = static_cast<int>(graph.nodes.size());
+  consumers.assign(static_cast<std::size_t>(count), {});
   std::vector<int> pending(count, 0);
-  for (const auto& [from, to] : edges) {
+  for (const auto& [from, to] : graph.edges) {
     consumers[from].push_back(to);
     ++pending[to];
   }
@@ -213,46 +232,28 @@ PipedreamImport importPipedreamGraph(const std::string& text, const std::string&
   if (static_cast<int>(order.size()) != count) {
     for (int n = 0; n < count; ++n) {
       if (pending[n] > 0) {
-        throw Error(source + ":" + std::to_string(nodes[n].line) + ": node " + nodes[n].id +
+        throw Error(source + ":" + std::to_string(graph.nodes[n].line) + ": node " + graph.nodes[n].id +
                     " is on a cycle; a PipeDream graph must be acyclic");
       }
     }
   }
+  return order;
+}
 
-  PipedreamImport result;
-  std::vector<int> position(count, -1);
-  std::vector<int> kept;
-  for (int n : order) {
-    if (nodes[n].is_input) {
-      result.dropped_inputs.push_back(nodes[n].id + " (" + nodes[n].description + ", " +
-                                      formatMs(nodes[n].forward_ms + nodes[n].backward_ms) + " ms)");
-      continue;
-    }
-    position[n] = static_cast<int>(kept.size());
-    kept.push_back(n);
-  }
-  if (nodes.empty()) {
-    throw Error(source + ": no node lines; " + kNodeFormat);
-  }
-  if (kept.empty()) throw Error(source + ": no compute nodes: every node is an Input node");
-
-  // A tensor produced at position p and last consumed at q crosses every cut p..q-1.
+// The compute nodes in `kept` order as the profile's layers: a tensor produced at position p
+// and last consumed at q crosses every cut p..q-1, so it counts in the output of layers p..q-1.
+void addLayers(const Graph& graph, const std::vector<int>& kept, const std::vector<int>& position,
+               const std::vector<std::vector<int>>& consumers, const std::string& source, Profile& profile) {
   std::vector<double> crossing(kept.size() + 1, 0.0);
   for (int n : kept) {
     int last_use = position[n];
     for (int next : consumers[n]) last_use = std::max(last_use, position[next]);
-    crossing[position[n]] += nodes[n].activation_bytes;
-    crossing[last_use] -= nodes[n].activation_bytes;
+    crossing[position[n]] += graph.nodes[n].activation_bytes;
+    crossing[last_use] -= graph.nodes[n].activation_bytes;
   }
-  Profile& profile = result.profile;
-  profile.model.name = stem(source);
-  profile.model.source = "import:pipedream";
-  profile.model.config = {{"graph", source},
-                          {"nodes", count},
-                          {"dropped_input_nodes", static_cast<int>(result.dropped_inputs.size())}};
   double running = 0.0;
   for (std::size_t p = 0; p < kept.size(); ++p) {
-    const GraphNode& node = nodes[kept[p]];
+    const GraphNode& node = graph.nodes[kept[p]];
     running += crossing[p];
     if (running >= 9.2e18) {
       throw Error(source + ":" + std::to_string(node.line) + ": node " + node.id +
@@ -270,6 +271,41 @@ PipedreamImport importPipedreamGraph(const std::string& text, const std::string&
     layer.output_bytes = static_cast<std::uint64_t>(std::llround(std::max(0.0, running)));
     profile.layers.push_back(layer);
   }
+}
+
+}  // namespace
+
+PipedreamImport importPipedreamGraph(const std::string& text, const std::string& source) {
+  const Graph graph = readGraph(text, source);
+  std::vector<std::vector<int>> consumers;
+  const std::vector<int> order = topologicalOrder(graph, source, consumers);
+  const int count = static_cast<int>(graph.nodes.size());
+
+  PipedreamImport result;
+  std::vector<int> position(count, -1);
+  std::vector<int> kept;
+  for (int n : order) {
+    const GraphNode& node = graph.nodes[n];
+    if (node.is_input) {
+      result.dropped_inputs.push_back(node.id + " (" + node.description + ", " +
+                                      formatMs(node.forward_ms + node.backward_ms) + " ms)");
+      continue;
+    }
+    position[n] = static_cast<int>(kept.size());
+    kept.push_back(n);
+  }
+  if (graph.nodes.empty()) {
+    throw Error(source + ": no node lines; " + kNodeFormat);
+  }
+  if (kept.empty()) throw Error(source + ": no compute nodes: every node is an Input node");
+
+  Profile& profile = result.profile;
+  profile.model.name = stem(source);
+  profile.model.source = "import:pipedream";
+  profile.model.config = {{"graph", source},
+                          {"nodes", count},
+                          {"dropped_input_nodes", static_cast<int>(result.dropped_inputs.size())}};
+  addLayers(graph, kept, position, consumers, source, profile);
   return result;
 }
 

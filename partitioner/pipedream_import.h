@@ -22,7 +22,8 @@ struct PipedreamImport {
 /// orders the rest topologically (ties by order of appearance) and sets each layer's
 /// output_bytes to all tensors produced up to it and consumed after it, skip connections
 /// included. params = parameter_size / 4 (PipeDream profiles fp32). `source` names the file in
-/// messages. Throws Error (input) naming the line for a malformed line, a time or size above 1e12,
+/// messages. Throws Error (input) naming the line for a malformed line, a time above a day
+/// (kLongestOpMs, so the profile reads back) or a size above 1e12,
 /// an unknown node, a repeated node, a cycle, or a graph without node lines or compute nodes.
 PipedreamImport importPipedreamGraph(const std::string& text, const std::string& source);
 

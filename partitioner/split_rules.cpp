@@ -92,13 +92,20 @@ SplitRules splitRules(SplitRuleSet set, const Profile& profile) {
   return rules;
 }
 
-std::optional<SplitRules> formatRules(const std::string& format, const Profile& profile) {
-  if (format == "list" || format == "json") return splitRules(SplitRuleSet::kAny, profile);
-  if (format == "megatron") {
-    if (!megatronInapplicability(profile).empty()) return std::nullopt;
-    return splitRules(SplitRuleSet::kMegatron, profile);
+std::optional<SplitRules> formatRules(FrameworkFormat format, const Profile& profile) {
+  switch (format) {
+    case FrameworkFormat::kList:
+    case FrameworkFormat::kJson: return splitRules(SplitRuleSet::kAny, profile);
+    case FrameworkFormat::kMegatron:
+      if (!megatronInapplicability(profile).empty()) return std::nullopt;
+      return splitRules(SplitRuleSet::kMegatron, profile);
+    case FrameworkFormat::kTorchgpipe:
+    case FrameworkFormat::kFairscale:
+    case FrameworkFormat::kDeepspeed:
+    case FrameworkFormat::kPippy:
+    case FrameworkFormat::kTorchtitan: return splitRules(SplitRuleSet::kLossWithLast, profile);
   }
-  return splitRules(SplitRuleSet::kLossWithLast, profile);
+  throw Error("a framework format without rules", ErrorKind::kRuntime);
 }
 
 SplitRules frameworkRules(const Profile& profile) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/profile.h"
+#include "partitioner/framework_formats.h"
 
 namespace stagecut {
 
@@ -47,11 +48,10 @@ std::string megatronInapplicability(const Profile& profile);
 /// The rules of one set for this chain. kMegatron needs megatronInapplicability() == "".
 SplitRules splitRules(SplitRuleSet set, const Profile& profile);
 
-/// The rules of framework output `format` (a frameworkFormatNames() name): list and json take
-/// any split, megatron its own rules, the others the loss with the last stage. Empty when the
-/// format applies to no split of this chain (megatron without an embedding first and the loss
-/// last).
-std::optional<SplitRules> formatRules(const std::string& format, const Profile& profile);
+/// The rules of framework output `format`: list and json take any split, megatron its own
+/// rules, the others the loss with the last stage. Empty when the format applies to no split of
+/// this chain (megatron without an embedding first and the loss last).
+std::optional<SplitRules> formatRules(FrameworkFormat format, const Profile& profile);
 
 /// The rules of every framework stagecut prints for this chain at once (each framework's cuts
 /// allowed by all): what the "compute" split obeys by default.

@@ -57,6 +57,41 @@ std::optional<std::string> bracketed(const std::string& text, const std::string&
   return text.substr(head.size(), text.size() - head.size() - 1);
 }
 
+// A layout's symbols by Megatron's rules (PipelineParallelLayerLayout.validate_layer_layout):
+// E, t, L (and m, its multi-token-prediction layer) only; E the first layer of the whole layout
+// and L its last, each once; stages may be empty. Then stagecut's own: a stage with no symbol
+// has no layer to give a split.
+void checkLayoutSymbols(const std::vector<std::string>& stages, const std::string& flag, const std::string& text) {
+  std::string symbols;
+  for (const std::string& stage : stages) symbols += stage;
+  for (char symbol : symbols) {
+    if (symbol != 'E' && symbol != 't' && symbol != 'L' && symbol != 'm') {
+      fail(flag, text, std::string("a layout holds E, t and L only, not '") + symbol + "'");
+    }
+  }
+  if (symbols.empty() || symbols.front() != 'E') {
+    fail(flag, text, "the layout's first layer must be the embedding E, as Megatron requires");
+  }
+  if (symbols.back() != 'L') fail(flag, text, "the layout's last layer must be the loss L, as Megatron requires");
+  for (char symbol : {'E', 'L'}) {
+    const auto count = std::count(symbols.begin(), symbols.end(), symbol);
+    if (count != 1) {
+      fail(flag, text, std::string("the layout holds ") + symbol + " " + std::to_string(count) +
+                           " times; Megatron takes the " + (symbol == 'E' ? "embedding" : "loss") + " once");
+    }
+  }
+  if (symbols.find('m') != std::string::npos) {
+    fail(flag, text, "the layout holds m, a multi-token-prediction layer, which the profile does not have "
+                     "(Megatron counts m against --mtp-num-layers)");
+  }
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    if (!stages[s].empty()) continue;
+    fail(flag, text, "stage " + std::to_string(s) + " of the layout's " + std::to_string(stages.size()) +
+                         " is empty, which Megatron runs (a stage that builds no layer) but a stagecut split "
+                         "cannot: every stage holds at least one layer; move a layer into it");
+  }
+}
+
 std::vector<int> fromLayout(const std::string& layout, const Profile& profile, const std::string& flag,
                             const std::string& text) {
   std::vector<std::string> stages;
@@ -65,25 +100,13 @@ std::vector<int> fromLayout(const std::string& layout, const Profile& profile, c
   } catch (const Error& error) {
     fail(flag, text, error.what());
   }
+  checkLayoutSymbols(stages, flag, text);
   const MegatronGroups groups = megatronGroups(profile);
   std::vector<int> counts;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
+  for (const std::string& stage : stages) {
     int layers = 0;
-    for (std::size_t i = 0; i < stages[s].size(); ++i) {
-      const char symbol = stages[s][i];
-      if (symbol == 'E') {
-        if (s != 0 || i != 0) fail(flag, text, "the embedding E must be the first layer of the first stage");
-        layers += groups.embedding_layers;
-      } else if (symbol == 'L') {
-        if (s + 1 != stages.size() || i + 1 != stages[s].size()) {
-          fail(flag, text, "the loss L must be the last layer of the last stage");
-        }
-        layers += groups.loss_layers;
-      } else if (symbol == 't') {
-        ++layers;
-      } else {
-        fail(flag, text, std::string("a layout holds E, t and L only, not '") + symbol + "'");
-      }
+    for (char symbol : stage) {
+      layers += symbol == 'E' ? groups.embedding_layers : symbol == 'L' ? groups.loss_layers : 1;
     }
     counts.push_back(layers);
   }
@@ -136,12 +159,77 @@ void requireBlockCount(std::optional<int> num_layers, const MegatronGroups& grou
   }
 }
 
+// What a text of Megatron's flags says about the split, each flag as its argparse reads it (the
+// last of a flag given twice holds).
+struct MegatronWords {
+  std::optional<std::string> layout;
+  std::optional<int> size, num_layers, virtual_stages, layers_per_virtual_stage, first, last;
+  bool embedding = false, loss = false;
+};
+
+MegatronWords readMegatronWords(const std::vector<std::string>& words, const std::string& flag,
+                                const std::string& text) {
+  MegatronWords read;
+  const std::pair<const char*, std::optional<int> MegatronWords::*> numbers[] = {
+      {"--pipeline-model-parallel-size", &MegatronWords::size},
+      {"--num-layers", &MegatronWords::num_layers},
+      {"--num-virtual-stages-per-pipeline-rank", &MegatronWords::virtual_stages},
+      {"--num-layers-per-virtual-pipeline-stage", &MegatronWords::layers_per_virtual_stage},
+      {"--decoder-first-pipeline-num-layers", &MegatronWords::first},
+      {"--decoder-last-pipeline-num-layers", &MegatronWords::last},
+  };
+  for (std::size_t at = 0; at < words.size(); ++at) {
+    const std::string& word = words[at];
+    const auto number = std::find_if(std::begin(numbers), std::end(numbers),
+                                      [&](const auto& entry) { return word == entry.first; });
+    if (number != std::end(numbers)) {
+      read.*(number->second) = flagNumber(words, at, flag, text);
+    } else if (word == "--pipeline-model-parallel-layout") {
+      if (++at >= words.size() || words[at].rfind("--", 0) == 0) fail(flag, text, word + " needs its layout");
+      read.layout = words[at];
+    } else if (word == "--account-for-embedding-in-pipeline-split") {
+      read.embedding = true;
+    } else if (word == "--account-for-loss-in-pipeline-split") {
+      read.loss = true;
+    } else {
+      fail(flag, text, "unknown Megatron flag '" + word + "'; " + kForms);
+    }
+  }
+  return read;
+}
+
+// The checks Megatron makes of the flags together before it builds a layer: at most one way to
+// give the virtual stages (arguments.py), and a layout with no other flag of the split
+// (TransformerConfig: "pipeline_model_parallel_layout cannot be set with other pipeline layout
+// arguments").
+void checkMegatronFlagSet(const MegatronWords& read, const std::string& flag, const std::string& text) {
+  std::vector<std::string> ways;
+  if (read.layout) ways.push_back("--pipeline-model-parallel-layout");
+  if (read.virtual_stages) ways.push_back("--num-virtual-stages-per-pipeline-rank");
+  if (read.layers_per_virtual_stage) ways.push_back("--num-layers-per-virtual-pipeline-stage");
+  if (ways.size() > 1) {
+    fail(flag, text, ways[0] + " with " + ways[1] + ": Megatron takes at most one of "
+                     "--pipeline-model-parallel-layout, --num-virtual-stages-per-pipeline-rank and "
+                     "--num-layers-per-virtual-pipeline-stage (a layout's length gives its virtual stages); keep one");
+  }
+  if (!read.layout) return;
+  const char* other = read.first ? "--decoder-first-pipeline-num-layers"
+                      : read.last ? "--decoder-last-pipeline-num-layers"
+                      : read.embedding ? "--account-for-embedding-in-pipeline-split"
+                      : read.loss ? "--account-for-loss-in-pipeline-split"
+                                  : nullptr;
+  if (other) {
+    fail(flag, text, std::string("'") + other + "' beside a layout; Megatron takes the layout with "
+                     "--pipeline-model-parallel-size and --num-layers only");
+  }
+}
+
 // A layout of `layout_stages` stages on the --pipeline-model-parallel-size (`size`), --stages
 // or, without either, as many ranks: Megatron's virtual pipeline puts layout_stages / ranks
 // chunks on each rank, chunk i on rank i mod ranks. Sets `placement` to that; a caller that
 // reads no chunks (nullptr) is refused a layout of several chunks per rank.
-void placeLayout(int layout_stages, std::optional<int> size, std::optional<int> virtual_stages, int stages,
-                 Placement* placement, const std::string& flag, const std::string& text) {
+void placeLayout(int layout_stages, std::optional<int> size, int stages, Placement* placement,
+                 const std::string& flag, const std::string& text) {
   if (size && stages > 0 && *size != stages) {
     fail(flag, text,
          "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
@@ -154,12 +242,8 @@ void placeLayout(int layout_stages, std::optional<int> size, std::optional<int> 
                          std::to_string(ranks) + " x v stages");
   }
   const int chunks = layout_stages / ranks;
-  if (virtual_stages && *virtual_stages != chunks) {
-    fail(flag, text,
-         "--num-virtual-stages-per-pipeline-rank " + std::to_string(*virtual_stages) + " but the layout has " +
-             std::to_string(layout_stages) + " stages for " + std::to_string(ranks) + " ranks (" +
-             std::to_string(chunks) + " each)");
-  }
+  const std::string refusal = megatronVirtualPipelineRefusal(ranks, chunks);
+  if (!refusal.empty()) fail(flag, text, "a layout of " + std::to_string(layout_stages) + " stages, " + refusal);
   if (chunks > 1 && placement == nullptr) {
     fail(flag, text, "a virtual-pipeline layout, " + std::to_string(layout_stages) + " stages on " +
                          std::to_string(ranks) + " ranks (" + std::to_string(chunks) +
@@ -169,69 +253,61 @@ void placeLayout(int layout_stages, std::optional<int> size, std::optional<int> 
   if (placement) *placement = Placement::loop(ranks, chunks);
 }
 
-// The layout with what Megatron takes beside it: --pipeline-model-parallel-size,
-// --num-virtual-stages-per-pipeline-rank and --num-layers, in any order.
-std::vector<int> fromLayoutFlags(const std::vector<std::string>& words, const Profile& profile, int stages,
+std::vector<int> fromLayoutFlags(const MegatronWords& read, const Profile& profile, int stages,
                                  Placement* placement, const std::string& flag, const std::string& text) {
-  std::string layout;
-  std::optional<int> size, virtual_stages, num_layers;
-  for (std::size_t at = 0; at < words.size(); ++at) {
-    const std::string& word = words[at];
-    if (word == "--pipeline-model-parallel-layout") {
-      if (++at >= words.size() || words[at].rfind("--", 0) == 0) fail(flag, text, word + " needs its layout");
-      layout = words[at];
-    } else if (word == "--pipeline-model-parallel-size") {
-      size = flagNumber(words, at, flag, text);
-    } else if (word == "--num-virtual-stages-per-pipeline-rank") {
-      virtual_stages = flagNumber(words, at, flag, text);
-    } else if (word == "--num-layers") {
-      num_layers = flagNumber(words, at, flag, text);
-    } else {
-      fail(flag, text, "'" + word + "' beside a layout; Megatron takes the layout with --pipeline-model-parallel-size, "
-                       "--num-virtual-stages-per-pipeline-rank and --num-layers only");
-    }
-  }
-  requireBlockCount(num_layers, megatronGroups(profile), flag, text);
-  std::vector<int> counts = fromLayout(layout, profile, flag, text);
-  placeLayout(static_cast<int>(counts.size()), size, virtual_stages, stages, placement, flag, text);
+  requireBlockCount(read.num_layers, megatronGroups(profile), flag, text);
+  std::vector<int> counts = fromLayout(*read.layout, profile, flag, text);
+  placeLayout(static_cast<int>(counts.size()), read.size, stages, placement, flag, text);
   return counts;
 }
 
-std::vector<int> fromMegatronFlags(const std::vector<std::string>& words, const Profile& profile, int stages,
+// The virtual stages per rank the flags give: --num-virtual-stages-per-pipeline-rank as it is,
+// --num-layers-per-virtual-pipeline-stage as Megatron converts it, else 1.
+int virtualStagesOf(const MegatronWords& read, const MegatronGroups& groups, int pipeline, const std::string& flag,
+                    const std::string& text) {
+  if (read.virtual_stages) {
+    if (*read.virtual_stages < 1) {
+      fail(flag, text, "--num-virtual-stages-per-pipeline-rank needs 1 chunk per rank or more");
+    }
+    return *read.virtual_stages;
+  }
+  if (!read.layers_per_virtual_stage) return 1;
+  try {
+    return megatronVirtualStagesFromLayers(groups.block_layers, pipeline, read.embedding, read.loss,
+                                           read.first || read.last, *read.layers_per_virtual_stage);
+  } catch (const Error& error) {
+    fail(flag, text, error.what());
+  }
+}
+
+std::vector<int> fromMegatronFlags(const MegatronWords& read, const Profile& profile, int stages,
                                    Placement* placement, const std::string& flag, const std::string& text) {
-  bool embedding = false, loss = false;
-  std::optional<int> first, last, num_layers, size, virtual_stages;
-  for (std::size_t at = 0; at < words.size(); ++at) {
-    const std::string& word = words[at];
-    if (word == "--account-for-embedding-in-pipeline-split") embedding = true;
-    else if (word == "--account-for-loss-in-pipeline-split") loss = true;
-    else if (word == "--decoder-first-pipeline-num-layers") first = flagNumber(words, at, flag, text);
-    else if (word == "--decoder-last-pipeline-num-layers") last = flagNumber(words, at, flag, text);
-    else if (word == "--num-layers") num_layers = flagNumber(words, at, flag, text);
-    else if (word == "--pipeline-model-parallel-size") size = flagNumber(words, at, flag, text);
-    else if (word == "--num-virtual-stages-per-pipeline-rank") virtual_stages = flagNumber(words, at, flag, text);
-    else fail(flag, text, "unknown Megatron flag '" + word + "'; " + kForms);
-  }
   const MegatronGroups groups = megatronGroups(profile);
-  requireBlockCount(num_layers, groups, flag, text);
-  const int chunks = virtual_stages ? *virtual_stages : 1;
-  if (chunks < 1) fail(flag, text, "--num-virtual-stages-per-pipeline-rank needs 1 chunk per rank or more");
+  requireBlockCount(read.num_layers, groups, flag, text);
+  if (read.size && stages > 0 && *read.size != stages) {
+    fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*read.size) + " but --stages " +
+                         std::to_string(stages));
+  }
+  if (!read.size && stages <= 0) fail(flag, text, "add --pipeline-model-parallel-size N (or --stages N)");
+  const int pipeline = read.size ? *read.size : stages;
+  if (pipeline < 1) fail(flag, text, "--pipeline-model-parallel-size needs 1 rank or more");
+  const int chunks = virtualStagesOf(read, groups, pipeline, flag, text);
+  const std::string refusal = megatronVirtualPipelineRefusal(pipeline, chunks);
+  if (!refusal.empty()) fail(flag, text, refusal);
   if (chunks > 1 && placement == nullptr) {
-    fail(flag, text, "--num-virtual-stages-per-pipeline-rank " + std::to_string(chunks) +
-                         ": a virtual pipeline, several model chunks per rank; this command takes one chunk per rank");
+    const std::string given = read.virtual_stages ? "--num-virtual-stages-per-pipeline-rank " + std::to_string(chunks)
+                                                  : "--num-layers-per-virtual-pipeline-stage " +
+                                                        std::to_string(*read.layers_per_virtual_stage) + " (" +
+                                                        std::to_string(chunks) + " virtual stages per rank)";
+    fail(flag, text, given + ": a virtual pipeline, several model chunks per rank; this command takes one chunk per rank");
   }
-  if (size && stages > 0 && *size != stages) {
-    fail(flag, text, "--pipeline-model-parallel-size " + std::to_string(*size) + " but --stages " + std::to_string(stages));
-  }
-  const int pipeline = size ? *size : stages;
-  if (!size && stages <= 0) fail(flag, text, "add --pipeline-model-parallel-size N (or --stages N)");
-  if (pipeline < 1 || static_cast<std::size_t>(pipeline) * static_cast<std::size_t>(chunks) > profile.layerCount()) {
+  if (static_cast<std::size_t>(pipeline) * static_cast<std::size_t>(chunks) > profile.layerCount()) {
     fail(flag, text, std::to_string(pipeline) + " stages" +
                          (chunks > 1 ? " x " + std::to_string(chunks) + " chunks" : std::string()) +
                          " for the profile's " + std::to_string(profile.layerCount()) + " layers");
   }
   std::vector<int> blocks =
-      megatronBlocksFromFlags(groups.block_layers, pipeline, embedding, loss, first, last, chunks);
+      megatronBlocksFromFlags(groups.block_layers, pipeline, read.embedding, read.loss, read.first, read.last, chunks);
   if (blocks.empty()) {
     fail(flag, text, "Megatron refuses these flags for " + std::to_string(groups.block_layers) +
                          " transformer layers on " + std::to_string(pipeline) + " stages" +
@@ -243,6 +319,15 @@ std::vector<int> fromMegatronFlags(const std::vector<std::string>& words, const 
   blocks.back() += groups.loss_layers;
   if (placement && chunks > 1) *placement = Placement::loop(pipeline, chunks);
   return blocks;
+}
+
+// Megatron's flags, with a layout or without.
+std::vector<int> fromMegatronText(const std::string& text, const Profile& profile, int stages, Placement* placement,
+                                  const std::string& flag) {
+  const MegatronWords read = readMegatronWords(commandWords(text), flag, text);
+  checkMegatronFlagSet(read, flag, text);
+  return read.layout ? fromLayoutFlags(read, profile, stages, placement, flag, text)
+                     : fromMegatronFlags(read, profile, stages, placement, flag, text);
 }
 
 // The quoted names in `text`, in order.
@@ -312,8 +397,13 @@ std::string withoutTensorParallelFlags(const std::string& raw, const Profile& pr
   std::string text = raw;
   const std::string size_flag = "--tensor-model-parallel-size";
   if (const auto at = text.find(size_flag); at != std::string::npos) {
+    // argparse reads "--flag value" and "--flag=value" alike.
     std::size_t end = at + size_flag.size();
-    while (end < text.size() && text[end] == ' ') ++end;
+    if (end < text.size() && text[end] == '=') {
+      ++end;
+    } else {
+      while (end < text.size() && text[end] == ' ') ++end;
+    }
     const std::size_t digits = text.find_first_not_of("0123456789", end);
     const std::string value = text.substr(end, (digits == std::string::npos ? text.size() : digits) - end);
     if (value.empty() || value.size() > 4) fail(flag, raw, size_flag + " needs a whole number");
@@ -341,11 +431,7 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
   std::vector<int> counts;
   bool over_modules_possible = false;  // parts and balance may leave the loss out
   if (text.compare(0, 2, "--") == 0) {
-    const std::vector<std::string> words = commandWords(text);
-    const bool has_layout =
-        std::find(words.begin(), words.end(), "--pipeline-model-parallel-layout") != words.end();
-    counts = has_layout ? fromLayoutFlags(words, profile, stages, placement, flag, text)
-                        : fromMegatronFlags(words, profile, stages, placement, flag, text);
+    counts = fromMegatronText(text, profile, stages, placement, flag);
   } else if (text.rfind("split_spec={", 0) == 0) {
     counts = fromSplitSpec(text, profile, flag);
     over_modules_possible = true;
@@ -364,10 +450,10 @@ std::vector<int> parseSplitText(const std::string& raw, const Profile& profile, 
     if (!values) fail(flag, text, "balance=[...] lists layers per stage, e.g. balance=[4, 3, 1]");
     counts = *values;
     over_modules_possible = true;
-  } else if (text.find_first_not_of("Et*0123456789|L(),") == std::string::npos &&
+  } else if (text.find_first_not_of("Etm*0123456789|L(),") == std::string::npos &&
              text.find_first_of("EtL") != std::string::npos) {
     counts = fromLayout(text, profile, flag, text);
-    placeLayout(static_cast<int>(counts.size()), std::nullopt, std::nullopt, stages, placement, flag, text);
+    placeLayout(static_cast<int>(counts.size()), std::nullopt, stages, placement, flag, text);
   } else {
     const auto values = integerList(text);
     if (!values) fail(flag, text, std::string("not a split stagecut reads; ") + kForms);

@@ -1,5 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/profile_json.h"
@@ -153,6 +159,47 @@ TEST_CASE("the profile reader rejects non-finite and wrongly typed times", "[cor
   document["layers"][0]["forward_ms"] = {{"median", 2.0}, {"min", 3.0}, {"max", 4.0}};
   CHECK_THAT(profileRejection(document),
              Contains("layer 0: field \"forward_ms\" must have min <= median <= max"));
+}
+
+TEST_CASE("profile times are times a run can have: at most a day per op, named by layer and field",
+          "[core][profile][errors]") {
+  // A day is validate's longest --timeout: no step it runs, so no layer's op in it, is longer.
+  // 1e308 ms is finite, so the finite check let it through and a step summed to "inf ms".
+  const double day_ms = 24 * 3600 * 1000.0;
+  json document = profileToJson(makeProfile(4));
+  document["layers"][1]["forward_ms"] = 1e308;
+  CHECK(profileRejection(document) ==
+        "p.json: layer 1: field \"forward_ms\" is 1e+308 ms, longer than a day, which no run takes (validate "
+        "stops a step at its longest --timeout, a day); measure the model again or correct the field");
+  document = profileToJson(makeProfile(4));
+  document["layers"][2]["backward_ms"]["max"] = day_ms + 1;
+  CHECK_THAT(profileRejection(document),
+             Catch::StartsWith("p.json: layer 2: field \"backward_ms.max\" is 86400001 ms, longer than a day"));
+  // Every time field: the optional ones, a calibrated profile's raw times, the whole model's.
+  const std::vector<std::pair<std::function<void(json&)>, std::string>> fields = {
+      {[&](json& d) { d["layers"][0]["backward_input_ms"] = 2 * day_ms; }, "layer 0: field \"backward_input_ms\""},
+      {[&](json& d) { d["layers"][0]["backward_weight_ms"] = 2 * day_ms; }, "layer 0: field \"backward_weight_ms\""},
+      {[&](json& d) { d["layers"][3]["recompute_ms"] = {{"median", 2 * day_ms}}; }, "layer 3: field \"recompute_ms.median\""},
+      {[&](json& d) { d["layers"][3]["uncalibrated"] = {{"forward_ms", 1.0}, {"backward_ms", 2 * day_ms}}; },
+       "layer 3: field \"uncalibrated.backward_ms\""},
+      {[&](json& d) { d["whole_model"]["forward_ms"] = 2 * day_ms; }, "field \"whole_model.forward_ms\""},
+      {[&](json& d) {
+         d["whole_model"]["in_chain_forward_ms"] = {1.0, 2 * day_ms, 1.0, 1.0};
+         d["whole_model"]["in_chain_backward_ms"] = {1.0, 1.0, 1.0, 1.0};
+       },
+       "field \"whole_model.in_chain_forward_ms[1]\""},
+  };
+  for (const auto& [breakIt, named] : fields) {
+    document = profileToJson(makeProfile(4));
+    breakIt(document);
+    INFO(document.dump());
+    CHECK_THAT(profileRejection(document), Contains(named + " is 172800000 ms, longer than a day"));
+  }
+  // A day itself is a time a run can have.
+  document = profileToJson(makeProfile(4));
+  document["layers"][0]["forward_ms"] = day_ms;
+  document["whole_model"]["backward_ms"] = day_ms;
+  CHECK(profileFromJson(document, "p.json").layers[0].forward_ms.median == day_ms);
 }
 
 TEST_CASE("the profile reader rejects layer indices out of order, gaps and duplicates",

@@ -1,5 +1,7 @@
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include <catch2/catch.hpp>
@@ -78,12 +80,12 @@ TEST_CASE("megatron layout marks embedding, blocks and loss and shortens runs", 
         "--decoder-last-pipeline-num-layers 1");
   CHECK(stagecut::megatronFlags(groups, {4, 4, 5, 4}).empty());
   // The two alternatives, never in one line: Megatron refuses them together.
-  CHECK(stagecut::formatSplit("megatron", profile, {4, 5, 5, 3}) ==
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, profile, {4, 5, 5, 3}) ==
         "--pipeline-model-parallel-layout \"Ettt|t*5|t*5|tL\"\nor\n"
         "--num-layers 14 --pipeline-model-parallel-size 4 --decoder-first-pipeline-num-layers 3 "
         "--decoder-last-pipeline-num-layers 1");
   // A split between the head and the loss cannot be written for Megatron.
-  CHECK_THROWS_WITH(stagecut::formatSplit("megatron", profile, {4, 5, 7, 1}),
+  CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, profile, {4, 5, 7, 1}),
                     "--format megatron: stage 3 holds only the loss (layer 16, loss (CrossEntropyLoss)); "
                     "DeepSpeed, torchgpipe, fairscale, PiPPy, torchtitan apply the loss to the last stage's "
                     "output; partition with --format megatron for the best split it can run");
@@ -213,19 +215,19 @@ TEST_CASE("megatron's flags for a virtual pipeline build every chunk as Megatron
 TEST_CASE("framework formats describe the split in each framework's words", "[partitioner][formats]") {
   const stagecut::Profile profile = gptLike(2);  // embed, block.0, block.1, head, loss
   const std::vector<int> split{2, 1, 2};
-  CHECK(stagecut::formatSplit("list", profile, split) == "2,1,2");
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kList, profile, split) == "2,1,2");
   // The loss is not a module of the Sequential / PipelineModule / model part: it is a function
   // applied to the last stage's output.
-  CHECK(stagecut::formatSplit("torchgpipe", profile, split) == "balance=[2, 1, 1]");
-  CHECK(stagecut::formatSplit("fairscale", profile, split) == "balance=[2, 1, 1]");
-  CHECK(stagecut::formatSplit("deepspeed", profile, split) ==
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kTorchgpipe, profile, split) == "balance=[2, 1, 1]");
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kFairscale, profile, split) == "balance=[2, 1, 1]");
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kDeepspeed, profile, split) ==
         "parts=[0, 2, 3, 4]\nstage=0 layers=2\n     0: Embedding\n     1: TransformerBlock\n"
         "stage=1 layers=1\n     2: TransformerBlock\nstage=2 layers=1\n     3: LMHead\n  loss: CrossEntropyLoss");
-  CHECK(stagecut::formatSplit("pippy", profile, split) ==
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kPippy, profile, split) ==
         "split_spec={\"block.1\": SplitPoint.BEGINNING, \"head\": SplitPoint.BEGINNING}");
-  CHECK(stagecut::formatSplit("torchtitan", profile, split) ==
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kTorchtitan, profile, split) ==
         "module_fqns_per_model_part=[[\"embed\", \"block.0\"], [\"block.1\"], [\"head\"]]");
-  CHECK(stagecut::formatSplit("megatron", profile, split) ==
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, profile, split) ==
         "--pipeline-model-parallel-layout \"Et|t|L\"\nor\n"
         "--num-layers 2 --pipeline-model-parallel-size 3 --account-for-loss-in-pipeline-split");
   const auto outputs = stagecut::frameworkOutputs(profile, split);
@@ -240,10 +242,38 @@ TEST_CASE("framework formats describe the split in each framework's words", "[pa
   CHECK(loss_alone.count("list") == 1);
 }
 
+TEST_CASE("each format has its own name and its own text: none falls through to another's", "[partitioner][formats]") {
+  // formatSplit once ended in torchtitan's text, so a format added to the list but not to the
+  // chain printed torchtitan's words; each format now says its own, checked by what it says.
+  const stagecut::Profile profile = gptLike(2);  // embed, block.0, block.1, head, loss
+  const std::vector<int> split{2, 1, 2};
+  std::set<std::string> names;
+  for (stagecut::FrameworkFormat format : stagecut::allFrameworkFormats()) {
+    const std::string name = stagecut::frameworkFormatName(format);
+    INFO(name);
+    CHECK(names.insert(name).second);
+    CHECK(stagecut::parseFrameworkFormat(name) == format);
+    if (format == stagecut::FrameworkFormat::kJson) {
+      CHECK_THROWS_WITH(stagecut::formatSplit(format, profile, split),
+                        "--format json: the partition document is written by the command, not formatted here");
+      continue;
+    }
+    const std::string text = stagecut::formatSplit(format, profile, split);
+    const std::map<std::string, std::string> starts = {
+        {"list", "2,1,2"},           {"megatron", "--pipeline-model-parallel-layout"},
+        {"torchgpipe", "balance=["}, {"fairscale", "balance=["},
+        {"deepspeed", "parts=["},    {"pippy", "split_spec={"},
+        {"torchtitan", "module_fqns_per_model_part=["}};
+    REQUIRE(starts.count(name) == 1);
+    CHECK_THAT(text, Catch::StartsWith(starts.at(name)));
+  }
+  CHECK(names.size() == 8);
+}
+
 TEST_CASE("megatron is printed only for a chain with an embedding first and the loss last", "[partitioner][formats]") {
   stagecut::Profile profile = makeProfile(6);  // layer0 .. layer5: no embedding, no loss
   CHECK(stagecut::frameworkOutputs(profile, {3, 3}).count("megatron") == 0);
-  CHECK_THROWS_WITH(stagecut::formatSplit("megatron", profile, {3, 3}),
+  CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, profile, {3, 3}),
                     Catch::StartsWith("--format megatron: Megatron's layout does not apply to this chain: its "
                                       "first layer, layer.0"));
   profile.layers[0].kind = "Embedding";
@@ -254,15 +284,15 @@ TEST_CASE("megatron is printed only for a chain with an embedding first and the 
 
 TEST_CASE("formats refuse what they cannot express and splits that do not cover the chain", "[partitioner][formats]") {
   stagecut::Profile profile = gptLike(2);
-  CHECK_THROWS_WITH(stagecut::formatSplit("list", profile, {2, 2}),
+  CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kList, profile, {2, 2}),
                     "--format: the stages hold 4 layers, the chain has 5");
-  CHECK_THROWS_WITH(stagecut::formatSplit("list", profile, {5, 0}),
+  CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kList, profile, {5, 0}),
                     "--format: stage 1 has 0 layers; every stage needs at least one");
-  CHECK_THROWS_WITH(stagecut::formatSplit("yaml", profile, {5}),
+  CHECK_THROWS_WITH(stagecut::parseFrameworkFormat("yaml"),
                     "--format: unknown format 'yaml'; use one of: list, json, megatron, torchgpipe, "
                     "fairscale, deepspeed, pippy, torchtitan");
   profile.layers[2].name = "block.0";
-  CHECK_THROWS_WITH(stagecut::formatSplit("pippy", profile, {2, 3}),
+  CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kPippy, profile, {2, 3}),
                     "--format pippy: layer name \"block.0\" appears twice; pippy names modules by "
                     "name, so give the profile's layers unique names");
   CHECK(stagecut::frameworkOutputs(profile, {2, 3}).count("pippy") == 0);
@@ -281,7 +311,7 @@ TEST_CASE("a tensor-parallel profile's Megatron split names its degree, and --sp
   stagecut::Profile profile = gptLike(6);
   profile.model.config["tensor_parallel"] = 8;
   profile.model.config["sequence_parallel"] = true;
-  const std::string layout = stagecut::formatSplit("megatron", profile, {4, 5});
+  const std::string layout = stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, profile, {4, 5});
   CHECK(layout.find("--pipeline-model-parallel-layout \"Ettt|tttL\" --tensor-model-parallel-size 8 --sequence-parallel") == 0);
   CHECK(stagecut::parseSplitText(layout.substr(0, layout.find('\n')), profile, 0, "--split") == std::vector<int>{4, 5});
   CHECK(stagecut::parseSplitText("--num-layers 6 --pipeline-model-parallel-size 2 --tensor-model-parallel-size 8",
@@ -290,5 +320,5 @@ TEST_CASE("a tensor-parallel profile's Megatron split names its degree, and --sp
                     Catch::Matchers::Contains("--tensor-model-parallel-size 4 but the profile's layers are shards of "
                                               "tensor parallel 8"));
   // A profile without tensor parallelism says nothing of it.
-  CHECK(stagecut::formatSplit("megatron", gptLike(6), {4, 5}).find("tensor-model") == std::string::npos);
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, gptLike(6), {4, 5}).find("tensor-model") == std::string::npos);
 }

@@ -523,7 +523,7 @@ TEST_CASE("parsing --split reads every printed form back and says what does not 
   CHECK(error("balance=[4, 3]", 0) == "--split balance=[4, 3]: 7 layers, the profile has 9 (8 before the loss)");
   CHECK(error("4,0,5", 0) == "--split 4,0,5: stage 1 has no layers; every stage needs at least one");
   CHECK(error("4,5", 3) == "--split 4,5: 2 stages, --stages is 3");
-  CHECK(error("tEt|L", 0) == "--split tEt|L: the embedding E must be the first layer of the first stage");
+  CHECK(error("tEt|L", 0) == "--split tEt|L: the layout's first layer must be the embedding E, as Megatron requires");
   CHECK(error("--decoder-first-pipeline-num-layers 4", 0) ==
         "--split --decoder-first-pipeline-num-layers 4: add --pipeline-model-parallel-size N (or --stages N)");
   CHECK(error("--num-layers 7 --pipeline-model-parallel-size 2", 0) ==
@@ -556,8 +556,7 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
                            "--pipeline-model-parallel-layout \"Et*3|(tt)*1,t|L\"",
                            "--pipeline-model-parallel-layout Et*3|t*3|L --pipeline-model-parallel-size 3",
                            "--pipeline-model-parallel-size=3 --pipeline-model-parallel-layout Et*3|t*3|L",
-                           "--pipeline-model-parallel-size 3 --num-virtual-stages-per-pipeline-rank 1 "
-                           "--pipeline-model-parallel-layout Et*3|t*3|L --num-layers 6",
+                           "--pipeline-model-parallel-size 3 --pipeline-model-parallel-layout Et*3|t*3|L --num-layers 6",
                            "Et,tt|(t)*3|L"}) {
     INFO(text);
     CHECK(stagecut::parseSplitText(text, profile, 0, "--split") == split);
@@ -585,9 +584,9 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
   CHECK(stagecut::parseSplitText("4,3,2", profile, 0, "--split", &one_chunk) == split);
   CHECK(one_chunk == stagecut::Placement::loop(3, 1));
   CHECK(error("Et|t|t|t|t|tL", 3).find("a virtual-pipeline layout, 6 stages on 3 ranks") != std::string::npos);
-  CHECK(error("--num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L", 0) ==
-        "--split --num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L: "
-        "--num-virtual-stages-per-pipeline-rank 2 but the layout has 3 stages for 3 ranks (1 each)");
+  CHECK(error("--num-virtual-stages-per-pipeline-rank 2 --pipeline-model-parallel-layout Et*3|t*3|L", 0).find(
+            "--pipeline-model-parallel-layout with --num-virtual-stages-per-pipeline-rank: Megatron takes at most "
+            "one of") != std::string::npos);
   CHECK(error("--pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2", 0) ==
         "--split --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2: "
         "--num-virtual-stages-per-pipeline-rank 2: a virtual pipeline, several model chunks per rank; this "
@@ -614,7 +613,7 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
   CHECK(error("--pipeline-model-parallel-layout Et*3|t*3|L --decoder-first-pipeline-num-layers 2", 0) ==
         "--split --pipeline-model-parallel-layout Et*3|t*3|L --decoder-first-pipeline-num-layers 2: "
         "'--decoder-first-pipeline-num-layers' beside a layout; Megatron takes the layout with "
-        "--pipeline-model-parallel-size, --num-virtual-stages-per-pipeline-rank and --num-layers only");
+        "--pipeline-model-parallel-size and --num-layers only");
   CHECK(error("--pipeline-model-parallel-layout", 0) ==
         "--split --pipeline-model-parallel-layout: --pipeline-model-parallel-layout needs its layout");
   CHECK(error("E((t)*2)*2|L", 0) == "--split E((t)*2)*2|L: groups (...) do not nest in a layout");
@@ -622,7 +621,8 @@ TEST_CASE("split text: every spelling of a layout that Megatron's parser reads i
   CHECK(error("Ett)|L", 0) == "--split Ett)|L: a ')' without its '('");
   CHECK(error("E(tt)|L", 0) == "--split E(tt)|L: a group (...) needs a repeat *N after it");
   CHECK(error("E(t)*|L", 0) == "--split E(t)*|L: a repeat (...)*N needs a whole number N after the '*'");
-  CHECK(error("E(t)*0|L", 0) == "--split E(t)*0|L: a repeat (...)*N with N = 0 repeats nothing; leave the part out");
+  // N = 0 repeats nothing, as Python's "t" * 0 is "".
+  CHECK(stagecut::expandMegatronLayout("E(t)*0|t*0L") == std::vector<std::string>{"E", "L"});
   CHECK(error("E(t|)*9999999|L", 0) == "--split E(t|)*9999999|L: the layout expands to more than 1000000 symbols");
   // The bound is on the whole expansion: 44032 stages of 144032 layers each (6.3G symbols) were
   // each under it, and took memory until killed (found by fuzz_split_text).

@@ -83,73 +83,73 @@ std::optional<double> profileReferenceKernelMs(const Profile& profile) {
   return ms;
 }
 
-RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int profile_threads,
-                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds,
-                                 const std::string& profile_device_kind) {
-  RunEnvironment result;
-  result.profile_reference_ms = profile_reference_ms;
-  result.ranks = std::move(ranks);
-  std::map<std::string, std::vector<const RankEnvironment*>> hosts;
-  for (const RankEnvironment& rank : result.ranks) hosts[rank.host].push_back(&rank);
+namespace {
 
-  result.usable_cores = std::numeric_limits<int>::max();
-  for (const auto& [host, members] : hosts) {
-    int usable = std::numeric_limits<int>::max(), threads = 0;
-    double own_cpu = 0.0, host_busy = -1.0, window = 0.0;
-    for (const RankEnvironment* rank : members) {
-      if (rank->usable_cores > 0) usable = std::min(usable, rank->usable_cores);
-      threads = std::max(threads, rank->threads);
-      own_cpu += rank->own_cpu_s;
-      // Each rank's window covers nearly the same steps; the widest sees every rank's CPU.
-      if (rank->host_busy_cpu_s >= 0 && rank->window_s > window) {
-        window = rank->window_s;
-        host_busy = rank->host_busy_cpu_s;
-      }
-    }
-    std::map<std::string, int> ranks_per_gpu;
-    for (const RankEnvironment* rank : members) {
-      if (deviceKind(rank->device) == "cuda") ++ranks_per_gpu[rank->device];
-    }
-    for (const auto& [gpu, count] : ranks_per_gpu) {
-      if (count < 2) continue;
-      result.warnings.push_back("shared GPU: " + std::to_string(count) + " ranks ran on " + gpu + " of " + host +
-                                " and took turns on it, so the step measures their contention, not a pipeline with "
-                                "a GPU per rank; give each rank its own GPU");
-    }
-    const int on_host = static_cast<int>(members.size());
-    result.ranks_on_host = std::max(result.ranks_on_host, on_host);
-    result.threads = std::max(result.threads, threads);
-    if (usable != std::numeric_limits<int>::max()) {
-      result.usable_cores = std::min(result.usable_cores, usable);
-      if (on_host * std::max(threads, 1) > usable) {
-        result.warnings.push_back("oversubscribed: " + std::to_string(on_host) + " rank(s) x " +
-                                  std::to_string(std::max(threads, 1)) + " thread(s) on " + std::to_string(usable) +
-                                  " usable core(s) of " + host +
-                                  ": the ranks take turns on the cores; use fewer --threads or fewer ranks per host");
-      }
-    }
-    if (host_busy >= 0 && window >= thresholds.shortest_window_s) {
-      const double other = std::max(0.0, (host_busy - own_cpu) / window);
-      result.other_load_known = true;
-      result.other_load_cores = std::max(result.other_load_cores, other);
-      if (other >= thresholds.other_load_cores) {
-        result.warnings.push_back("other processes kept " + cores(other) + " core(s) of " + host +
-                                  " busy during the run: the figures measure the contention, "
-                                  "not the split; rerun on a quiet machine");
-      }
+// One host's ranks: GPUs they share, cores they oversubscribe, and the load of other processes
+// over the widest rank's window; the host's figures are folded into `result`.
+void assessHost(const std::string& host, const std::vector<const RankEnvironment*>& members,
+                const TrustThresholds& thresholds, RunEnvironment& result) {
+  int usable = std::numeric_limits<int>::max(), threads = 0;
+  double own_cpu = 0.0, host_busy = -1.0, window = 0.0;
+  for (const RankEnvironment* rank : members) {
+    if (rank->usable_cores > 0) usable = std::min(usable, rank->usable_cores);
+    threads = std::max(threads, rank->threads);
+    own_cpu += rank->own_cpu_s;
+    // Each rank's window covers nearly the same steps; the widest sees every rank's CPU.
+    if (rank->host_busy_cpu_s >= 0 && rank->window_s > window) {
+      window = rank->window_s;
+      host_busy = rank->host_busy_cpu_s;
     }
   }
+  std::map<std::string, int> ranks_per_gpu;
+  for (const RankEnvironment* rank : members) {
+    if (deviceKind(rank->device) == "cuda") ++ranks_per_gpu[rank->device];
+  }
+  for (const auto& [gpu, count] : ranks_per_gpu) {
+    if (count < 2) continue;
+    result.warnings.push_back("shared GPU: " + std::to_string(count) + " ranks ran on " + gpu + " of " + host +
+                              " and took turns on it, so the step measures their contention, not a pipeline with "
+                              "a GPU per rank; give each rank its own GPU");
+  }
+  const int on_host = static_cast<int>(members.size());
+  result.ranks_on_host = std::max(result.ranks_on_host, on_host);
+  result.threads = std::max(result.threads, threads);
+  if (usable != std::numeric_limits<int>::max()) {
+    result.usable_cores = std::min(result.usable_cores, usable);
+    if (on_host * std::max(threads, 1) > usable) {
+      result.warnings.push_back("oversubscribed: " + std::to_string(on_host) + " rank(s) x " +
+                                std::to_string(std::max(threads, 1)) + " thread(s) on " + std::to_string(usable) +
+                                " usable core(s) of " + host +
+                                ": the ranks take turns on the cores; use fewer --threads or fewer ranks per host");
+    }
+  }
+  if (host_busy >= 0 && window >= thresholds.shortest_window_s) {
+    const double other = std::max(0.0, (host_busy - own_cpu) / window);
+    result.other_load_known = true;
+    result.other_load_cores = std::max(result.other_load_cores, other);
+    if (other >= thresholds.other_load_cores) {
+      result.warnings.push_back("other processes kept " + cores(other) + " core(s) of " + host +
+                                " busy during the run: the figures measure the contention, "
+                                "not the split; rerun on a quiet machine");
+    }
+  }
+}
+
+void assessHosts(const TrustThresholds& thresholds, RunEnvironment& result) {
+  std::map<std::string, std::vector<const RankEnvironment*>> hosts;
+  for (const RankEnvironment& rank : result.ranks) hosts[rank.host].push_back(&rank);
+  result.usable_cores = std::numeric_limits<int>::max();
+  for (const auto& [host, members] : hosts) assessHost(host, members, thresholds, result);
   if (result.usable_cores == std::numeric_limits<int>::max()) result.usable_cores = 0;
   if (!result.other_load_known) {
     result.notes.push_back("other processes' load not known (no /proc/stat, or a run shorter than " +
                            formatMs(thresholds.shortest_window_s * 1000) + " ms)");
   }
+}
 
-  // With the kernel timed between the steps, they and the one after the last step are the
-  // machine during the measured steps, judged by their median as the step is: the kernel before
-  // the warm-up then only says how far the machine moved since. Runs that timed it only before
-  // and after take the slower of the two, and their change.
-  result.reference_drift = profile_reference_ms ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+// The ranks whose reference kernel ran slowest and fastest against the profile's, and the one
+// whose kernel changed most during the run, with the times that made them so.
+struct ReferenceExtremes {
   const RankEnvironment* slowest = nullptr;
   double slowest_ms = 0.0;
   const RankEnvironment* fastest = nullptr;
@@ -158,12 +158,21 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
   double changed_ms = 0.0;
   double changed_weight = 0.0;
   bool sampled_between_steps = false;
+};
+
+// With the kernel timed between the steps, they and the one after the last step are the
+// machine during the measured steps, judged by their median as the step is: the kernel before
+// the warm-up then only says how far the machine moved since. Runs that timed it only before
+// and after take the slower of the two, and their change.
+ReferenceExtremes referenceExtremes(std::optional<double> profile_reference_ms, RunEnvironment& result) {
+  result.reference_drift = profile_reference_ms ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  ReferenceExtremes extremes;
   for (const RankEnvironment& rank : result.ranks) {
     if (rank.reference_before_ms <= 0 || rank.reference_after_ms <= 0) continue;
     double during_ms = std::max(rank.reference_before_ms, rank.reference_after_ms);
     double later_ms = rank.reference_after_ms;
     if (!rank.reference_between_steps_ms.empty()) {
-      sampled_between_steps = true;
+      extremes.sampled_between_steps = true;
       RankEnvironment steps = rank;
       steps.reference_between_steps_ms.push_back(rank.reference_after_ms);
       during_ms = later_ms = steps.referenceBetweenStepsMs();
@@ -171,69 +180,95 @@ RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int
     // A machine faster during the steps than before the warm-up measured the steps as they are.
     const double change = later_ms / rank.reference_before_ms - 1.0;
     const double weight = rank.reference_between_steps_ms.empty() ? std::fabs(change) : change;
-    if (!changed || weight > changed_weight) {
+    if (!extremes.changed || weight > extremes.changed_weight) {
       result.reference_change = change;
-      changed = &rank;
-      changed_ms = later_ms;
-      changed_weight = weight;
+      extremes.changed = &rank;
+      extremes.changed_ms = later_ms;
+      extremes.changed_weight = weight;
     }
     if (profile_reference_ms) {
       const double drift = during_ms / *profile_reference_ms - 1.0;
       if (drift > result.reference_drift) {
         result.reference_drift = drift;
-        slowest = &rank;
-        slowest_ms = during_ms;
+        extremes.slowest = &rank;
+        extremes.slowest_ms = during_ms;
       }
-      if (!fastest || during_ms < fastest_ms) {
-        fastest = &rank;
-        fastest_ms = during_ms;
+      if (!extremes.fastest || during_ms < extremes.fastest_ms) {
+        extremes.fastest = &rank;
+        extremes.fastest_ms = during_ms;
       }
     }
   }
+  return extremes;
+}
+
+void assessReferenceKernel(std::optional<double> profile_reference_ms, const TrustThresholds& thresholds,
+                           RunEnvironment& result) {
+  const ReferenceExtremes e = referenceExtremes(profile_reference_ms, result);
+  const std::string during = e.sampled_between_steps ? " during the steps" : "";
   // As far off the other way: 25% slower is a ratio of 1.25, so 1 / 1.25 (20% faster).
-  if (fastest && fastest_ms * (1.0 + thresholds.reference_drift) < *profile_reference_ms) {
-    result.warnings.push_back("the reference kernel ran " + formatPercent(1.0 - fastest_ms / *profile_reference_ms, 0) +
-                              " faster on rank " + std::to_string(fastest->rank) +
-                              (sampled_between_steps ? " during the steps" : "") + " than when the model was profiled (" +
-                              formatMs(fastest_ms) + " ms against " + formatMs(*profile_reference_ms) +
+  if (e.fastest && e.fastest_ms * (1.0 + thresholds.reference_drift) < *profile_reference_ms) {
+    result.warnings.push_back("the reference kernel ran " + formatPercent(1.0 - e.fastest_ms / *profile_reference_ms, 0) +
+                              " faster on rank " + std::to_string(e.fastest->rank) + during +
+                              " than when the model was profiled (" + formatMs(e.fastest_ms) + " ms against " +
+                              formatMs(*profile_reference_ms) +
                               " ms): the profile was measured on a slower or busier machine than this run; profile "
                               "again on a quiet machine");
   }
-  if (slowest && result.reference_drift > thresholds.reference_drift) {
+  if (e.slowest && result.reference_drift > thresholds.reference_drift) {
     result.warnings.push_back("the reference kernel ran " + formatPercent(result.reference_drift, 0) + " slower on rank " +
-                              std::to_string(slowest->rank) +
-                              (sampled_between_steps ? " during the steps" : "") +
-                              " than when the model was profiled (" + formatMs(slowest_ms) +
-                              (sampled_between_steps ? " ms, the median of its timings between and after them," : " ms") +
+                              std::to_string(e.slowest->rank) + during + " than when the model was profiled (" +
+                              formatMs(e.slowest_ms) +
+                              (e.sampled_between_steps ? " ms, the median of its timings between and after them,"
+                                                       : " ms") +
                               " against " + formatMs(*profile_reference_ms) +
                               " ms): this machine is slower or busier now; rerun on a quiet machine or profile again");
   }
-  if (changed && changed_weight > thresholds.reference_drift) {
+  if (e.changed && e.changed_weight > thresholds.reference_drift) {
     result.warnings.push_back(
         "the reference kernel changed " + formatPercent(result.reference_change, 0) + " on rank " +
-        std::to_string(changed->rank) +
-        (sampled_between_steps ? " from before the warm-up to the steps (" + formatMs(changed->reference_before_ms) +
-                                     " ms, then a median of " + formatMs(changed_ms) + " ms between and after them)"
-                               : " between before and after the steps (" + formatMs(changed->reference_before_ms) +
-                                     " ms, then " + formatMs(changed_ms) + " ms)") +
+        std::to_string(e.changed->rank) +
+        (e.sampled_between_steps ? " from before the warm-up to the steps (" +
+                                       formatMs(e.changed->reference_before_ms) + " ms, then a median of " +
+                                       formatMs(e.changed_ms) + " ms between and after them)"
+                                 : " between before and after the steps (" +
+                                       formatMs(e.changed->reference_before_ms) + " ms, then " +
+                                       formatMs(e.changed_ms) + " ms)") +
         ": the machine's load changed during the run");
   }
+}
+
+// Ranks that ran another thread count or another kind of device than the profile run other
+// kernels than the ones it timed.
+void assessProfileMatch(int profile_threads, const std::string& profile_device_kind, RunEnvironment& result) {
   if (profile_threads > 0 && result.threads > 0 && result.threads != profile_threads) {
     result.warnings.push_back("the ranks ran " + std::to_string(result.threads) + " thread(s) each, the profile was "
                               "measured with " + std::to_string(profile_threads) + ": its times are not theirs; "
                               "validate with --threads " + std::to_string(profile_threads));
   }
-  if (profile_device_kind == "cpu" || profile_device_kind == "cuda") {
-    for (const RankEnvironment& rank : result.ranks) {
-      const std::string kind = deviceKind(rank.device);
-      if (kind == profile_device_kind) continue;
-      result.warnings.push_back("the ranks ran on " + kind + " (rank " + std::to_string(rank.rank) + " on " +
-                                rank.device + "), the profile was measured on " + profile_device_kind +
-                                ": its times are not theirs; validate with --device " + profile_device_kind +
-                                ", or profile with --device " + kind);
-      break;
-    }
+  if (profile_device_kind != "cpu" && profile_device_kind != "cuda") return;
+  for (const RankEnvironment& rank : result.ranks) {
+    const std::string kind = deviceKind(rank.device);
+    if (kind == profile_device_kind) continue;
+    result.warnings.push_back("the ranks ran on " + kind + " (rank " + std::to_string(rank.rank) + " on " +
+                              rank.device + "), the profile was measured on " + profile_device_kind +
+                              ": its times are not theirs; validate with --device " + profile_device_kind +
+                              ", or profile with --device " + kind);
+    break;
   }
+}
+
+}  // namespace
+
+RunEnvironment assessEnvironment(std::optional<double> profile_reference_ms, int profile_threads,
+                                 std::vector<RankEnvironment> ranks, const TrustThresholds& thresholds,
+                                 const std::string& profile_device_kind) {
+  RunEnvironment result;
+  result.profile_reference_ms = profile_reference_ms;
+  result.ranks = std::move(ranks);
+  assessHosts(thresholds, result);
+  assessReferenceKernel(profile_reference_ms, thresholds, result);
+  assessProfileMatch(profile_threads, profile_device_kind, result);
   if (!profile_reference_ms) {
     result.notes.push_back("the profile has no reference kernel time (profiled before it was recorded): "
                            "profile again to check this machine against it");
