@@ -165,6 +165,77 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   if (output) std::cout << "\nwrote " << output->path << "\n";
 }
 
+// The N-stage split partition prints: yours as given, Megatron's (or its flags'), or the
+// compute split, then refined by the simulated step with --simulate.
+struct StageSplit {
+  Partition partition;
+  MegatronPartition megatron;
+  SimulatedRefinement refinement;
+};
+
+StageSplit chooseStageSplit(const PartitionCommandFlags& flags, const Profile& profile, const PartitionOptions& options,
+                            const std::vector<int>& yours, bool megatron) {
+  const std::string& path = flags.shared.profile_path;
+  StageSplit split;
+  if (!yours.empty()) {
+    split.partition = describeSplit(profile, options, buildCostModel(profile, options, path), yours, "yours");
+  } else if (megatron) {
+    split.megatron = partitionForMegatron(profile, options, path, flags.megatron_first_last);
+    split.partition = split.megatron.chosen;
+  } else {
+    split.partition = partitionProfile(profile, options, path, SplitMethod::kCompute);
+  }
+  if (flags.simulate) {
+    const CostModel model = buildCostModel(profile, options, path);
+    split.refinement = refineBySimulatedStep(profile, options, model, split.partition.layersPerStage());
+    if (split.refinement.layers_per_stage != split.partition.layersPerStage()) {
+      split.partition = describeSplit(profile, options, model, split.refinement.layers_per_stage, "compute+simulated");
+    }
+  }
+  return split;
+}
+
+// What the restriction to Megatron's flags and the simulated refinement changed.
+void printStageSplitNotes(std::ostream& out, const StageSplit& split, const PartitionCommandFlags& flags,
+                          const PartitionOptions& options) {
+  if (split.megatron.first_last) {
+    const Partition& free = split.megatron.free_optimum;
+    out << "  restricted to Megatron's flags: bottleneck "
+        << formatSignedPercent(split.partition.bottleneck_ms / free.bottleneck_ms - 1.0) << ", step "
+        << formatSignedPercent(split.partition.predicted_step_ms / free.predicted_step_ms - 1.0)
+        << " against the best layout (" << formatMs(free.bottleneck_ms) << " ms, " << formatMs(free.predicted_step_ms)
+        << " ms)\n";
+  }
+  if (flags.simulate) {
+    const SimulatedRefinement& refinement = split.refinement;
+    out << "  simulated " << scheduleName(options.schedule) << " step " << formatMs(refinement.simulated_step_ms)
+        << " ms (the solver's first choice: " << formatMs(refinement.exact_split_simulated_ms) << " ms), best of "
+        << refinement.candidates << " splits with the optimal bottleneck"
+        << (refinement.truncated ? " (the first ones; more exist)" : "") << "\n";
+  }
+}
+
+// Your split beside the best under each rule set, or the best under each rule set alone.
+void printRuleSetComparison(std::ostream& out, const Profile& profile, const std::string& path,
+                            const PartitionOptions& options, const Partition& partition, const std::vector<int>& yours,
+                            const std::string& broken) {
+  const std::vector<RuleSetSplit> rule_rows = ruleSetSplits(profile, options, path);
+  if (yours.empty()) {
+    printRuleSetSplits(out, rule_rows, profile);
+    return;
+  }
+  for (const RuleSetSplit& row : rule_rows) {
+    if (!row.partition) continue;
+    const Partition& best = *row.partition;
+    out << (row.rules == SplitRuleSet::kAny ? std::string("  best over any split (stagecut validate): ")
+                                            : "  best under " + std::string(ruleSetName(row.rules)) + " rules (" +
+                                                  ruleSetRunners(row.rules) + "): ")
+        << joinNumbers(best.layersPerStage()) << ", step " << formatMs(best.predicted_step_ms) << " ms, "
+        << formatSignedPercent(best.predicted_step_ms / partition.predicted_step_ms - 1.0) << " against yours\n";
+  }
+  if (!broken.empty()) out << "  your split: " << broken << "\n";
+}
+
 void runPartition(const PartitionCommandFlags& flags) {
   const FrameworkFormat format = parseFrameworkFormat(flags.format);
   const std::string& path = flags.shared.profile_path;
@@ -189,25 +260,8 @@ void runPartition(const PartitionCommandFlags& flags) {
                 (flags.simulate ? "--simulate" : flags.megatron_first_last ? "--megatron-first-last" : "--format megatron") +
                 " (it chooses a split)");
   }
-
-  Partition partition;
-  MegatronPartition megatron_result;
-  if (!yours.empty()) {
-    partition = describeSplit(profile, options, buildCostModel(profile, options, path), yours, "yours");
-  } else if (megatron) {
-    megatron_result = partitionForMegatron(profile, options, path, flags.megatron_first_last);
-    partition = megatron_result.chosen;
-  } else {
-    partition = partitionProfile(profile, options, path, SplitMethod::kCompute);
-  }
-  SimulatedRefinement refinement;
-  if (flags.simulate) {
-    const CostModel model = buildCostModel(profile, options, path);
-    refinement = refineBySimulatedStep(profile, options, model, partition.layersPerStage());
-    if (refinement.layers_per_stage != partition.layersPerStage()) {
-      partition = describeSplit(profile, options, model, refinement.layers_per_stage, "compute+simulated");
-    }
-  }
+  const StageSplit split = chooseStageSplit(flags, profile, options, yours, megatron);
+  const Partition& partition = split.partition;
   // A user's split that a format cannot express prints what it breaks instead of the text.
   std::string text, text_failure;
   if (flags.format != "json") {
@@ -218,7 +272,6 @@ void runPartition(const PartitionCommandFlags& flags) {
       text_failure = error.what();
     }
   }
-
   const bool extras = options.recompute.mode != RecomputePolicy::Mode::kNone || options.data_parallel > 1;
   const std::vector<StageRecompute> stage_extras =
       extras ? stageRecompute(profile, options, partition, path) : std::vector<StageRecompute>{};
@@ -229,58 +282,23 @@ void runPartition(const PartitionCommandFlags& flags) {
     std::cout << toJsonText(document);
     return;
   }
-  std::cout << path << ": " << profile.layerCount() << " layers, "
-            << assumptionsNote(flags.shared, options) << "\n";
+  std::cout << path << ": " << profile.layerCount() << " layers, " << assumptionsNote(flags.shared, options) << "\n";
   std::cout << communicationNote(flags.shared) << "\n";
   if (!tensor_parallel_note.empty()) std::cout << tensor_parallel_note << "\n";
-  if (!yours.empty()) {
-    std::cout << "your split, as given (--split " << flags.shared.split_text << ")\n";
-  } else if (megatron) {
-    std::cout << "Megatron's rules: the embedding stays on the first stage, the final norm, output "
-                 "layer and loss on the last\n";
-  } else {
-    std::cout << rulesNote(options, profile) << "\n";
-  }
-  std::cout << "\n";
+  std::cout << (!yours.empty() ? "your split, as given (--split " + flags.shared.split_text + ")"
+                : megatron     ? std::string("Megatron's rules: the embedding stays on the first stage, the final "
+                                             "norm, output layer and loss on the last")
+                               : rulesNote(options, profile))
+            << "\n\n";
   printPartitionTable(std::cout, partition, layerNameRanges(partition, profile));
   printMemoryParts(std::cout, partition);
   if (extras) {
     std::cout << "\n";
     printRecomputeTable(std::cout, stage_extras, options);
   }
-  if (megatron_result.first_last) {
-    const Partition& free = megatron_result.free_optimum;
-    std::cout << "  restricted to Megatron's flags: bottleneck "
-              << formatSignedPercent(partition.bottleneck_ms / free.bottleneck_ms - 1.0)
-              << ", step " << formatSignedPercent(partition.predicted_step_ms / free.predicted_step_ms - 1.0)
-              << " against the best layout (" << formatMs(free.bottleneck_ms) << " ms, "
-              << formatMs(free.predicted_step_ms) << " ms)\n";
-  }
-  if (flags.simulate) {
-    std::cout << "  simulated " << scheduleName(options.schedule) << " step "
-              << formatMs(refinement.simulated_step_ms) << " ms (the solver's first choice: "
-              << formatMs(refinement.exact_split_simulated_ms) << " ms), best of "
-              << refinement.candidates << " splits with the optimal bottleneck"
-              << (refinement.truncated ? " (the first ones; more exist)" : "") << "\n";
-  }
-  const std::vector<RuleSetSplit> rule_rows = ruleSetSplits(profile, options, path);
+  printStageSplitNotes(std::cout, split, flags, options);
   const std::string broken = yours.empty() ? std::string() : ruleViolation(frameworkRules(profile), profile, yours);
-  if (!yours.empty()) {
-    for (const RuleSetSplit& row : rule_rows) {
-      if (!row.partition) continue;
-      const Partition& best = *row.partition;
-      std::cout << (row.rules == SplitRuleSet::kAny
-                        ? std::string("  best over any split (stagecut validate): ")
-                        : "  best under " + std::string(ruleSetName(row.rules)) + " rules (" +
-                              ruleSetRunners(row.rules) + "): ")
-                << joinNumbers(best.layersPerStage()) << ", step " << formatMs(best.predicted_step_ms) << " ms, "
-                << formatSignedPercent(best.predicted_step_ms / partition.predicted_step_ms - 1.0)
-                << " against yours\n";
-    }
-    if (!broken.empty()) std::cout << "  your split: " << broken << "\n";
-  } else {
-    printRuleSetSplits(std::cout, rule_rows, profile);
-  }
+  printRuleSetComparison(std::cout, profile, path, options, partition, yours, broken);
   if (!text_failure.empty()) {
     // The rule a given split breaks is printed just above: name it, not the rule again.
     const bool said = !broken.empty() && text_failure.find(broken) != std::string::npos;

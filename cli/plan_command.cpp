@@ -36,24 +36,29 @@ std::string memoryCell(const PlanRow& row, const std::string& unit) {
   return "max " + formatBytes(row.peak_memory_bytes[largest]) + " (" + unit + " " + std::to_string(largest) + ")";
 }
 
-void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
+// "plan for gpt-demo: 4 stages, global batch 32, 1f1b; measured at microbatch 1,2,4": what was
+// planned, and the chunks per rank tried or fixed.
+void printPlanHeading(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
   const PlanRequest& request = plan.request;
   out << "plan for " << (profile.model.name.empty() ? "the profile" : profile.model.name) << ": "
       << request.partition.placement.ranks << " stages, global batch " << request.global_batch << ", " << scheduleName(request.partition.schedule);
-  const bool chunked = runsChunks(request.partition.schedule);
-  const std::string unit = chunked ? "rank" : "stage";
   if (request.choose_chunks) {
     std::vector<int> tried;
     for (const Placement& placement : placementsToTry(request.partition.schedule, request.partition.placement.ranks)) {
       tried.push_back(placement.chunks_per_rank);
     }
     out << " (v = " << joinNumbers(tried, ", ") << " chunks per rank tried at each size, the fastest kept)";
-  } else if (chunked) {
+  } else if (runsChunks(request.partition.schedule)) {
     out << " (" << request.partition.placement.chunks_per_rank << " chunks per rank)";
   }
   if (request.partition.data_parallel > 1) out << ", " << request.partition.data_parallel << " replicas";
   out << "; measured at microbatch " << joinNumbers(plan.measured_sizes, ",") << "\n\n";
+}
 
+void printPlan(std::ostream& out, const MicrobatchPlan& plan, const Profile& profile) {
+  printPlanHeading(out, plan, profile);
+  const bool chunked = runsChunks(plan.request.partition.schedule);
+  const std::string unit = chunked ? "rank" : "stage";
   TextTable table;
   table.addColumn("", TextTable::Align::kLeft);
   for (const char* header : {"b", "M"}) table.addColumn(header, TextTable::Align::kRight);

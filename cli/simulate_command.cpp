@@ -102,53 +102,35 @@ void checkDataParallel(int replicas) {
   }
 }
 
-// Reads the profile and the partition and fills the report's per-stage view.
-ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport* report) {
-  if (options.partition_path.empty() && !options.split_given) {
-    throw Error(options.profile_path + ": simulating a profile needs its split; add --partition " +
-                "FILE (written by 'stagecut partition ... --format json') or --split 4,3,2");
-  }
-  if (!options.partition_path.empty() && options.split_given) {
-    throw Error("--split: --partition " + options.partition_path + " gives the split already; drop one of the two");
-  }
-  ProfileInputs inputs;
-  std::string tensor_parallel_note;
-  inputs.profile = readPricedProfile(options.profile_path, options.microbatch_size, options.tp_bandwidth,
-                                     options.tp_latency, &tensor_parallel_note);
-  if (!tensor_parallel_note.empty() && report) report->notes.push_back(tensor_parallel_note);
-  if (options.split_given) {
-    Placement placement;
-    const std::vector<int> counts = parseSplitText(options.split_text, inputs.profile,
-                                                   options.stages_given ? options.stages : 0, "--split", &placement);
-    inputs.partition.method = "yours";
-    if (placement.chunked()) inputs.partition.placement = placement;
-    int first = 0;
-    for (int count : counts) {
-      StageCost stage;
-      stage.first = first;
-      stage.last = first + count - 1;
-      inputs.partition.stages.push_back(stage);
-      first += count;
-    }
-  } else {
-    inputs.partition = readPartitionFile(options.partition_path);
+// The split to simulate: --split's text, or the --partition file checked against the profile.
+Partition readSplit(const SimulateOptions& options, const Profile& profile) {
+  if (!options.split_given) {
+    Partition partition = readPartitionFile(options.partition_path);
     // Before anything indexes the profile's layers by the partition's ranges.
-    checkPartitionCoversLayers(inputs.partition, inputs.profile.layerCount(), options.partition_path);
+    checkPartitionCoversLayers(partition, profile.layerCount(), options.partition_path);
+    return partition;
   }
-  // A chunked split's stages are its chunks; its ranks are the pipeline's stages.
-  const Placement placement = inputs.partition.rankPlacement();
-  const int stages = placement.ranks;
-  if (options.stages_given && options.stages != stages) {
-    throw Error("--stages " + std::to_string(options.stages) + ": the partition " +
-                options.partition_path + " has " + std::to_string(stages) +
-                " stages; drop --stages or use --stages " + std::to_string(stages));
+  Placement placement;
+  const std::vector<int> counts =
+      parseSplitText(options.split_text, profile, options.stages_given ? options.stages : 0, "--split", &placement);
+  Partition partition;
+  partition.method = "yours";
+  if (placement.chunked()) partition.placement = placement;
+  int first = 0;
+  for (int count : counts) {
+    StageCost stage;
+    stage.first = first;
+    stage.last = first + count - 1;
+    partition.stages.push_back(stage);
+    first += count;
   }
-  if (!options.bandwidth.empty()) {
-    inputs.prediction.link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
-  }
-  if (!options.latency.empty()) {
-    inputs.prediction.link.latency_ms = parseDurationMs(options.latency, "--latency");
-  }
+  return partition;
+}
+
+// The links and replicas every schedule's prediction shares, and how the report words them.
+void readLinks(const SimulateOptions& options, int stages, PredictionOptions* prediction, SimulationReport* report) {
+  if (!options.bandwidth.empty()) prediction->link.bandwidth_bytes_per_s = parseBandwidthBytesPerS(options.bandwidth, "--bandwidth");
+  if (!options.latency.empty()) prediction->link.latency_ms = parseDurationMs(options.latency, "--latency");
   if (options.bandwidth.empty() || options.latency.empty()) {
     const std::string& given = options.bandwidth.empty() ? options.latency : options.bandwidth;
     report->comm_text = given.empty() ? "none" : given + " per boundary";
@@ -156,28 +138,50 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     report->comm_text = options.bandwidth + " + " + options.latency + " latency per boundary";
   }
   checkDataParallel(options.data_parallel);
-  inputs.prediction.data_parallel = options.data_parallel;
-  if (!options.stage_speed.empty()) {
-    inputs.prediction.stage_speed = parseStageSpeeds(options.stage_speed, stages);
-  }
+  prediction->data_parallel = options.data_parallel;
+  if (!options.stage_speed.empty()) prediction->stage_speed = parseStageSpeeds(options.stage_speed, stages);
   if (options.data_parallel > 1) {
-    inputs.prediction.dp_link = dataParallelLink(options);
+    prediction->dp_link = dataParallelLink(options);
     report->data_parallel = options.data_parallel;
-    report->dp_text = "ring all-reduce over " + std::to_string(options.data_parallel) +
-                      " replicas, " + options.dp_bandwidth + ", " + options.dp_latency +
-                      " per ring step";
+    report->dp_text = "ring all-reduce over " + std::to_string(options.data_parallel) + " replicas, " +
+                      options.dp_bandwidth + ", " + options.dp_latency + " per ring step";
   }
-  report->unit_costs = false;
-  report->profile_path = options.profile_path;
-  report->partition_path = options.split_given ? "--split " + options.split_text : options.partition_path;
-  report->stages = stages;
+}
 
-  // The per-stage table: the split as one chunk per rank, as every schedule's costs start.
+// Both notes are about how W is built, which only a schedule that splits W off uses.
+void noteWeightGradients(const SimulateOptions& options, const PipelinePrediction& one_chunk, std::size_t layers,
+                         SimulationReport* report) {
+  std::vector<std::string> splitting;  // the schedules shown that split W off
+  for (ScheduleKind kind : parseScheduleList(options.schedules)) {
+    if (splitsBackward(kind)) splitting.push_back(scheduleName(kind));
+  }
+  if (splitting.empty()) return;
+  std::string who;
+  for (std::size_t i = 0; i < splitting.size(); ++i) {
+    who += (i == 0 ? "" : i + 1 == splitting.size() ? " and " : ", ") + splitting[i];
+  }
+  const bool one = splitting.size() == 1;
+  const std::string of = " of " + std::to_string(layers) + " layers have ";
+  if (one_chunk.layers_with_even_split > 0) {
+    report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + of + "no separate B and W times; " + who +
+                            (one ? " splits" : " split") + " their backward evenly into B and W");
+  }
+  if (one_chunk.layers_with_w_from_backward > 0) {
+    report->notes.push_back(std::to_string(one_chunk.layers_with_w_from_backward) + of +
+                            "B + W, each timed alone, over their whole backward; " + who + (one ? " runs" : " run") +
+                            " W as the backward minus B, the work left once B has run");
+  }
+}
+
+// The per-stage table: the split as one chunk per rank, as every schedule's costs start (a
+// chunked split as the schedule that runs its chunks places them).
+void describeStages(const SimulateOptions& options, const ProfileInputs& inputs, SimulationReport* report) {
+  const Placement placement = inputs.partition.rankPlacement();
   PredictionOptions one_chunk_options = inputs.prediction;
   one_chunk_options.microbatches = 1;
-  if (placement.chunked()) {  // its own chunks, as the schedule that runs them does
+  if (placement.chunked()) {
     one_chunk_options.schedule = scheduleRunningChunks(placement.style);
-    if (needsMicrobatchesPerStageGroup(one_chunk_options.schedule)) one_chunk_options.microbatches = stages;
+    if (needsMicrobatchesPerStageGroup(one_chunk_options.schedule)) one_chunk_options.microbatches = placement.ranks;
   }
   const PipelinePrediction one_chunk =
       predictPipeline(inputs.profile, inputs.partition, one_chunk_options, options.partition_path);
@@ -194,27 +198,36 @@ ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport
     if (!placement.crossesRanks(static_cast<int>(s))) report->boundary_comm_ms[s] = 0.0;
   }
   report->stage_layers = layerIndexRanges(inputs.partition);
-  // Both notes are about how W is built, which only a schedule that splits W off uses.
-  std::vector<std::string> splitting;  // the schedules shown that split W off
-  for (ScheduleKind kind : parseScheduleList(options.schedules)) {
-    if (splitsBackward(kind)) splitting.push_back(scheduleName(kind));
+  noteWeightGradients(options, one_chunk, inputs.profile.layerCount(), report);
+}
+
+// Reads the profile and the partition and fills the report's per-stage view.
+ProfileInputs readProfileInputs(const SimulateOptions& options, SimulationReport* report) {
+  if (options.partition_path.empty() && !options.split_given) {
+    throw Error(options.profile_path + ": simulating a profile needs its split; add --partition " +
+                "FILE (written by 'stagecut partition ... --format json') or --split 4,3,2");
   }
-  std::string who;
-  for (std::size_t i = 0; i < splitting.size(); ++i) {
-    who += (i == 0 ? "" : i + 1 == splitting.size() ? " and " : ", ") + splitting[i];
+  if (!options.partition_path.empty() && options.split_given) {
+    throw Error("--split: --partition " + options.partition_path + " gives the split already; drop one of the two");
   }
-  const bool one = splitting.size() == 1;
-  if (!splitting.empty() && one_chunk.layers_with_even_split > 0) {
-    report->notes.push_back(std::to_string(one_chunk.layers_with_even_split) + " of " +
-                            std::to_string(inputs.profile.layerCount()) + " layers have no separate B and W times; " +
-                            who + (one ? " splits" : " split") + " their backward evenly into B and W");
+  ProfileInputs inputs;
+  std::string tensor_parallel_note;
+  inputs.profile = readPricedProfile(options.profile_path, options.microbatch_size, options.tp_bandwidth,
+                                     options.tp_latency, &tensor_parallel_note);
+  if (!tensor_parallel_note.empty() && report) report->notes.push_back(tensor_parallel_note);
+  inputs.partition = readSplit(options, inputs.profile);
+  // A chunked split's stages are its chunks; its ranks are the pipeline's stages.
+  const int stages = inputs.partition.rankPlacement().ranks;
+  if (options.stages_given && options.stages != stages) {
+    throw Error("--stages " + std::to_string(options.stages) + ": the partition " + options.partition_path + " has " +
+                std::to_string(stages) + " stages; drop --stages or use --stages " + std::to_string(stages));
   }
-  if (!splitting.empty() && one_chunk.layers_with_w_from_backward > 0) {
-    report->notes.push_back(std::to_string(one_chunk.layers_with_w_from_backward) + " of " +
-                            std::to_string(inputs.profile.layerCount()) +
-                            " layers have B + W, each timed alone, over their whole backward; " + who +
-                            (one ? " runs" : " run") + " W as the backward minus B, the work left once B has run");
-  }
+  readLinks(options, stages, &inputs.prediction, report);
+  report->unit_costs = false;
+  report->profile_path = options.profile_path;
+  report->partition_path = options.split_given ? "--split " + options.split_text : options.partition_path;
+  report->stages = stages;
+  describeStages(options, inputs, report);
   return inputs;
 }
 
@@ -420,6 +433,124 @@ void writeCharts(const SimulateOptions& options, const SimulationReport& report)
   }
 }
 
+// Every flag of simulate, on `options`.
+void addSimulateFlags(CLI::App* command, SimulateOptions& options) {
+  command->add_option("profile", options.profile_path,
+                      "A stagecut.profile/1 file to take costs from (with --partition); "
+                      "without it every op costs one unit");
+  command->add_option("--partition,-p", options.partition_path,
+                      "The stagecut.partition/1 split of the profile's layers into stages");
+  command->add_option("--split", options.split_text,
+                      "The split instead of --partition, in any form stagecut prints: 4,3,2, a Megatron "
+                      "layout or its flags, parts=[...], balance=[...], split_spec={...} or "
+                      "module_fqns_per_model_part=[...]");
+  command->add_option("--microbatch-size", options.microbatch_size,
+                      "Use the profile's costs at this measured microbatch size (default: the size its layers hold)");
+  command->add_option("--stages,-n", options.stages, "Pipeline stages N (unit costs)")
+      ->capture_default_str();
+  command->add_option("--microbatches,-m", options.microbatches, "Microbatches per step M")
+      ->capture_default_str();
+  command->add_option("--schedule,-s", options.schedules,
+                      "Comma-separated schedules: " + scheduleNameList() + ", or all")
+      ->capture_default_str();
+  command->add_option("--chunks,-v", options.chunks_flag,
+                      "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")
+      ->capture_default_str();
+  command->add_option("--bandwidth", options.bandwidth,
+                      "Link bandwidth between stages, e.g. 25GB/s (with a profile)");
+  command->add_option("--latency", options.latency,
+                      "Per-transfer latency between stages, e.g. 10us (with a profile)");
+  command->add_option("--stage-speed", options.stage_speed,
+                      "Relative device speed per stage, e.g. 1,1,0.5,1 (with a profile; default: all 1)");
+  addTensorParallelLinkFlags(command, options.tp_bandwidth, options.tp_latency);
+  command->add_option("--trace", options.trace_path,
+                      "Write a Chrome trace (Perfetto, chrome://tracing) of the simulated ops");
+  command->add_option("--svg", options.svg_path, "Write an SVG Gantt chart of the schedules");
+  command->add_option("--width", options.width_columns,
+                      "Columns of the text charts (default: the terminal's, else 80)");
+  command->add_option("--data-parallel,-d", options.data_parallel,
+                      "Replicas D of every stage: each rank all-reduces its gradients (op A) after "
+                      "its last backward (with a profile)")
+      ->capture_default_str();
+  command->add_option("--dp-bandwidth", options.dp_bandwidth,
+                      "All-reduce link bandwidth per rank (with --data-parallel or --ranks)")
+      ->capture_default_str();
+  command->add_option("--dp-latency", options.dp_latency,
+                      "All-reduce latency per ring step (with --data-parallel or --ranks)")
+      ->capture_default_str();
+  command->add_option("--ranks", options.ranks,
+                      "Compare every N stages x D replicas = RANKS layout of the profile: "
+                      "split, simulate, samples/s");
+  command->add_option("--global-batch", options.global_batch,
+                      "With --ranks: samples per step over all replicas; M per replica = "
+                      "global batch / (D x the profile's microbatch size) (default: "
+                      "--microbatches per replica)");
+  command->add_option("--optimizer", options.optimizer,
+                      "With --ranks: none, sgd, sgd-momentum, adam or adam-mixed (memory the split reports)")
+      ->capture_default_str();
+  command->add_option("--memory-cap", options.memory_cap,
+                      "With --ranks: memory per device, e.g. 80GiB; layouts no split fits are "
+                      "left out");
+  command->add_option("--recompute", options.recompute,
+                      "With --ranks: the partitioner's recompute policy (none, full, auto, "
+                      "auto:<kinds>, selective:<kinds>; a bare --recompute is full); a partition file carries its own")
+      ->expected(0, 1)
+      ->default_str("full")
+      ->option_text("[MODE]");
+  command->add_flag("--json", options.json, "Print a stagecut.simulation/1 document instead");
+}
+
+// simulate as parsed: the trade-off with --ranks, else one pipeline's schedules.
+void runSimulateCommand(SimulateOptions& options, const CLI::App* command) {
+  options.stages_given = command->count("--stages") > 0;
+  options.split_given = command->count("--split") > 0;
+  options.chunks_given = command->count("--chunks") > 0;
+  options.microbatches_given = command->count("--microbatches") > 0;
+  options.trace_given = command->count("--trace") > 0;
+  options.svg_given = command->count("--svg") > 0;
+  if (options.ranks != 0 || command->count("--ranks") > 0) {
+    if (options.profile_path.empty()) {
+      throw Error("--ranks " + std::to_string(options.ranks) +
+                  ": the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks " +
+                  std::to_string(options.ranks) + "'");
+    }
+    const TradeoffReport report = runTradeoff(options);
+    if (options.json) {
+      std::cout << toJsonText(tradeoffToJson(report));
+    } else {
+      printTradeoffText(std::cout, report);
+    }
+    return;
+  }
+  if (options.global_batch != 0) {
+    throw Error("--global-batch " + std::to_string(options.global_batch) +
+                ": sets the microbatches of the --ranks trade-off; add --ranks R, or give "
+                "--microbatches");
+  }
+  if (command->count("--recompute") > 0) {
+    throw Error("--recompute " + options.recompute + ": a partition file says which stages " +
+                "recompute; write it with 'stagecut partition ... --recompute " +
+                options.recompute + " -o part.json' (or use --ranks)");
+  }
+  if (!options.memory_cap.empty()) {
+    throw Error("--memory-cap " + options.memory_cap + ": simulate runs the given split; cap " +
+                "memory when partitioning ('stagecut partition ... --memory-cap') or with --ranks");
+  }
+  const SimulationReport report = runSimulations(options);
+  if (options.trace_given) {
+    std::size_t ops = 0;
+    for (const SimulatedRun& run : report.runs) ops += run.schedule.opCount();
+    requireChromeTraceFits(ops, "--trace " + options.trace_path,
+                           "simulate fewer --microbatches or schedules, or leave out --trace");
+  }
+  if (options.json) {
+    std::cout << toJsonText(simulationToJson(report));
+  } else {
+    printSimulationText(std::cout, report, chartWidth(options.width_columns));
+  }
+  writeCharts(options, report);
+}
+
 }  // namespace
 
 void addSimulateCommand(CLI::App& app) {
@@ -427,118 +558,8 @@ void addSimulateCommand(CLI::App& app) {
       "simulate", "Simulate pipeline schedules (GPipe, 1F1B, interleaved, zero-bubble): step time, "
                   "bubble, memory, Gantt charts");
   auto options = std::make_shared<SimulateOptions>();
-  command->add_option("profile", options->profile_path,
-                      "A stagecut.profile/1 file to take costs from (with --partition); "
-                      "without it every op costs one unit");
-  command->add_option("--partition,-p", options->partition_path,
-                      "The stagecut.partition/1 split of the profile's layers into stages");
-  command->add_option("--split", options->split_text,
-                      "The split instead of --partition, in any form stagecut prints: 4,3,2, a Megatron "
-                      "layout or its flags, parts=[...], balance=[...], split_spec={...} or "
-                      "module_fqns_per_model_part=[...]");
-  command->add_option("--microbatch-size", options->microbatch_size,
-                      "Use the profile's costs at this measured microbatch size (default: the size its layers hold)");
-  command->add_option("--stages,-n", options->stages, "Pipeline stages N (unit costs)")
-      ->capture_default_str();
-  command->add_option("--microbatches,-m", options->microbatches, "Microbatches per step M")
-      ->capture_default_str();
-  command->add_option("--schedule,-s", options->schedules,
-                      "Comma-separated schedules: " + scheduleNameList() + ", or all")
-      ->capture_default_str();
-  command->add_option("--chunks,-v", options->chunks_flag,
-                      "Model chunks per rank for interleaved-1f1b (zb-v and dualpipe-v always run 2, in a V)")
-      ->capture_default_str();
-  command->add_option("--bandwidth", options->bandwidth,
-                      "Link bandwidth between stages, e.g. 25GB/s (with a profile)");
-  command->add_option("--latency", options->latency,
-                      "Per-transfer latency between stages, e.g. 10us (with a profile)");
-  command->add_option("--stage-speed", options->stage_speed,
-                      "Relative device speed per stage, e.g. 1,1,0.5,1 (with a profile; default: all 1)");
-  addTensorParallelLinkFlags(command, options->tp_bandwidth, options->tp_latency);
-  command->add_option("--trace", options->trace_path,
-                      "Write a Chrome trace (Perfetto, chrome://tracing) of the simulated ops");
-  command->add_option("--svg", options->svg_path, "Write an SVG Gantt chart of the schedules");
-  command->add_option("--width", options->width_columns,
-                      "Columns of the text charts (default: the terminal's, else 80)");
-  command->add_option("--data-parallel,-d", options->data_parallel,
-                      "Replicas D of every stage: each rank all-reduces its gradients (op A) after "
-                      "its last backward (with a profile)")
-      ->capture_default_str();
-  command->add_option("--dp-bandwidth", options->dp_bandwidth,
-                      "All-reduce link bandwidth per rank (with --data-parallel or --ranks)")
-      ->capture_default_str();
-  command->add_option("--dp-latency", options->dp_latency,
-                      "All-reduce latency per ring step (with --data-parallel or --ranks)")
-      ->capture_default_str();
-  command->add_option("--ranks", options->ranks,
-                      "Compare every N stages x D replicas = RANKS layout of the profile: "
-                      "split, simulate, samples/s");
-  command->add_option("--global-batch", options->global_batch,
-                      "With --ranks: samples per step over all replicas; M per replica = "
-                      "global batch / (D x the profile's microbatch size) (default: "
-                      "--microbatches per replica)");
-  command->add_option("--optimizer", options->optimizer,
-                      "With --ranks: none, sgd, sgd-momentum, adam or adam-mixed (memory the split reports)")
-      ->capture_default_str();
-  command->add_option("--memory-cap", options->memory_cap,
-                      "With --ranks: memory per device, e.g. 80GiB; layouts no split fits are "
-                      "left out");
-  command->add_option("--recompute", options->recompute,
-                      "With --ranks: the partitioner's recompute policy (none, full, auto, "
-                      "auto:<kinds>, selective:<kinds>; a bare --recompute is full); a partition file carries its own")
-      ->expected(0, 1)
-      ->default_str("full")
-      ->option_text("[MODE]");
-  command->add_flag("--json", options->json, "Print a stagecut.simulation/1 document instead");
-  command->callback([options, command] {
-    options->stages_given = command->count("--stages") > 0;
-    options->split_given = command->count("--split") > 0;
-    options->chunks_given = command->count("--chunks") > 0;
-    options->microbatches_given = command->count("--microbatches") > 0;
-    options->trace_given = command->count("--trace") > 0;
-    options->svg_given = command->count("--svg") > 0;
-    if (options->ranks != 0 || command->count("--ranks") > 0) {
-      if (options->profile_path.empty()) {
-        throw Error("--ranks " + std::to_string(options->ranks) +
-                    ": the trade-off splits a profile; use 'stagecut simulate PROFILE --ranks " +
-                    std::to_string(options->ranks) + "'");
-      }
-      const TradeoffReport report = runTradeoff(*options);
-      if (options->json) {
-        std::cout << toJsonText(tradeoffToJson(report));
-      } else {
-        printTradeoffText(std::cout, report);
-      }
-      return;
-    }
-    if (options->global_batch != 0) {
-      throw Error("--global-batch " + std::to_string(options->global_batch) +
-                  ": sets the microbatches of the --ranks trade-off; add --ranks R, or give "
-                  "--microbatches");
-    }
-    if (command->count("--recompute") > 0) {
-      throw Error("--recompute " + options->recompute + ": a partition file says which stages " +
-                  "recompute; write it with 'stagecut partition ... --recompute " +
-                  options->recompute + " -o part.json' (or use --ranks)");
-    }
-    if (!options->memory_cap.empty()) {
-      throw Error("--memory-cap " + options->memory_cap + ": simulate runs the given split; cap " +
-                  "memory when partitioning ('stagecut partition ... --memory-cap') or with --ranks");
-    }
-    const SimulationReport report = runSimulations(*options);
-    if (options->trace_given) {
-      std::size_t ops = 0;
-      for (const SimulatedRun& run : report.runs) ops += run.schedule.opCount();
-      requireChromeTraceFits(ops, "--trace " + options->trace_path,
-                             "simulate fewer --microbatches or schedules, or leave out --trace");
-    }
-    if (options->json) {
-      std::cout << toJsonText(simulationToJson(report));
-    } else {
-      printSimulationText(std::cout, report, chartWidth(options->width_columns));
-    }
-    writeCharts(*options, report);
-  });
+  addSimulateFlags(command, *options);
+  command->callback([options, command] { runSimulateCommand(*options, command); });
 }
 
 }  // namespace stagecut

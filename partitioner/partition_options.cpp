@@ -99,14 +99,13 @@ void checkStageCount(int stages, std::size_t layers) {
   }
 }
 
-CostModel buildCostModel(const Profile& profile, const PartitionOptions& options,
-                         const std::string& source) {
-  const int layers = static_cast<int>(profile.layerCount());
+namespace {
+
+void checkCostOptions(const Profile& profile, const PartitionOptions& options) {
   const int stages = options.placement.ranks;
   checkStageCount(stages, profile.layerCount());
   if (options.microbatches < 1) {
-    throw Error("--microbatches " + std::to_string(options.microbatches) +
-                ": a step needs at least 1 microbatch");
+    throw Error("--microbatches " + std::to_string(options.microbatches) + ": a step needs at least 1 microbatch");
   }
   if (!options.stage_speed.empty() && static_cast<int>(options.stage_speed.size()) != stages) {
     throw Error("--stage-speed: " + std::to_string(options.stage_speed.size()) + " values for " +
@@ -116,24 +115,26 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
   if (!(options.bytes_per_param >= 0) || !std::isfinite(options.bytes_per_param)) {
     throw Error("--bytes-per-param: must be a finite number >= 0");
   }
-
   if (options.data_parallel < 1) {
     throw Error("--data-parallel " + std::to_string(options.data_parallel) +
                 ": each stage needs at least 1 replica; use --data-parallel 1 for a plain pipeline");
   }
+}
 
-  ChainCosts costs;
-  costs.recompute_options = recomputeOptions(profile, options.recompute);
+// Each layer's compute, state and activation bytes and input, and the sum a double must hold.
+double chargeLayers(const Profile& profile, const PartitionOptions& options, const std::string& source, ChainCosts* costs) {
+  const int layers = static_cast<int>(profile.layerCount());
+  costs->recompute_options = recomputeOptions(profile, options.recompute);
   double total_ms = 0.0;
   for (int k = 0; k < layers; ++k) {
     const LayerCost& layer = profile.layers[k];
     const double compute_ms = layer.forward_ms.median + layer.backward_ms.median;
-    costs.compute_ms.push_back(compute_ms);
+    costs->compute_ms.push_back(compute_ms);
     // The worst case for the finiteness check below: every layer recomputed.
     total_ms += compute_ms + layer.recomputeMedianMs();
-    costs.state_bytes.push_back(static_cast<double>(layer.params) * options.bytes_per_param);
-    costs.activation_bytes.push_back(static_cast<double>(layer.activation_bytes));
-    costs.input_bytes.push_back(k > 0 ? static_cast<double>(profile.layers[k - 1].output_bytes) : 0.0);
+    costs->state_bytes.push_back(static_cast<double>(layer.params) * options.bytes_per_param);
+    costs->activation_bytes.push_back(static_cast<double>(layer.activation_bytes));
+    costs->input_bytes.push_back(k > 0 ? static_cast<double>(profile.layers[k - 1].output_bytes) : 0.0);
   }
   if (!std::isfinite((total_ms + total_ms) / kMinStageSpeed)) {
     // With room for what the cost model does next: add communication, divide by a speed.
@@ -144,28 +145,34 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
     throw Error(source + ": all " + std::to_string(layers) + " layers take 0 ms; there is no time " +
                 "to balance; measure the model with 'stagecut profile' or fix the imported times");
   }
-  double comm_total_ms = 0.0;
+  return total_ms;
+}
+
+// One message each way at every boundary: the activation forward, its gradient backward.
+void chargeBoundaries(const Profile& profile, const PartitionOptions& options, double total_ms, ChainCosts* costs) {
+  if (!options.modelsCommunication()) return;
   const BoundaryLink link{options.bandwidth_bytes_per_s, options.latency_ms};
-  if (options.modelsCommunication()) {
-    for (int b = 0; b + 1 < layers; ++b) {
-      // One message each way: the activation forward, its gradient backward.
-      costs.boundary_comm_ms.push_back(2 * link.transferMs(profile.layers[b].output_bytes));
-      comm_total_ms += costs.boundary_comm_ms.back();
-    }
-    if (!std::isfinite((comm_total_ms + total_ms) / kMinStageSpeed)) {
-      throw Error("--bandwidth, --latency: sending the layers' outputs takes longer than stagecut "
-                  "can compute with; give the link's bandwidth and latency in their units, e.g. "
-                  "25GB/s and 10us");
-    }
+  double comm_total_ms = 0.0;
+  for (std::size_t b = 0; b + 1 < profile.layerCount(); ++b) {
+    costs->boundary_comm_ms.push_back(2 * link.transferMs(profile.layers[b].output_bytes));
+    comm_total_ms += costs->boundary_comm_ms.back();
   }
-  double most_bytes = 0.0;  // every stage's memory is below: all state + all activations in flight
-  const std::vector<double> in_flight =
-      inFlightActivationShare(options.schedule, options.placement, options.microbatches);
+  if (!std::isfinite((comm_total_ms + total_ms) / kMinStageSpeed)) {
+    throw Error("--bandwidth, --latency: sending the layers' outputs takes longer than stagecut "
+                "can compute with; give the link's bandwidth and latency in their units, e.g. "
+                "25GB/s and 10us");
+  }
+}
+
+// The schedule's activations in flight, the memory timeline's states per rank and the caps.
+void chargeMemory(const Profile& profile, const PartitionOptions& options, const std::string& source, ChainCosts* costs) {
+  const int stages = options.placement.ranks;
+  const std::vector<double> in_flight = inFlightActivationShare(options.schedule, options.placement, options.microbatches);
   const double most_in_flight = *std::max_element(in_flight.begin(), in_flight.end());
-  for (int k = 0; k < layers; ++k) {
-    most_bytes += costs.state_bytes[k] +
-                  most_in_flight * (costs.activation_bytes[k] + costs.input_bytes[k]) +
-                  costs.activation_bytes[k];
+  double most_bytes = 0.0;  // every stage's memory is below: all state + all activations in flight
+  for (std::size_t k = 0; k < profile.layerCount(); ++k) {
+    most_bytes += costs->state_bytes[k] + most_in_flight * (costs->activation_bytes[k] + costs->input_bytes[k]) +
+                  costs->activation_bytes[k];
   }
   if (!(most_bytes < kMaxMemoryBytes)) {
     throw Error(source + ": the model's memory could exceed 8 EiB (params x bytes per parameter + " +
@@ -173,36 +180,48 @@ CostModel buildCostModel(const Profile& profile, const PartitionOptions& options
                 " microbatches in flight); check the profile's " +
                 "params and activation_bytes, --bytes-per-param and --microbatches");
   }
-  costs.stage_speed = options.stage_speed.empty() ? std::vector<double>(stages, 1.0) : options.stage_speed;
-  costs.in_flight = in_flight;
+  costs->stage_speed = options.stage_speed.empty() ? std::vector<double>(stages, 1.0) : options.stage_speed;
+  costs->in_flight = in_flight;
   // The predicted peak: the same terms and op lists as predictPipeline()'s memory timeline.
-  const Schedule schedule =
-      pipelineSchedule(options.schedule, options.placement, options.microbatches, options.data_parallel);
-  costs.layer_memory = layerMemoryTerms(profile);
-  costs.splits_backward = schedule.splits_backward;
-  costs.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
-  const Placement& placement = schedule.placement;
+  const Schedule schedule = pipelineSchedule(options.schedule, options.placement, options.microbatches, options.data_parallel);
+  costs->layer_memory = layerMemoryTerms(profile);
+  costs->splits_backward = schedule.splits_backward;
+  costs->optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
   for (int s = 0; s < stages; ++s) {
-    costs.peak_states.push_back(peakCandidates(
-        rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)], placement, s, schedule.splits_backward, true)));
+    costs->peak_states.push_back(peakCandidates(
+        rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)], schedule.placement, s, schedule.splits_backward, true)));
   }
   for (int s = 0; s < stages && !options.memory_cap_bytes.empty(); ++s) {
-    costs.memory_cap_bytes.push_back(stageCapBytes(options, s));
+    costs->memory_cap_bytes.push_back(stageCapBytes(options, s));
   }
+}
+
+// GPipe and 1F1B: stage s's last backward is followed by those of stages s-1 .. 0, which hide
+// that much of its gradient all-reduce.
+void chargeAllReduce(const Profile& profile, const PartitionOptions& options, ChainCosts* costs) {
+  if (options.data_parallel <= 1) return;
+  const RingAllReduceCost ring =
+      ringAllReduceCost(options.data_parallel, BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms});
+  costs->allreduce_fixed_ms = ring.fixed_ms;
+  costs->allreduce_ms_per_byte = ring.ms_per_byte;
+  for (const LayerCost& layer : profile.layers) {
+    costs->gradient_bytes.push_back(static_cast<double>(layer.param_bytes));
+    costs->backward_ms.push_back(layer.backward_ms.median);
+  }
+  for (int s = 0; s < options.placement.ranks; ++s) costs->allreduce_overlap.push_back(s);
+  costs->allreduce_slots = options.microbatches + options.placement.ranks - 1;
+}
+
+}  // namespace
+
+CostModel buildCostModel(const Profile& profile, const PartitionOptions& options, const std::string& source) {
+  checkCostOptions(profile, options);
+  ChainCosts costs;
+  const double total_ms = chargeLayers(profile, options, source, &costs);
+  chargeBoundaries(profile, options, total_ms, &costs);
+  chargeMemory(profile, options, source, &costs);
   costs.cut_allowed = resolvedSplitRules(profile, options).cut_allowed;
-  if (options.data_parallel > 1) {
-    const RingAllReduceCost ring =
-        ringAllReduceCost(options.data_parallel, BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms});
-    costs.allreduce_fixed_ms = ring.fixed_ms;
-    costs.allreduce_ms_per_byte = ring.ms_per_byte;
-    for (int k = 0; k < layers; ++k) {
-      costs.gradient_bytes.push_back(static_cast<double>(profile.layers[k].param_bytes));
-      costs.backward_ms.push_back(profile.layers[k].backward_ms.median);
-    }
-    // GPipe and 1F1B: stage s's last backward is followed by those of stages s-1 .. 0.
-    for (int s = 0; s < stages; ++s) costs.allreduce_overlap.push_back(s);
-    costs.allreduce_slots = options.microbatches + stages - 1;
-  }
+  chargeAllReduce(profile, options, &costs);
   return CostModel(std::move(costs));
 }
 
