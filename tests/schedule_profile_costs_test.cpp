@@ -184,8 +184,7 @@ TEST_CASE("a chunked partition gives each model stage its own chunk's costs", "[
   }
   CHECK(costs.costs.comm_ms.size() == 3);
   CHECK_THROWS_WITH(costsFromPartition(profile, partition, stagecut::Placement::loop(2, 3), {}, "p.json"),
-                    Catch::Matchers::Contains("places 2 chunks on each rank, the schedule runs 3"));
+                    "p.json: the split places 2 ranks x 2 chunks; it runs only as placed, not on 2 ranks x 3 chunks");
   CHECK_THROWS_WITH(costsFromPartition(profile, partition, stagecut::Placement{2, 2, stagecut::Placement::Style::kV}, {}, "p.json"),
-                    "p.json: the split places 2 chunks on each rank in loop order, the schedule in a V; use "
-                    "--schedule interleaved-1f1b");
+                    "p.json: the split places 2 ranks x 2 chunks; it runs only as placed, not on 2 ranks x 2 chunks in a V");
 }

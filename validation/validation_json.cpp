@@ -293,34 +293,162 @@ void checkMeasuredStep(const ValidationReport& report, const std::string& source
 
 }  // namespace
 
-json validationToJson(const ValidationReport& report) {
+namespace {
+
+json rankToJson(const RankComparison& rank, int replicas) {
+  json item = {{"rank", rank.rank},
+               {"first", rank.first_layer},
+               {"last", rank.last_layer},
+               {"busy_ms", rank.measured_busy_ms},
+               {"predicted_busy_ms", rank.predicted_busy_ms},
+               {"bubble", rank.measured_bubble},
+               {"predicted_bubble", rank.predicted_bubble},
+               {"peak_memory_bytes", rank.measured_peak_bytes},
+               {"predicted_peak_memory_bytes", rank.predicted_peak_bytes},
+               {"grad_max_rel_diff", rank.grad_max_rel_diff},
+               {"worst_parameter", rank.worst_parameter},
+               {"op_median_ms", opMediansJson(rank)}};
+  if (!rank.chunk_layers.empty()) item["chunks"] = rank.chunk_layers;
+  if (!rank.measured_memory_bytes.empty() || !rank.predicted_memory_bytes.empty()) {
+    json memory = {{"measured", rank.measured_memory_bytes}, {"predicted", rank.predicted_memory_bytes}};
+    if (rank.predicted_peak_parts) memory["predicted_parts"] = memoryPartsToJson(*rank.predicted_peak_parts);
+    if (!rank.predicted_peak_at.empty()) memory["predicted_peak_at"] = rank.predicted_peak_at;
+    item["memory"] = std::move(memory);
+  }
+  if (replicas > 1) {
+    item["stage"] = rank.stage;
+    item["replica"] = rank.replica;
+    item["allreduce_ms"] = rank.measured_allreduce_ms;
+  }
+  return item;
+}
+
+json recomputeToJson(const ValidationReport& report) {
+  const RecomputeComparison& recompute = *report.recompute;
   json ranks = json::array();
-  for (const auto& rank : report.ranks) {
-    ranks.push_back({{"rank", rank.rank},
-                     {"first", rank.first_layer},
-                     {"last", rank.last_layer},
-                     {"busy_ms", rank.measured_busy_ms},
-                     {"predicted_busy_ms", rank.predicted_busy_ms},
-                     {"bubble", rank.measured_bubble},
-                     {"predicted_bubble", rank.predicted_bubble},
-                     {"peak_memory_bytes", rank.measured_peak_bytes},
-                     {"predicted_peak_memory_bytes", rank.predicted_peak_bytes},
-                     {"grad_max_rel_diff", rank.grad_max_rel_diff},
-                     {"worst_parameter", rank.worst_parameter},
-                     {"op_median_ms", opMediansJson(rank)}});
-    if (!rank.chunk_layers.empty()) ranks.back()["chunks"] = rank.chunk_layers;
-    if (!rank.measured_memory_bytes.empty() || !rank.predicted_memory_bytes.empty()) {
-      json memory = {{"measured", rank.measured_memory_bytes}, {"predicted", rank.predicted_memory_bytes}};
-      if (rank.predicted_peak_parts) memory["predicted_parts"] = memoryPartsToJson(*rank.predicted_peak_parts);
-      if (!rank.predicted_peak_at.empty()) memory["predicted_peak_at"] = rank.predicted_peak_at;
-      ranks.back()["memory"] = std::move(memory);
-    }
-    if (report.replicas > 1) {
-      ranks.back()["stage"] = rank.stage;
-      ranks.back()["replica"] = rank.replica;
-      ranks.back()["allreduce_ms"] = rank.measured_allreduce_ms;
+  for (std::size_t i = 0; i < report.ranks.size(); ++i) {
+    ranks.push_back({{"rank", report.ranks[i].rank},
+                     {"busy_ms", recompute.measured_busy_ms[i]},
+                     {"predicted_busy_ms", recompute.predicted_busy_ms[i]},
+                     {"peak_memory_bytes", recompute.measured_peak_bytes[i]},
+                     {"predicted_peak_memory_bytes", recompute.predicted_peak_bytes[i]}});
+  }
+  return {{"mode", "full"},
+          {"measured_step_ms", recompute.measured_step_median_ms},
+          {"measured_steps_ms", recompute.measured_step_ms},
+          {"predicted_step_ms", recompute.predicted_step_ms},
+          {"error", recompute.error},
+          {"grad_max_rel_diff", recompute.grad_max_rel_diff},
+          {"ranks", std::move(ranks)},
+          {"timeline",
+           {{"predicted", timelineJson(report.ops, recompute.predicted)}, {"measured", timelineJson(report.ops, recompute.measured)}}}};
+}
+
+// Optional fields (stagecut.validation/1 readers ignore what they do not know).
+void addOptionalFields(const ValidationReport& report, json* document) {
+  if (report.ops.placement.chunked()) (*document)["chunks_per_rank"] = report.ops.placement.chunks_per_rank;
+  if (!report.profile_fingerprint.empty()) (*document)["profile_fingerprint"] = report.profile_fingerprint;
+  if (!report.optimizer.empty()) (*document)["optimizer"] = report.optimizer;
+  if (!report.memory_fields_missing.empty()) (*document)["memory_fields_missing"] = report.memory_fields_missing;
+  if (report.replicas > 1) {
+    (*document)["data_parallel"] = report.replicas;
+    (*document)["replica_link_latency_ms"] = report.replica_link_latency_ms;
+    (*document)["replica_link_bandwidth_bytes_per_s"] = report.replica_link_bandwidth_bytes_per_s;
+    json replicas = json::array();
+    for (const auto& replica : report.measured_replicas) replicas.push_back(timelineJson(report.ops, replica));
+    (*document)["timeline"]["measured_replicas"] = std::move(replicas);
+  }
+  if (report.environment) (*document)["environment"] = runEnvironmentToJson(*report.environment);
+  if (report.recompute) (*document)["recompute"] = recomputeToJson(report);
+}
+
+// The run's figures: steps, bubble, gradients, loss, worst op and links.
+void readRunFigures(const JsonFields& fields, ValidationReport* report) {
+  report->measured_step_median_ms = fields.nonNegative("measured_step_ms");
+  report->measured_step_ms = readSteps(fields, "measured_steps_ms");
+  report->predicted_step_ms = fields.nonNegative("predicted_step_ms");
+  report->error = fields.finite("error");
+  report->measured_bubble = fields.nonNegative("measured_bubble");
+  report->predicted_bubble = fields.nonNegative("predicted_bubble");
+  report->grad_max_rel_diff = fields.nonNegative("grad_max_rel_diff");
+  report->grad_tolerance = fields.nonNegative("grad_tolerance");
+  const std::string grad_check = fields.string("grad_check");
+  if (grad_check != "pass" && grad_check != "fail") {
+    fields.fail("grad_check", "must be \"pass\" or \"fail\", got \"" + grad_check + "\"");
+  }
+  report->grad_pass = grad_check == "pass";
+  report->loss_pipeline = lossField(fields, "loss");
+  report->loss_reference = lossField(fields, "reference_loss");
+  report->worst_op = fields.string("worst_op");
+  report->worst_op_deviation = fields.finite("worst_op_deviation");
+  report->link_latency_ms = fields.nonNegative("link_latency_ms");
+  report->link_bandwidth_bytes_per_s = fields.nonNegative("link_bandwidth_bytes_per_s");
+  if (fields.has("link_bandwidth_measurable")) report->link_bandwidth_measurable = fields.boolean("link_bandwidth_measurable");
+  report->replicas = fields.optionalInteger("data_parallel", 1, kMaxCount, 1);
+  if (report->replicas > 1) {
+    report->replica_link_latency_ms = fields.nonNegative("replica_link_latency_ms");
+    report->replica_link_bandwidth_bytes_per_s = fields.nonNegative("replica_link_bandwidth_bytes_per_s");
+  }
+}
+
+// The placement (interleaved 1F1B and the V runs: v chunks per rank, placed as the schedule
+// places them) and every rank's figures; with data parallelism "ranks" holds every replica's.
+void readPlacementAndRanks(const JsonFields& fields, const std::string& source, ValidationReport* report) {
+  const int chunks = fields.optionalInteger("chunks_per_rank", 1, kMaxCount, 1);
+  report->ops.placement = Placement::loop(report->stages, chunks);
+  if (chunks > 1) {
+    const ScheduleKind kind = parseScheduleName(report->schedule);
+    report->ops.placement.style = chunkStyle(kind);
+    if (!runsPlacement(kind, report->ops.placement)) {
+      fields.fail("chunks_per_rank", "is " + std::to_string(chunks) + ", which schedule " + report->schedule + " does not run");
     }
   }
+  const json& ranks = fields.array("ranks");
+  const std::size_t expected = static_cast<std::size_t>(report->stages) * static_cast<std::size_t>(report->replicas);
+  if (ranks.size() != expected) {
+    throw Error(source + ": field \"ranks\" lists " + std::to_string(ranks.size()) + " ranks but \"stages\" is " +
+                std::to_string(report->stages) +
+                (report->replicas > 1 ? " with " + std::to_string(report->replicas) + " replicas" : std::string()));
+  }
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    report->ranks.push_back(readRank(ranks[r], source + ": rank " + std::to_string(r), static_cast<int>(r), report->stages,
+                                     report->replicas, chunks));
+  }
+}
+
+// The predicted timeline, which fixes the op lists, then every measured one held to them.
+void readTimelines(const JsonFields& fields, const std::string& source, ValidationReport* report) {
+  const JsonFields timeline = fields.object("timeline");
+  report->ops.name = report->schedule;
+  report->ops.microbatches = report->microbatches;
+  readTimeline(timeline.array("predicted"), source + ": timeline.predicted", &report->ops, &report->predicted);
+  if (report->ops.placement.ranks != report->stages) {
+    throw Error(source + ": the timeline has " + std::to_string(report->ops.placement.ranks) + " ranks but \"stages\" is " +
+                std::to_string(report->stages));
+  }
+  report->predicted.schedule = report->schedule;
+  report->predicted.microbatches = report->microbatches;
+  report->measured = readTimelineOf(report->ops, timeline.array("measured"), source + ": timeline.measured");
+  if (report->replicas <= 1) {
+    report->measured_replicas = {report->measured};
+    return;
+  }
+  const json& replicas = timeline.array("measured_replicas");
+  if (replicas.size() != static_cast<std::size_t>(report->replicas)) {
+    timeline.fail("measured_replicas", "lists " + std::to_string(replicas.size()) + " timelines, one per replica (" +
+                                           std::to_string(report->replicas) + ") expected");
+  }
+  for (std::size_t d = 0; d < replicas.size(); ++d) {
+    report->measured_replicas.push_back(
+        readTimelineOf(report->ops, replicas[d], source + ": timeline.measured_replicas[" + std::to_string(d) + "]"));
+  }
+}
+
+}  // namespace
+
+json validationToJson(const ValidationReport& report) {
+  json ranks = json::array();
+  for (const auto& rank : report.ranks) ranks.push_back(rankToJson(rank, report.replicas));
   json document = {{"format", kValidationFormat},
                    {"schedule", report.schedule},
                    {"stages", report.stages},
@@ -345,40 +473,7 @@ json validationToJson(const ValidationReport& report) {
                    {"ranks", std::move(ranks)},
                    {"timeline", {{"predicted", timelineJson(report.ops, report.predicted)},
                                  {"measured", timelineJson(report.ops, report.measured)}}}};
-  // Optional fields (stagecut.validation/1 readers ignore what they do not know).
-  if (report.ops.placement.chunked()) document["chunks_per_rank"] = report.ops.placement.chunks_per_rank;
-  if (!report.profile_fingerprint.empty()) document["profile_fingerprint"] = report.profile_fingerprint;
-  if (!report.optimizer.empty()) document["optimizer"] = report.optimizer;
-  if (!report.memory_fields_missing.empty()) document["memory_fields_missing"] = report.memory_fields_missing;
-  if (report.replicas > 1) {
-    document["data_parallel"] = report.replicas;
-    document["replica_link_latency_ms"] = report.replica_link_latency_ms;
-    document["replica_link_bandwidth_bytes_per_s"] = report.replica_link_bandwidth_bytes_per_s;
-    json replicas = json::array();
-    for (const auto& replica : report.measured_replicas) replicas.push_back(timelineJson(report.ops, replica));
-    document["timeline"]["measured_replicas"] = std::move(replicas);
-  }
-  if (report.environment) document["environment"] = runEnvironmentToJson(*report.environment);
-  if (report.recompute) {
-    const RecomputeComparison& recompute = *report.recompute;
-    json recompute_ranks = json::array();
-    for (std::size_t i = 0; i < report.ranks.size(); ++i) {
-      recompute_ranks.push_back({{"rank", report.ranks[i].rank},
-                                 {"busy_ms", recompute.measured_busy_ms[i]},
-                                 {"predicted_busy_ms", recompute.predicted_busy_ms[i]},
-                                 {"peak_memory_bytes", recompute.measured_peak_bytes[i]},
-                                 {"predicted_peak_memory_bytes", recompute.predicted_peak_bytes[i]}});
-    }
-    document["recompute"] = {{"mode", "full"},
-                             {"measured_step_ms", recompute.measured_step_median_ms},
-                             {"measured_steps_ms", recompute.measured_step_ms},
-                             {"predicted_step_ms", recompute.predicted_step_ms},
-                             {"error", recompute.error},
-                             {"grad_max_rel_diff", recompute.grad_max_rel_diff},
-                             {"ranks", std::move(recompute_ranks)},
-                             {"timeline", {{"predicted", timelineJson(report.ops, recompute.predicted)},
-                                           {"measured", timelineJson(report.ops, recompute.measured)}}}};
-  }
+  addOptionalFields(report, &document);
   return document;
 }
 
@@ -398,80 +493,9 @@ ValidationReport validationFromJson(const json& document, const std::string& sou
   report.stages = fields.integer("stages", 1, kMaxCount);
   report.microbatches = fields.integer("microbatches", 1, kMaxCount);
   report.microbatch_size = fields.optionalInteger("microbatch_size", 0, kMaxCount, 0);
-  report.measured_step_median_ms = fields.nonNegative("measured_step_ms");
-  report.measured_step_ms = readSteps(fields, "measured_steps_ms");
-  report.predicted_step_ms = fields.nonNegative("predicted_step_ms");
-  report.error = fields.finite("error");
-  report.measured_bubble = fields.nonNegative("measured_bubble");
-  report.predicted_bubble = fields.nonNegative("predicted_bubble");
-  report.grad_max_rel_diff = fields.nonNegative("grad_max_rel_diff");
-  report.grad_tolerance = fields.nonNegative("grad_tolerance");
-  const std::string grad_check = fields.string("grad_check");
-  if (grad_check != "pass" && grad_check != "fail") {
-    fields.fail("grad_check", "must be \"pass\" or \"fail\", got \"" + grad_check + "\"");
-  }
-  report.grad_pass = grad_check == "pass";
-  report.loss_pipeline = lossField(fields, "loss");
-  report.loss_reference = lossField(fields, "reference_loss");
-  report.worst_op = fields.string("worst_op");
-  report.worst_op_deviation = fields.finite("worst_op_deviation");
-  report.link_latency_ms = fields.nonNegative("link_latency_ms");
-  report.link_bandwidth_bytes_per_s = fields.nonNegative("link_bandwidth_bytes_per_s");
-  if (fields.has("link_bandwidth_measurable")) report.link_bandwidth_measurable = fields.boolean("link_bandwidth_measurable");
-  report.replicas = fields.optionalInteger("data_parallel", 1, kMaxCount, 1);
-  if (report.replicas > 1) {
-    report.replica_link_latency_ms = fields.nonNegative("replica_link_latency_ms");
-    report.replica_link_bandwidth_bytes_per_s = fields.nonNegative("replica_link_bandwidth_bytes_per_s");
-  }
-
-  // Interleaved 1F1B and ZB-V runs: v chunks per rank, placed as the schedule places them.
-  const int chunks = fields.optionalInteger("chunks_per_rank", 1, kMaxCount, 1);
-  report.ops.placement = Placement::loop(report.stages, chunks);
-  if (chunks > 1) {
-    const ScheduleKind kind = parseScheduleName(report.schedule);
-    report.ops.placement.style = chunkStyle(kind);
-    if (!runsPlacement(kind, report.ops.placement)) {
-      fields.fail("chunks_per_rank", "is " + std::to_string(chunks) + ", which schedule " + report.schedule +
-                                         " does not run");
-    }
-  }
-  // With data parallelism "ranks" holds every replica's: rank = replica x stages + stage.
-  const json& ranks = fields.array("ranks");
-  const std::size_t expected_ranks = static_cast<std::size_t>(report.stages) * static_cast<std::size_t>(report.replicas);
-  if (ranks.size() != expected_ranks) {
-    throw Error(source + ": field \"ranks\" lists " + std::to_string(ranks.size()) + " ranks but \"stages\" is " +
-                std::to_string(report.stages) +
-                (report.replicas > 1 ? " with " + std::to_string(report.replicas) + " replicas" : std::string()));
-  }
-  for (std::size_t r = 0; r < ranks.size(); ++r) {
-    report.ranks.push_back(readRank(ranks[r], source + ": rank " + std::to_string(r), static_cast<int>(r),
-                                    report.stages, report.replicas, chunks));
-  }
-
-  const JsonFields timeline = fields.object("timeline");
-  report.ops.name = report.schedule;
-  report.ops.microbatches = report.microbatches;
-  readTimeline(timeline.array("predicted"), source + ": timeline.predicted", &report.ops, &report.predicted);
-  if (report.ops.placement.ranks != report.stages) {
-    throw Error(source + ": the timeline has " + std::to_string(report.ops.placement.ranks) + " ranks but \"stages\" is " +
-                std::to_string(report.stages));
-  }
-  report.predicted.schedule = report.schedule;
-  report.predicted.microbatches = report.microbatches;
-  report.measured = readTimelineOf(report.ops, timeline.array("measured"), source + ": timeline.measured");
-  if (report.replicas > 1) {
-    const json& replicas = timeline.array("measured_replicas");
-    if (replicas.size() != static_cast<std::size_t>(report.replicas)) {
-      timeline.fail("measured_replicas", "lists " + std::to_string(replicas.size()) + " timelines, one per replica (" +
-                                             std::to_string(report.replicas) + ") expected");
-    }
-    for (std::size_t d = 0; d < replicas.size(); ++d) {
-      report.measured_replicas.push_back(readTimelineOf(
-          report.ops, replicas[d], source + ": timeline.measured_replicas[" + std::to_string(d) + "]"));
-    }
-  } else {
-    report.measured_replicas = {report.measured};
-  }
+  readRunFigures(fields, &report);
+  readPlacementAndRanks(fields, source, &report);
+  readTimelines(fields, source, &report);
   checkMeasuredStep(report, source);
   if (fields.has("environment")) report.environment = runEnvironmentFromJson(document.at("environment"), source);
   if (fields.has("recompute")) {
