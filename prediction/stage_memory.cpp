@@ -281,6 +281,46 @@ double memoryStateBytes(const MemoryState& state, const StageMemoryTerms& terms)
   return memoryStateParts(state, terms).total();
 }
 
+namespace {
+
+// How each local chunk of a rank meets its neighbours: whether its input, and its output's
+// gradient, come by message, and the local chunk its output is handed over to in memory (-1:
+// none); and for each op the first later op that receives (ops.size(): none).
+struct ChunkMessages {
+  std::vector<bool> input_by_message, gradient_by_message;
+  std::vector<int> hands_over_to;
+  std::vector<std::size_t> next_receive;
+
+  bool receivesInput(const PipelineOp& op) const {
+    return op.kind == OpKind::kForward && input_by_message[static_cast<std::size_t>(op.chunk)];
+  }
+  bool receivesGradient(const PipelineOp& op) const {
+    return op.kind == OpKind::kBackward && gradient_by_message[static_cast<std::size_t>(op.chunk)];
+  }
+};
+
+ChunkMessages chunkMessages(const RankOps& ops, const Placement& placement, int rank, int v) {
+  const std::size_t chunks = static_cast<std::size_t>(v);
+  ChunkMessages messages{std::vector<bool>(chunks), std::vector<bool>(chunks), std::vector<int>(chunks, -1), {}};
+  for (int local = 0; local < v; ++local) {
+    const int chunk = placement.chunkAt(rank, local);
+    const bool has_next = chunk + 1 < placement.chunkCount();
+    messages.input_by_message[static_cast<std::size_t>(local)] = chunk > 0 && placement.crossesRanks(chunk - 1);
+    messages.gradient_by_message[static_cast<std::size_t>(local)] = has_next && placement.crossesRanks(chunk);
+    if (has_next && !placement.crossesRanks(chunk)) {
+      messages.hands_over_to[static_cast<std::size_t>(local)] = placement.localOf(chunk + 1);
+    }
+  }
+  messages.next_receive.assign(ops.size(), ops.size());
+  for (std::size_t i = ops.size(); i-- > 1;) {
+    messages.next_receive[i - 1] =
+        messages.receivesInput(ops[i]) || messages.receivesGradient(ops[i]) ? i : messages.next_receive[i];
+  }
+  return messages;
+}
+
+}  // namespace
+
 std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, const Placement& placement, int rank,
                                                             bool splits_backward, bool recomputes) {
   const int v = std::max(placement.chunks_per_rank, 1);
@@ -288,28 +328,11 @@ std::vector<std::vector<MemoryState>> rankChunkMemoryStates(const RankOps& ops, 
   std::vector<std::vector<MemoryState>> states;
   states.reserve(ops.size() + 1);
   std::vector<double> kept(chunks, 0.0), pending(chunks, 0.0), sent(chunks, 0.0);
-  // Per local chunk: whether its input, and its output's gradient, come by message; and the
-  // local chunk its output is handed over to in memory, or -1.
-  std::vector<bool> input_by_message(chunks), gradient_by_message(chunks);
-  std::vector<int> hands_over_to(chunks, -1);
-  for (int local = 0; local < v; ++local) {
-    const int chunk = placement.chunkAt(rank, local);
-    const bool has_next = chunk + 1 < placement.chunkCount();
-    input_by_message[local] = chunk > 0 && placement.crossesRanks(chunk - 1);
-    gradient_by_message[local] = has_next && placement.crossesRanks(chunk);
-    if (has_next && !placement.crossesRanks(chunk)) hands_over_to[local] = placement.localOf(chunk + 1);
-  }
-  const auto receivesInput = [&](const PipelineOp& op) {
-    return op.kind == OpKind::kForward && input_by_message[static_cast<std::size_t>(op.chunk)];
-  };
-  const auto receivesGradient = [&](const PipelineOp& op) {
-    return op.kind == OpKind::kBackward && gradient_by_message[static_cast<std::size_t>(op.chunk)];
-  };
-  // next_receive[i]: the first op after i that receives, or ops.size().
-  std::vector<std::size_t> next_receive(ops.size(), ops.size());
-  for (std::size_t i = ops.size(); i-- > 1;) {
-    next_receive[i - 1] = receivesInput(ops[i]) || receivesGradient(ops[i]) ? i : next_receive[i];
-  }
+  const ChunkMessages messages = chunkMessages(ops, placement, rank, v);
+  const std::vector<int>& hands_over_to = messages.hands_over_to;
+  const std::vector<std::size_t>& next_receive = messages.next_receive;
+  const auto receivesInput = [&](const PipelineOp& op) { return messages.receivesInput(op); };
+  const auto receivesGradient = [&](const PipelineOp& op) { return messages.receivesGradient(op); };
   for (std::size_t index = 0; index < ops.size(); ++index) {
     const PipelineOp& op = ops[index];
     const std::size_t own = static_cast<std::size_t>(op.chunk);
