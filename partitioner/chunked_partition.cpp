@@ -20,15 +20,18 @@ Placement chunkPlacement(const PartitionOptions& options) {
                 " runs one chunk per rank; use --schedule interleaved-1f1b, zb-v or dualpipe-v to split into chunks");
   }
   checkRunsPlacement(options.schedule, options.placement, "--schedule " + std::string(scheduleName(options.schedule)));
-  if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
-    throw Error("--recompute: stagecut does not choose recomputation per chunk yet; split without it, or "
-                "with one chunk per rank");
-  }
-  if (options.data_parallel > 1) {
-    throw Error("--data-parallel: stagecut does not price the all-reduce of chunked splits yet; split the "
-                "pipeline without it (the all-reduce adds the same time to any chunking of a rank)");
-  }
   return options.placement;
+}
+
+// The one way every chunk keeps its activations: a chunked split recomputes uniformly (auto is
+// resolved to one of its modes by partitionChunked).
+std::optional<RecomputeOption> uniformRecompute(const Profile& profile, const PartitionOptions& options) {
+  if (options.recompute.mode == RecomputePolicy::Mode::kNone) return std::nullopt;
+  const std::vector<RecomputeOption> modes = recomputeOptions(profile, options.recompute);
+  if (modes.size() != 1) {
+    throw Error("--recompute " + options.recompute.text() + ": a chunked split takes one mode for every chunk here");
+  }
+  return modes.front();
 }
 
 // The chain's chunks as the cost model's stages: chunk c at its rank's speed, without caps (a
@@ -121,6 +124,11 @@ Partition describeChunkedSplit(const Profile& profile, const PartitionOptions& o
     }
     stage.comm_ms = chunkCommMs(model, placement, c, stage.first, stage.last);
     stage.cost_ms = chunkCostMs(model, placement, c, stage.first, stage.last);
+    if (options.recompute.mode != RecomputePolicy::Mode::kNone) {
+      stage.recompute = model.recomputeName(0);
+      stage.recompute_ms = model.recomputeExtraMs(0, stage.first, stage.last);
+    }
+    if (options.data_parallel > 1) stage.allreduce_ms = model.allReduceMs(stage.first, stage.last);
     load[static_cast<std::size_t>(placement.rankOf(c))] += stage.cost_ms;
     partition.stages.push_back(stage);
     first = stage.last + 1;
@@ -164,8 +172,10 @@ Partition scheduleSplit(const Profile& profile, const PartitionOptions& options,
   return split;
 }
 
-Partition partitionChunked(const Profile& profile, const PartitionOptions& options, const std::string& source,
-                           ChunkedSplit* search) {
+namespace {
+
+Partition partitionChunkedUniformly(const Profile& profile, const PartitionOptions& options, const std::string& source,
+                                    ChunkedSplit* search) {
   const Placement placement = chunkPlacement(options);
   checkStageCount(placement.ranks, profile.layerCount());
   if (static_cast<std::size_t>(placement.chunkCount()) > profile.layerCount()) {
@@ -178,10 +188,12 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
   }
   const CostModel model = chunkCostModel(profile, options, placement, source);
   const Schedule schedule =
-      pipelineSchedule(options.schedule, placement, options.microbatches, 1);
+      pipelineSchedule(options.schedule, placement, options.microbatches, options.data_parallel);
   StageMemoryRules rules;
   rules.splits_backward = schedule.splits_backward;
   rules.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
+  const std::optional<RecomputeOption> recompute = uniformRecompute(profile, options);
+  if (recompute) rules.recompute = &*recompute;
   const StageMemoryTable table(layerMemoryTerms(profile), rules);
   ChunkedProblem problem;
   problem.chunks = &model;
@@ -190,7 +202,8 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
     problem.memory.table = &table;
     for (int r = 0; r < placement.ranks; ++r) {
       problem.memory.rank_states.push_back(rankPeakCandidates(
-          rankChunkMemoryStates(schedule.ranks[static_cast<std::size_t>(r)], placement, r, schedule.splits_backward, false)));
+          rankChunkMemoryStates(schedule.ranks[static_cast<std::size_t>(r)], placement, r, schedule.splits_backward,
+                                recompute.has_value())));
       problem.memory.rank_cap_bytes.push_back(stageCapBytes(options, r));
     }
   }
@@ -209,6 +222,44 @@ Partition partitionChunked(const Profile& profile, const PartitionOptions& optio
     search->exact = search->exact || best.bottleneck_ms <= search->lower_bound_ms * (1.0 + 1e-9);
   }
   return best;
+}
+
+// --recompute auto over chunks: each mode it weighs (none, selective:<kinds>, full) applied to
+// every chunk, the fastest predicted step that fits kept.
+std::vector<RecomputePolicy> uniformModes(const RecomputePolicy& policy) {
+  if (policy.mode != RecomputePolicy::Mode::kAuto) return {policy};
+  std::vector<RecomputePolicy> modes = {RecomputePolicy{RecomputePolicy::Mode::kNone, {}}};
+  if (!policy.kinds.empty()) modes.push_back(RecomputePolicy{RecomputePolicy::Mode::kSelective, policy.kinds});
+  modes.push_back(RecomputePolicy{RecomputePolicy::Mode::kFull, {}});
+  return modes;
+}
+
+}  // namespace
+
+Partition partitionChunked(const Profile& profile, const PartitionOptions& options, const std::string& source,
+                           ChunkedSplit* search) {
+  std::optional<Partition> best;
+  std::optional<Error> last_error;
+  ChunkedSplit best_search;
+  for (const RecomputePolicy& mode : uniformModes(options.recompute)) {
+    PartitionOptions uniform = options;
+    uniform.recompute = mode;
+    ChunkedSplit mode_search;
+    try {
+      Partition split = partitionChunkedUniformly(profile, uniform, source, &mode_search);
+      if (!best || split.predicted_step_ms < best->predicted_step_ms) {
+        best = std::move(split);
+        best_search = mode_search;
+      }
+    } catch (const Error& error) {
+      // A mode no chunking fits leaves the others; with only one mode its error is the answer.
+      if (error.kind() != ErrorKind::kInput) throw;
+      last_error = error;
+    }
+  }
+  if (!best) throw *last_error;
+  if (search) *search = best_search;
+  return *best;
 }
 
 }  // namespace stagecut

@@ -30,10 +30,6 @@ std::vector<ScheduleChoice> bestSplitPerSchedule(const Profile& profile, const P
     const std::string count_problem = microbatchCountProblem(kind, ranks, options.microbatches);
     if (!count_problem.empty()) {
       choice.left_out = count_problem;
-    } else if (placement.chunked() && options.recompute.mode != RecomputePolicy::Mode::kNone) {
-      choice.left_out = "recomputation per chunk is not modelled yet";
-    } else if (placement.chunked() && options.data_parallel > 1) {
-      choice.left_out = "the all-reduce of chunked splits is not modelled yet";
     } else if (static_cast<std::size_t>(placement.chunkCount()) > profile.layerCount()) {
       choice.left_out = std::to_string(placement.chunkCount()) + " chunks need more layers than the profile's " +
                         std::to_string(profile.layerCount());

@@ -264,9 +264,8 @@ void requireFeasibleRow(const MicrobatchPlan& plan) {
   if (plan.best >= 0 || plan.rows.empty()) return;
   const auto fastest = std::min_element(plan.rows.begin(), plan.rows.end(),
                                         [](const PlanRow& a, const PlanRow& b) { return a.step_ms < b.step_ms; });
-  // Recomputation is not modelled per chunk, so a chunked schedule is not sent there.
   const bool chunked = runsChunks(plan.request.partition.schedule);
-  const std::string fixes = chunked ? "raise the cap or use more --stages" : "raise the cap, use more --stages or --recompute full";
+  const std::string fixes = "raise the cap, use more --stages or --recompute full";
   if (fastest->overflow_stage < 0) {
     throw Error("--memory-cap: no microbatch size fits; even at the fastest row (microbatch " +
                 std::to_string(fastest->microbatch_size) + ") no split meets the caps; " + fixes);

@@ -48,8 +48,9 @@ struct Best {
 };
 
 // Every chunking of the chain into N x v non-empty chunks, priced by hand: a chunk costs its
-// layers' forward + backward and a message each way at each end whose neighbour runs on another
-// rank, over its rank's speed; a rank's memory is the prediction path's peak for that chunking.
+// layers' forward + backward (+ the forward again under --recompute full) and a message each way
+// at each end whose neighbour runs on another rank, over its rank's speed; a rank's memory is the
+// prediction path's peak for that chunking, every chunk recomputing as the options say.
 Best bruteForce(const Profile& profile, const PartitionOptions& options) {
   // Written out, not options.placement: the oracle places chunks by the schedule's own rule.
   const bool v_shape = options.schedule == stagecut::ScheduleKind::kZeroBubbleV;
@@ -70,11 +71,17 @@ Best bruteForce(const Profile& profile, const PartitionOptions& options) {
       int first = 0;
       Partition partition = stagecut::testing::makePartition(counts);
       partition.placement = placement;
+      const bool recomputes = options.recompute.mode == stagecut::RecomputePolicy::Mode::kFull;
+      for (auto& stage : partition.stages) {
+        if (recomputes) stage.recompute = "full";
+      }
       for (int c = 0; c < chunk; ++c) {
         const int last = first + counts[static_cast<std::size_t>(c)] - 1;
         if (last + 1 < layers && !cut_allowed.empty() && !cut_allowed[static_cast<std::size_t>(last)]) return;
         double cost = 0.0;
-        for (int k = first; k <= last; ++k) cost += profile.layers[k].forward_ms.median + profile.layers[k].backward_ms.median;
+        for (int k = first; k <= last; ++k) {
+          cost += profile.layers[k].forward_ms.median * (recomputes ? 2 : 1) + profile.layers[k].backward_ms.median;
+        }
         const int rank = placement.rankOf(c);
         if (!link.isFree()) {
           if (first > 0 && placement.rankOf(c - 1) != rank) cost += 2 * link.transferMs(profile.layers[first - 1].output_bytes);
@@ -143,7 +150,7 @@ PartitionOptions interleaved(int stages, int chunks, int microbatches) {
 TEST_CASE("the chunked split is the best of every chunking, under links, speeds, rules and memory caps",
           "[partitioner][chunks]") {
   std::mt19937 random(20261205);
-  int compared = 0, capped = 0, infeasible = 0, v_shaped = 0;
+  int compared = 0, capped = 0, infeasible = 0, v_shaped = 0, recomputed = 0, replicated = 0;
   for (int trial = 0; trial < 200; ++trial) {
     PartitionOptions options;
     // Every fourth trial a V (ZB-V: 2 chunks, rank r holding r and 2N - 1 - r, any M).
@@ -164,6 +171,14 @@ TEST_CASE("the chunked split is the best of every chunking, under links, speeds,
     }
     if (trial % 4 == 1) {
       for (int r = 0; r < options.placement.ranks; ++r) options.stage_speed.push_back(r % 2 ? 0.5 : 1.0);
+    }
+    // Recomputation changes each chunk's cost and memory; replicas add the all-reduce to every
+    // rank's timeline (and its transient to the peak), never to a rank's load.
+    if (trial % 7 == 5) options.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
+    if (trial % 6 == 4) {
+      options.data_parallel = 2;
+      options.dp_bandwidth_bytes_per_s = 1e9;
+      options.dp_latency_ms = 0.01;
     }
     if (trial % 5 >= 3 && bruteForce(profile, options).found) {
       // A cap between the lightest and the heaviest rank of the free optimum binds some of the time.
@@ -196,10 +211,20 @@ TEST_CASE("the chunked split is the best of every chunking, under links, speeds,
     ++compared;
     if (!options.memory_cap_bytes.empty()) ++capped;
     if (v_shape) ++v_shaped;
+    if (options.recompute.mode != stagecut::RecomputePolicy::Mode::kNone) {
+      ++recomputed;
+      for (const auto& stage : split.stages) CHECK(stage.recompute == std::optional<std::string>("full"));
+    }
+    if (options.data_parallel > 1) {
+      ++replicated;
+      for (const auto& stage : split.stages) CHECK(stage.allreduce_ms.value_or(0.0) > 0.0);
+    }
   }
   CHECK(compared > 120);
   CHECK(capped > 25);
   CHECK(v_shaped > 30);
+  CHECK(recomputed > 15);
+  CHECK(replicated > 20);
   CHECK(infeasible + compared == 200);
 }
 

@@ -92,7 +92,14 @@ TEST_CASE("a schedule that cannot run the pipeline is left out with the reason",
   const std::vector<ScheduleChoice> narrow = stagecut::bestSplitPerSchedule(profile, options, "chain");
   CHECK(narrow[2].split);  // 8 chunks
   CHECK(narrow[3].left_out == "12 chunks need more layers than the profile's 10");
+  // Chunked schedules recompute and all-reduce their chunks as the N-stage ones do their stages.
   options.recompute.mode = stagecut::RecomputePolicy::Mode::kFull;
-  CHECK(stagecut::bestSplitPerSchedule(profile, options, "chain")[5].left_out ==
-        "recomputation per chunk is not modelled yet");
+  options.data_parallel = 2;
+  options.dp_bandwidth_bytes_per_s = 1e9;
+  const std::vector<ScheduleChoice> replicated = stagecut::bestSplitPerSchedule(profile, options, "chain");
+  for (std::size_t i : {0u, 2u, 5u}) {
+    REQUIRE(replicated[i].split);
+    for (const auto& stage : replicated[i].split->stages) CHECK(stage.recompute == std::optional<std::string>("full"));
+    CHECK(replicated[i].step_ms > narrow[i].step_ms);  // the forward again and the all-reduce
+  }
 }
