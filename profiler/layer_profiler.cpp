@@ -631,7 +631,7 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
   if (const nlohmann::json trace = pace.json(); !trace.is_null()) profile.run.extra["pace"] = trace;
   if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
   profile.run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
-  if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();
+  if (chain.seq_len > 0) profile.run.seq_len = chain.seq_len;
   return profile;
 }
 

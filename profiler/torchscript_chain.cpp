@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "profiler/machine_memory.h"
 #include "profiler/model_fingerprint.h"
+#include "profiler/recorded_config.h"
 #include "profiler/torch_error.h"
 
 namespace stagecut {
@@ -115,8 +116,7 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   chain.model_name = path.substr(slash == std::string::npos ? 0 : slash + 1);
   chain.source = "torchscript:" + path;
   chain.fingerprint = torchScriptFingerprint(path);
-  chain.config = {{"input_shape", input.shape}, {"input_dtype", input.dtype}};
-  if (input.high > input.low) chain.config["input_range"] = {input.low, input.high};
+  chain.config = recordInputSpec(input);
   std::vector<std::string> children;
   for (const auto& child : module->named_children()) {
     children.push_back(child.name);
