@@ -251,13 +251,18 @@ TestInterrupt testInterrupt() {
   return hook;
 }
 
+// The families that take `setting`: "gpt or llama" (`last_separator` " or ").
+std::string familiesTaking(const std::vector<ModelFamily>& families, const ZooSetting& setting,
+                           const std::string& last_separator) {
+  return familyNamesWhere(families, [&](const ModelFamily& f) { return f.takes(setting.key); }, last_separator);
+}
+
 // A zoo setting's flag as given: for the zoo (a TorchScript module has its own sizes), for a
 // family that takes it, and a size or number where leaving it out means the preset's.
 void checkSettingFlag(const CLI::App& command, const ZooSetting& setting, const ProfileRequest& request,
                       const std::vector<ModelFamily>& families) {
   const std::string flag = setting.flag;
-  const std::string takers =
-      "--model " + familyNamesWhere(families, [&](const ModelFamily& f) { return f.takes(setting.key); }, " or ");
+  const std::string takers = "--model " + familiesTaking(families, setting, " or ");
   if (!request.torchscript_path.empty()) {
     if (setting.size != nullptr) throw Error(flag + ": sizes a zoo model; a --torchscript module has its own");
     throw Error(flag + ": is a setting of " + takers + ", not of a --torchscript module");
@@ -281,7 +286,8 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
   const bool torchscript = !request.torchscript_path.empty();
   const std::vector<ModelFamily> families = modelFamilies();
   for (const ZooSetting& setting : zooSettings()) {
-    if (setting.flag != nullptr && command.count(setting.flag) > 0) checkSettingFlag(command, setting, request, families);
+    if (setting.flag == nullptr || command.count(setting.flag) == 0) continue;
+    checkSettingFlag(command, setting, request, families);
   }
   if (command.count("--tensor-parallel") > 0) {
     if (torchscript) throw Error("--tensor-parallel: sizes a zoo model; a --torchscript module has its own");
@@ -322,13 +328,12 @@ void addModelFlags(CLI::App& command, ProfileRequest& request) {
   command.add_option("--preset", zoo.preset, joinedNames(presets, "; "));
   for (const ZooSetting& setting : zooSettings()) {
     if (setting.flag == nullptr) continue;
-    const std::string help = std::string(setting.help) + " (" +
-                             familyNamesWhere(families, [&](const ModelFamily& f) { return f.takes(setting.key); },
-                                              ", ") + ")";
+    const std::string help = std::string(setting.help) + " (" + familiesTaking(families, setting, ", ") + ")";
     if (setting.size != nullptr) command.add_option(setting.flag, zoo.*setting.size, help);
     if (setting.number != nullptr) command.add_option(setting.flag, zoo.*setting.number, help);
   }
-  const std::string sharded = familyNamesWhere(families, [](const ModelFamily& f) { return f.tensor_parallel; }, " or ");
+  const std::string sharded =
+      familyNamesWhere(families, [](const ModelFamily& f) { return f.tensor_parallel; }, " or ");
   command.add_option("--tensor-parallel", zoo.parallel.tensor_parallel,
                      sharded + ": profile the shard one of this many tensor-parallel ranks holds (heads, KV heads, "
                      "FFN and vocabulary divided as Megatron divides them), its collectives recorded per layer")
@@ -368,8 +373,8 @@ void addMeasureFlags(CLI::App& command, ProfileCommandOptions& options) {
       ->capture_default_str();
   command.add_option("--seed", options.seed, "Seed of the weights and the sample batch")->capture_default_str();
   command.add_flag("--time-every-layer", measure.time_every_layer,
-                   "Time every layer; by default, of 4 or more identical layers (a model's blocks), the first, middle and last "
-                   "are timed and the others take their figures");
+                   "Time every layer; by default, of 4 or more identical layers (a model's blocks), the first, middle "
+                   "and last are timed and the others take their figures");
   command.add_flag("--recompute", measure.recompute,
                    "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
   command.add_flag("--strict", measure.pace.strict,

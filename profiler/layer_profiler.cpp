@@ -576,7 +576,8 @@ bool ChainMeasurement::timeRound() {
   if (isActive(samples_.whole, options_)) {
     checkStop(options_, samples_);
     namingLayerOnError(chain_, -1, [&] {
-      timeWholeModel(chain_, benches_, batch_, chain_pass_, timer_, samples_.whole, samples_.in_chain, &samples_.layers);
+      timeWholeModel(chain_, benches_, batch_, chain_pass_, timer_, samples_.whole, samples_.in_chain,
+                     &samples_.layers);
     });
     ++passes_run_;
     tagWhole(round_);

@@ -86,7 +86,8 @@ ZooOptions readZooConfig(const std::string& family, const nlohmann::json& config
   ZooOptions options;
   options.family = family;
   for (const ZooSetting& setting : zooSettings()) {
-    if (const auto found = config.find(setting.key); found != config.end()) readSetting(setting, *found, where, options);
+    const auto found = config.find(setting.key);
+    if (found != config.end()) readSetting(setting, *found, where, options);
   }
   if (const auto seed = config.find("seed"); seed != config.end()) {
     if (!seed->is_number_unsigned() && !(seed->is_number_integer() && seed->get<std::int64_t>() >= 0)) {

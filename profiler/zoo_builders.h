@@ -120,10 +120,11 @@ inline std::function<ChainBatch(int, std::uint64_t)> tokenBatches(int vocab, int
 }
 
 /// The llama family's description of its chain, layers not built yet, from options its check
-/// passed (ModelFamily::describe, with kFastest). How the llama blocks attend: kFastest takes LibTorch's scaled_dot_product_attention where it
-/// has one (2.x; the flash or memory-efficient kernels on a GPU) and the explicit softmax where
-/// not (1.13); kEager always takes the explicit softmax (tests hold the two to each other). The
-/// chain's config records which ran ("attention": "sdpa" or "eager").
+/// passed (its ModelFamily::describe, with kFastest). How the llama blocks attend: kFastest takes
+/// LibTorch's scaled_dot_product_attention where it has one (2.x; the flash or memory-efficient
+/// kernels on a GPU) and the explicit softmax where not (1.13); kEager always takes the explicit
+/// softmax (tests hold the two to each other). The chain's config records which ran
+/// ("attention": "sdpa" or "eager").
 enum class LlamaAttentionPath { kFastest, kEager };
 LayerChain describeLlama(const ZooOptions& options, LlamaAttentionPath attention = LlamaAttentionPath::kFastest);
 

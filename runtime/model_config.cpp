@@ -33,7 +33,8 @@ void checkZooModelConfig(const Profile& profile, const std::string& family, cons
 
 }  // namespace
 
-void checkModelConfig(const Profile& profile, const std::string& source_name, const std::vector<ModelFamily>& families) {
+void checkModelConfig(const Profile& profile, const std::string& source_name,
+                      const std::vector<ModelFamily>& families) {
   const std::string& source = profile.model.source;
   if (const std::optional<std::string> family = zooFamilyOfSource(source)) {
     checkZooModelConfig(profile, *family, source_name, families);

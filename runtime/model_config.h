@@ -18,6 +18,7 @@ namespace stagecut {
 /// that reads and describes a model its family among `families` can build, and that matches
 /// model.fingerprint; for a TorchScript chain, a recorded input --input would take. Throws Error
 /// (input) naming `source_name`.
-void checkModelConfig(const Profile& profile, const std::string& source_name, const std::vector<ModelFamily>& families);
+void checkModelConfig(const Profile& profile, const std::string& source_name,
+                      const std::vector<ModelFamily>& families);
 
 }  // namespace stagecut

@@ -47,7 +47,8 @@ LayerChain describeResmlp(const ZooOptions& options) {
   settings.hidden = width;
   settings.seed = options.seed;
   chain.config = stagecut::recordZooConfig(settings);
-  stagecut::addLayer(chain, options.seed, "embed", "Linear", [width] { return torch::nn::Linear(kInputFeatures, width); });
+  stagecut::addLayer(chain, options.seed, "embed", "Linear",
+                     [width] { return torch::nn::Linear(kInputFeatures, width); });
   for (int i = 0; i < blocks; ++i) {
     stagecut::addLayer(chain, options.seed, "block." + std::to_string(i), "ResidualTanh",
                        [width] { return ResidualTanh(width); });
