@@ -24,9 +24,10 @@ struct ModelFamily {
   /// family's given to it is refused by name.
   std::vector<std::string> settings;
   bool tensor_parallel = false;       ///< its layers can be tensor-parallel shards (ZooOptions::parallel)
-  /// Its own checks, before anything is allocated (sizes, shapes, memory), of options whose
-  /// family, preset and degrees checkZooOptions passed. Throws Error (input) naming the flag.
-  /// Free of LibTorch, so that validate checks a profile before any rank starts.
+  /// Its own checks (sizes, shapes, memory) of options whose family, preset and degrees
+  /// checkZooOptions passed. Throws Error (input) naming the flag. It allocates nothing: validate
+  /// runs it on a profile before any rank starts (the built-in families' are also free of
+  /// LibTorch, for the fuzz target of that check).
   void (*check)(const ZooOptions& options) = nullptr;
   /// Its chain, every layer described and none built (addLayer, zoo_builders.h), from options
   /// `check` passed; it records its model.config with recordZooConfig (recorded_config.h).
