@@ -23,8 +23,10 @@
 #include "core/profile_json.h"
 #include "core/units.h"
 #include "profiler/measure_checkpoint.h"
+#include "profiler/model_families.h"
 #include "profiler/model_fingerprint.h"
 #include "profiler/profile_request.h"
+#include "profiler/recorded_config.h"
 
 namespace stagecut {
 
@@ -85,6 +87,14 @@ const char* signalName(int signal_number) {
 
 const char* const kModelFingerprintKey = "torchscript fingerprint";
 
+// What a zoo setting's flag holds in `zoo`.
+nlohmann::json flagValue(const ZooOptions& zoo, const ZooSetting& setting) {
+  if (setting.size != nullptr) return zoo.*setting.size;
+  if (setting.number != nullptr) return zoo.*setting.number;
+  const std::optional<bool>& choice = zoo.*setting.choice;
+  return choice ? nlohmann::json(*choice) : nlohmann::json();
+}
+
 // What decides the measured numbers: a side file is reused only by the same request.
 nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>& sizes) {
   const ZooOptions& zoo = request.zoo;
@@ -102,12 +112,16 @@ nlohmann::json requestKey(const ProfileRequest& request, const std::vector<int>&
   // Settings newer than the side-file format, keyed only when given, so older side files still match.
   if (!request.dtype.empty()) key["dtype"] = request.dtype;
   if (measure.time_every_layer) key["time-every-layer"] = true;
-  if (zoo.tensor_parallel != 1) key["tensor-parallel"] = zoo.tensor_parallel;
-  if (zoo.sequence_parallel) key["sequence-parallel"] = true;
-  if (zoo.family == "llama") {
-    key["kv-heads"] = zoo.kv_heads;
-    key["rope-theta"] = zoo.rope_theta;
-    key["norm-eps"] = zoo.norm_eps;
+  if (zoo.parallel.tensor_parallel != 1) key["tensor-parallel"] = zoo.parallel.tensor_parallel;
+  if (zoo.parallel.sequence_parallel) key["sequence-parallel"] = true;
+  // The family's settings beyond the sizes above (llama's --kv-heads, --rope-theta, --norm-eps).
+  if (request.torchscript_path.empty()) {
+    const ModelFamily family = findModelFamily(modelFamilies(), zoo.family);
+    for (const ZooSetting& setting : zooSettings()) {
+      if (setting.flag != nullptr && family.takes(setting.key)) {
+        key[std::string(setting.flag).substr(2)] = flagValue(zoo, setting);  // "--kv-heads" as "kv-heads"
+      }
+    }
   }
   // The same path may hold another model by now: samples of two models must not mix in a layer.
   // An unreadable file has no fingerprint; the loader then says what is wrong with it.
@@ -237,36 +251,49 @@ TestInterrupt testInterrupt() {
   return hook;
 }
 
+// The families that take `setting`: "gpt or llama" (`last_separator` " or ").
+std::string familiesTaking(const std::vector<ModelFamily>& families, const ZooSetting& setting,
+                           const std::string& last_separator) {
+  return familyNamesWhere(families, [&](const ModelFamily& f) { return f.takes(setting.key); }, last_separator);
+}
+
+// A zoo setting's flag as given: for the zoo (a TorchScript module has its own sizes), for a
+// family that takes it, and a size or number where leaving it out means the preset's.
+void checkSettingFlag(const CLI::App& command, const ZooSetting& setting, const ProfileRequest& request,
+                      const std::vector<ModelFamily>& families) {
+  const std::string flag = setting.flag;
+  const std::string takers = "--model " + familiesTaking(families, setting, " or ");
+  if (!request.torchscript_path.empty()) {
+    if (setting.size != nullptr) throw Error(flag + ": sizes a zoo model; a --torchscript module has its own");
+    throw Error(flag + ": is a setting of " + takers + ", not of a --torchscript module");
+  }
+  if (!findModelFamily(families, request.zoo.family).takes(setting.key)) {
+    throw Error(flag + ": is a setting of " + takers + ", not of --model " + request.zoo.family);
+  }
+  if (setting.size != nullptr && request.zoo.*setting.size < 1) {
+    throw Error(flag + " " + std::to_string(request.zoo.*setting.size) +
+                ": must be 1 or more; leave it out for the preset's");
+  }
+  if (setting.number != nullptr && !(request.zoo.*setting.number > 0)) {
+    throw Error(flag + " " + command.get_option(flag)->results().front() +
+                ": must be above 0; leave it out for the preset's");
+  }
+}
+
 // What the flags alone can get wrong, refused before LibTorch starts. A zoo size left out takes
 // the preset's; given, it must be a size (zero is not "the default").
 void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
-  const ZooOptions& zoo = request.zoo;
-  const std::pair<const char*, int> sizes[] = {{"--layers", zoo.layers}, {"--hidden", zoo.hidden},
-                                               {"--heads", zoo.heads},   {"--kv-heads", zoo.kv_heads},
-                                               {"--ffn", zoo.ffn},       {"--seq", zoo.seq},
-                                               {"--vocab", zoo.vocab},   {"--image-size", zoo.image_size},
-                                               {"--classes", zoo.classes}, {"--tensor-parallel", zoo.tensor_parallel}};
   const bool torchscript = !request.torchscript_path.empty();
-  for (const auto& [flag, value] : sizes) {
-    if (command.count(flag) == 0) continue;
-    if (torchscript) throw Error(std::string(flag) + ": sizes a zoo model; a --torchscript module has its own");
-    if (value < 1) {
-      throw Error(std::string(flag) + " " + std::to_string(value) + ": must be 1 or more; leave it out for the " +
-                  "preset's");
-    }
+  const std::vector<ModelFamily> families = modelFamilies();
+  for (const ZooSetting& setting : zooSettings()) {
+    if (setting.flag == nullptr || command.count(setting.flag) == 0) continue;
+    checkSettingFlag(command, setting, request, families);
   }
-  // The llama family's own settings; its check (zoo_checks.cpp) holds them to their ranges.
-  const std::pair<const char*, double> llama_settings[] = {
-      {"--kv-heads", zoo.kv_heads}, {"--rope-theta", zoo.rope_theta}, {"--norm-eps", zoo.norm_eps}};
-  for (const auto& [flag, value] : llama_settings) {
-    if (command.count(flag) == 0) continue;
-    if (torchscript || zoo.family != "llama") {
-      throw Error(std::string(flag) + ": is a setting of --model llama, not of " +
-                  (torchscript ? std::string("a --torchscript module") : "--model " + zoo.family));
-    }
-    if (!(value > 0)) {
-      throw Error(std::string(flag) + " " + command.get_option(flag)->results().front() +
-                  ": must be above 0; leave it out for the preset's");
+  if (command.count("--tensor-parallel") > 0) {
+    if (torchscript) throw Error("--tensor-parallel: sizes a zoo model; a --torchscript module has its own");
+    const int degree = request.zoo.parallel.tensor_parallel;
+    if (degree < 1) {
+      throw Error("--tensor-parallel " + std::to_string(degree) + ": must be 1 or more; leave it out for the preset's");
     }
   }
   if (torchscript && request.input_spec.empty()) {
@@ -283,153 +310,187 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
                       "timed rounds (no fewer than --min-repeats)");
 }
 
+// --model and --preset, the zoo's settings (each with the families that take it, from the
+// registry) and the degrees, and the TorchScript source.
+void addModelFlags(CLI::App& command, ProfileRequest& request) {
+  ZooOptions& zoo = request.zoo;
+  const std::vector<ModelFamily> families = modelFamilies();
+  std::vector<std::string> names, presets;
+  for (const ModelFamily& family : families) {
+    names.push_back(family.name);
+    if (family.presets.empty()) continue;
+    std::string text = family.name + " preset: " + family.default_preset + " (default)";
+    for (const std::string& preset : family.presets) text += preset == family.default_preset ? "" : ", " + preset;
+    presets.push_back(text);
+  }
+  zoo.family = "gpt";
+  command.add_option("--model", zoo.family, "Built-in model: " + joinedNames(names, " or "))->capture_default_str();
+  command.add_option("--preset", zoo.preset, joinedNames(presets, "; "));
+  for (const ZooSetting& setting : zooSettings()) {
+    if (setting.flag == nullptr) continue;
+    const std::string help = std::string(setting.help) + " (" + familiesTaking(families, setting, ", ") + ")";
+    if (setting.size != nullptr) command.add_option(setting.flag, zoo.*setting.size, help);
+    if (setting.number != nullptr) command.add_option(setting.flag, zoo.*setting.number, help);
+  }
+  const std::string sharded =
+      familyNamesWhere(families, [](const ModelFamily& f) { return f.tensor_parallel; }, " or ");
+  command.add_option("--tensor-parallel", zoo.parallel.tensor_parallel,
+                     sharded + ": profile the shard one of this many tensor-parallel ranks holds (heads, KV heads, "
+                     "FFN and vocabulary divided as Megatron divides them), its collectives recorded per layer")
+      ->capture_default_str();
+  command.add_flag("--sequence-parallel", zoo.parallel.sequence_parallel,
+                   "With --tensor-parallel: Megatron's sequence parallelism (all-gather and reduce-scatter)");
+  command.add_option("--torchscript", request.torchscript_path,
+                     "A torch.jit.save'd module whose top-level children form a chain");
+  command.add_option("--input", request.input_spec,
+                     "TorchScript sample input, e.g. 8x3x224x224:float32 or 4x512:int64:0..50257");
+}
+
+// Where and how to time: device, precision, timer, rounds and what else to measure.
+void addMeasureFlags(CLI::App& command, ProfileCommandOptions& options) {
+  ProfileRequest& request = options.request;
+  MeasureOptions& measure = request.measure;
+  command.add_option("--microbatch", options.microbatch,
+                     "Samples per microbatch, or several sizes for `stagecut plan` (e.g. 1,2,4,8)")
+      ->capture_default_str();
+  command.add_option("--threads", request.threads, "LibTorch and BLAS threads (one core stands for one device)")
+      ->capture_default_str();
+  command.add_option("--device", request.device, "cpu, cuda or cuda:K")->capture_default_str();
+  command.add_option("--dtype", request.dtype,
+                     "float32, bfloat16 or float16 (also fp32, bf16, fp16): the weights', activations' and floating "
+                     "inputs' precision; the loss is computed in float32 as frameworks do (default: the model's own, "
+                     "float32 for the zoo)");
+  command.add_option("--timer", request.timer, "steady_clock (CPU), cuda-events or cupti (CUDA)")
+      ->capture_default_str();
+  command.add_option("--warmup", measure.warmup_rounds,
+                     "Untimed forward and backward passes of the whole model first (default: 0 on the CPU, "
+                     "where the memory sweep has run every kind of layer already; 1 on a GPU)");
+  command.add_option("--min-repeats", measure.min_repeats, "Timed rounds at least")->capture_default_str();
+  command.add_option("--max-repeats", measure.max_repeats, "Timed rounds at most")->capture_default_str();
+  command.add_option("--cv-target", measure.cv_target, "Stop a layer once its coefficient of variation is below this")
+      ->capture_default_str();
+  command.add_option("--budget", measure.budget_s_per_layer, "Seconds of timing per layer before it stops")
+      ->capture_default_str();
+  command.add_option("--seed", options.seed, "Seed of the weights and the sample batch")->capture_default_str();
+  command.add_flag("--time-every-layer", measure.time_every_layer,
+                   "Time every layer; by default, of 4 or more identical layers (a model's blocks), the first, middle "
+                   "and last are timed and the others take their figures");
+  command.add_flag("--recompute", measure.recompute,
+                   "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
+  command.add_flag("--strict", measure.pace.strict,
+                   "Exit 1 when the machine's pace (the reference kernel between rounds, on the CPU) moves more than "
+                   "15% during the profile; by default the rounds timed in that phase are timed again");
+}
+
+void addOutputFlags(CLI::App& command, ProfileCommandOptions& options) {
+  command.add_option("-o,--output", options.output_path,
+                     "Write the profile JSON here (stagecut.profile/1; /2 with several microbatch sizes)");
+  command.add_flag("--resume", options.resume,
+                   "Continue an interrupted run from the samples it kept in <output>.resume.json");
+  command.add_flag("--json", options.json, "Print the profile JSON on stdout instead of the table");
+}
+
+// The request the flags make, checked, with the side file's key and the samples to resume from.
+ProfileRequest requestOfFlags(const ProfileCommandOptions& options, const CLI::App& command, nlohmann::json& key) {
+  ProfileRequest request = options.request;
+  checkProfileFlags(command, request);
+  request.zoo.seed = parseSeed(options.seed, "--seed");
+  request.measure.seed = request.zoo.seed;
+  const std::vector<int> sizes = parseMicrobatchSizes(options.microbatch, "--microbatch");
+  request.measure.microbatch_size = sizes.back();
+  if (sizes.size() > 1) request.microbatch_sizes = sizes;
+  if (options.resume && !options.output_given) {
+    throw Error("--resume: needs -o FILE; the samples of an interrupted run are kept in FILE.resume.json");
+  }
+  // The side file too: a run must not find at its first save that it cannot keep its samples.
+  if (options.output_given) {
+    checkOutputPath(options.output());
+    checkOutputPath(options.progressOutput());
+  }
+  key = requestKey(request, sizes);
+  if (options.resume) request.resume = loadProgress(options.progressOutput().path, key);
+  return request;
+}
+
+// Runs the profile with Ctrl-C and SIGTERM turned into a stop that keeps the samples taken.
+Profile measureStoppably(const ProfileRequest& request, const ProfileCommandOptions& options, ProgressFile& progress,
+                         ProgressBar& bar) {
+  const StopSignals stop_signals;
+  try {
+    return runProfile(request);
+  } catch (const Error& error) {
+    if (error.kind() != ErrorKind::kInterrupted) throw;
+    bar.finish();
+    progress.flush();
+    const int signal_number = error.exitCode() - 128;
+    const std::string kept =
+        progress.path().empty() ? "nothing was kept (without -o there is no progress file)"
+        : !progress.written()   ? "nothing was measured yet to keep"
+                                : std::to_string(progress.samples()) + " timed samples kept in " + progress.path() +
+                                    "; rerun the same command with --resume to continue";
+    throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " + error.what() +
+                                 "; nothing written to " + (options.output_given ? options.output_path : "stdout") +
+                                 "; " + kept,
+                             signal_number);
+  }
+}
+
+// The profile's provenance, then the file, the table or the JSON.
+void reportProfile(Profile& profile, const ProfileCommandOptions& options, ProgressFile& progress,
+                   const std::string& command_line) {
+  profile.run.extra["command"] = command_line;
+  profile.run.extra["stagecut"] = STAGECUT_VERSION;
+  profile.run.extra["build_type"] = STAGECUT_BUILD_TYPE;
+  if (std::string(STAGECUT_BUILD_TYPE) != "Release" && std::string(STAGECUT_BUILD_TYPE) != "RelWithDebInfo") {
+    std::cerr << "stagecut: warning: this is a " << STAGECUT_BUILD_TYPE
+              << " build; its timings are not those of an optimised build\n";
+  }
+  if (options.output_given) {
+    try {
+      writeProfileFile(options.output(), profile);
+    } catch (const Error& error) {
+      throw Error(error.what() + keptForResume(progress), error.kind());
+    }
+    progress.remove();
+  }
+  if (options.json) {
+    std::cout << toJsonText(profileToJson(profile));
+  } else {
+    printProfileTable(std::cout, profile);
+    if (options.output_given) std::cout << "\nwrote " << options.output_path << "\n";
+  }
+}
+
+void runProfileCommand(ProfileCommandOptions& options, const CLI::App& command, const std::string& command_line) {
+  options.output_given = command.count("--output") > 0;
+  nlohmann::json key;
+  ProfileRequest request = requestOfFlags(options, command, key);
+  ProgressFile progress(options.output_given ? options.progressOutput() : OutputPath(""), key);
+  if (request.resume) progress.seed(*request.resume);
+  const TestInterrupt interrupt = testInterrupt();
+  request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) {
+    progress.update(checkpoint);
+    if (interrupt.after_samples > 0 && progress.samples() >= static_cast<std::size_t>(interrupt.after_samples)) {
+      std::raise(interrupt.signal_number);
+    }
+  };
+  request.measure.stop_signal = [] { return static_cast<int>(g_stop_signal); };
+  ProgressBar bar;
+  request.measure.on_progress = profileProgressReporter(bar);
+  Profile profile = measureStoppably(request, options, progress, bar);
+  bar.finish();
+  reportProfile(profile, options, progress, command_line);
+}
+
 }  // namespace
 
 void addProfileCommand(CLI::App& app, const std::string& command_line) {
   auto* command = app.add_subcommand("profile", torchCommandDescription("profile"));
   auto options = std::make_shared<ProfileCommandOptions>();
-  ProfileRequest& request = options->request;
-  MeasureOptions& measure = request.measure;
-  ZooOptions& zoo = request.zoo;
-  zoo.family = "gpt";
-  command->add_option("--model", zoo.family, "Built-in model: mlp, gpt, llama or vgg16")->capture_default_str();
-  command->add_option("--preset", zoo.preset,
-                      "gpt preset: gpt2-small (default), gpt2-medium, gpt2-large, gpt-tiny; llama preset: llama3-8b "
-                      "(default), llama2-7b, llama3-70b, llama3.1-405b, mistral-7b, qwen2.5-7b, tinyllama-1.1b, "
-                      "llama-tiny");
-  command->add_option("--layers", zoo.layers, "gpt or llama blocks, or mlp layers (overrides the preset)");
-  command->add_option("--hidden", zoo.hidden, "Model width");
-  command->add_option("--heads", zoo.heads, "Attention heads");
-  command->add_option("--kv-heads", zoo.kv_heads, "llama key/value heads (grouped-query attention; divides --heads)");
-  command->add_option("--ffn", zoo.ffn, "gpt MLP width (default 4 x hidden) or llama SwiGLU width");
-  command->add_option("--seq", zoo.seq, "gpt or llama sequence length");
-  command->add_option("--vocab", zoo.vocab, "gpt or llama vocabulary size");
-  command->add_option("--rope-theta", zoo.rope_theta, "llama rotary embedding base (e.g. 10000 or 500000)");
-  command->add_option("--norm-eps", zoo.norm_eps, "llama RMSNorm epsilon (e.g. 1e-5)");
-  command->add_option("--tensor-parallel", zoo.tensor_parallel,
-                      "gpt or llama: profile the shard one of this many tensor-parallel ranks holds (heads, KV heads, "
-                      "FFN and vocabulary divided as Megatron divides them), its collectives recorded per layer")
-      ->capture_default_str();
-  command->add_flag("--sequence-parallel", zoo.sequence_parallel,
-                    "With --tensor-parallel: Megatron's sequence parallelism (all-gather and reduce-scatter)");
-  command->add_option("--image-size", zoo.image_size, "vgg16 image height and width (default 224)");
-  command->add_option("--classes", zoo.classes, "vgg16 classes (default 1000)");
-  command->add_option("--torchscript", request.torchscript_path,
-                      "A torch.jit.save'd module whose top-level children form a chain");
-  command->add_option("--input", request.input_spec,
-                      "TorchScript sample input, e.g. 8x3x224x224:float32 or 4x512:int64:0..50257");
-  command->add_option("--microbatch", options->microbatch,
-                      "Samples per microbatch, or several sizes for `stagecut plan` (e.g. 1,2,4,8)")
-      ->capture_default_str();
-  command->add_option("--threads", request.threads, "LibTorch and BLAS threads (one core stands for one device)")
-      ->capture_default_str();
-  command->add_option("--device", request.device, "cpu, cuda or cuda:K")->capture_default_str();
-  command->add_option("--dtype", request.dtype,
-                      "float32, bfloat16 or float16 (also fp32, bf16, fp16): the weights', activations' and floating "
-                      "inputs' precision; the loss is computed in float32 as frameworks do (default: the model's own, "
-                      "float32 for the zoo)");
-  command->add_option("--timer", request.timer, "steady_clock (CPU), cuda-events or cupti (CUDA)")
-      ->capture_default_str();
-  command->add_option("--warmup", measure.warmup_rounds,
-                      "Untimed forward and backward passes of the whole model first (default: 0 on the CPU, "
-                      "where the memory sweep has run every kind of layer already; 1 on a GPU)");
-  command->add_option("--min-repeats", measure.min_repeats, "Timed rounds at least")->capture_default_str();
-  command->add_option("--max-repeats", measure.max_repeats, "Timed rounds at most")->capture_default_str();
-  command->add_option("--cv-target", measure.cv_target, "Stop a layer once its coefficient of variation is below this")
-      ->capture_default_str();
-  command->add_option("--budget", measure.budget_s_per_layer, "Seconds of timing per layer before it stops")
-      ->capture_default_str();
-  command->add_option("--seed", options->seed, "Seed of the weights and the sample batch")->capture_default_str();
-  command->add_flag("--time-every-layer", measure.time_every_layer,
-                    "Time every layer; by default, of 4 or more identical layers (a model's blocks), the first, middle and last "
-                    "are timed and the others take their figures");
-  command->add_flag("--recompute", measure.recompute,
-                    "Also time each layer's forward under no_grad: the extra forward of activation checkpointing");
-  command->add_flag("--strict", measure.pace.strict,
-                    "Exit 1 when the machine's pace (the reference kernel between rounds, on the CPU) moves more than "
-                    "15% during the profile; by default the rounds timed in that phase are timed again");
-  command->add_option("-o,--output", options->output_path,
-                      "Write the profile JSON here (stagecut.profile/1; /2 with several microbatch sizes)");
-  command->add_flag("--resume", options->resume,
-                    "Continue an interrupted run from the samples it kept in <output>.resume.json");
-  command->add_flag("--json", options->json, "Print the profile JSON on stdout instead of the table");
-
-  command->callback([options, command_line, command] {
-    options->output_given = command->count("--output") > 0;
-    ProfileRequest run_request = options->request;
-    checkProfileFlags(*command, run_request);
-    run_request.zoo.seed = parseSeed(options->seed, "--seed");
-    run_request.measure.seed = run_request.zoo.seed;
-    const std::vector<int> sizes = parseMicrobatchSizes(options->microbatch, "--microbatch");
-    run_request.measure.microbatch_size = sizes.back();
-    if (sizes.size() > 1) run_request.microbatch_sizes = sizes;
-    if (options->resume && !options->output_given) {
-      throw Error("--resume: needs -o FILE; the samples of an interrupted run are kept in FILE.resume.json");
-    }
-    // The side file too: a run must not find at its first save that it cannot keep its samples.
-    if (options->output_given) {
-      checkOutputPath(options->output());
-      checkOutputPath(options->progressOutput());
-    }
-    const nlohmann::json key = requestKey(run_request, sizes);
-    const OutputPath progress_output = options->output_given ? options->progressOutput() : OutputPath("");
-    if (options->resume) run_request.resume = loadProgress(progress_output.path, key);
-    ProgressFile progress(progress_output, key);
-    if (run_request.resume) progress.seed(*run_request.resume);
-    const TestInterrupt interrupt = testInterrupt();
-    run_request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) {
-      progress.update(checkpoint);
-      if (interrupt.after_samples > 0 && progress.samples() >= static_cast<std::size_t>(interrupt.after_samples)) {
-        std::raise(interrupt.signal_number);
-      }
-    };
-    run_request.measure.stop_signal = [] { return static_cast<int>(g_stop_signal); };
-    ProgressBar bar;
-    run_request.measure.on_progress = profileProgressReporter(bar);
-    Profile profile;
-    {
-      const StopSignals stop_signals;
-      try {
-        profile = runProfile(run_request);
-      } catch (const Error& error) {
-        if (error.kind() != ErrorKind::kInterrupted) throw;
-        bar.finish();
-        progress.flush();
-        const int signal_number = error.exitCode() - 128;
-        const std::string kept =
-            progress.path().empty() ? "nothing was kept (without -o there is no progress file)"
-            : !progress.written()   ? "nothing was measured yet to keep"
-                                    : std::to_string(progress.samples()) + " timed samples kept in " + progress.path() +
-                                        "; rerun the same command with --resume to continue";
-        throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " +
-                                     error.what() + "; nothing written to " +
-                                     (options->output_given ? options->output_path : "stdout") + "; " + kept,
-                                 signal_number);
-      }
-    }
-    bar.finish();
-    profile.run.extra["command"] = command_line;
-    profile.run.extra["stagecut"] = STAGECUT_VERSION;
-    profile.run.extra["build_type"] = STAGECUT_BUILD_TYPE;
-    if (std::string(STAGECUT_BUILD_TYPE) != "Release" && std::string(STAGECUT_BUILD_TYPE) != "RelWithDebInfo") {
-      std::cerr << "stagecut: warning: this is a " << STAGECUT_BUILD_TYPE
-                << " build; its timings are not those of an optimised build\n";
-    }
-    if (options->output_given) {
-      try {
-        writeProfileFile(options->output(), profile);
-      } catch (const Error& error) {
-        throw Error(error.what() + keptForResume(progress), error.kind());
-      }
-      progress.remove();
-    }
-    if (options->json) {
-      std::cout << toJsonText(profileToJson(profile));
-    } else {
-      printProfileTable(std::cout, profile);
-      if (options->output_given) std::cout << "\nwrote " << options->output_path << "\n";
-    }
-  });
+  addModelFlags(*command, options->request);
+  addMeasureFlags(*command, *options);
+  addOutputFlags(*command, *options);
+  command->callback([options, command_line, command] { runProfileCommand(*options, *command, command_line); });
 }
 
 }  // namespace stagecut

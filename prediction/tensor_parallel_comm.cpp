@@ -2,13 +2,14 @@
 
 #include <cstdio>
 
+#include "core/parallel_degrees.h"
 #include "core/units.h"
 
 namespace stagecut {
 
 int profileTensorParallel(const Profile& profile) {
-  const auto found = profile.model.config.find("tensor_parallel");
-  return found != profile.model.config.end() && found->is_number_integer() ? found->get<int>() : 1;
+  const std::string where = profile.model.name.empty() ? "the profile" : "the profile of " + profile.model.name;
+  return readParallelDegrees(profile.model.config, where).tensor_parallel;
 }
 
 double tensorParallelCollectiveMs(double bytes, int ranks, const TensorParallelLink& link) {

@@ -19,8 +19,9 @@ struct TensorParallelLink {
   double latency_ms = 0.0;
 };
 
-/// The tensor-parallel degree the profile was measured at (model.config's tensor_parallel; 1
-/// when absent).
+/// The tensor-parallel degree the profile was measured at (core/parallel_degrees.h; 1 when its
+/// model.config records none). Throws Error (input) when the recorded degree is no whole number
+/// from 1 to kMaxTensorParallel.
 int profileTensorParallel(const Profile& profile);
 
 /// ms of one ring collective of `bytes` among `ranks`.

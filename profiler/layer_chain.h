@@ -59,7 +59,9 @@ struct LayerChain {
   std::string model_name;
   std::string source;  ///< "zoo:gpt", "torchscript:model.pt"
   std::string fingerprint;  ///< what the profile records as model.fingerprint (model_fingerprint.h)
-  nlohmann::json config = nlohmann::json::object();
+  nlohmann::json config = nlohmann::json::object();  ///< what the profile records as model.config
+  /// Tokens per sample of a language model (the profile's run.seq_len); 0 for another model.
+  int seq_len = 0;
   std::vector<ChainLayer> layers;
   /// Where placeChain put the chain: a layer built later goes there too.
   torch::Device device = torch::kCPU;

@@ -352,53 +352,130 @@ std::vector<std::vector<int>> identicalLayerSamples(const LayerChain& chain, boo
   return times_from;
 }
 
-Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
-  const auto started = Clock::now();
-  const int layer_count = static_cast<int>(chain.layers.size());
-  const ChainBatch batch = chain.make_batch(options.microbatch_size, options.seed);
-  const int warmup_passes =
-      options.warmup_rounds != kAutoWarmupPasses ? options.warmup_rounds : (batch.input.is_cuda() ? 1 : 0);
-  const std::vector<std::vector<int>> times_from = identicalLayerSamples(chain, options.time_every_layer);
+namespace {
+
+// One microbatch size's measurement of a chain, phase by phase: the plan of which layers are
+// timed and measured, one sweep for every layer's input and memory, the warm-up, the timed rounds
+// (timed again where the machine's pace moved), and the profile they make.
+class ChainMeasurement {
+ public:
+  ChainMeasurement(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer);
+  /// Untimed passes of the whole model.
+  void warmUp();
+  /// Rounds until every unit has its samples, a pass of them again for rounds the pace moved.
+  void timeRounds();
+  /// Hands the chain back as it came and returns the profile.
+  Profile finish();
+
+ private:
+  void planSamples();
+  void describeLayers();
+  void resumeSamples();
+  void prepareWindow();
+  void reportProgress(int round, bool warmup, int layer, const std::string& name) const;
+  void tagWhole(int at_round);
+  void noteProgress() const;
+  bool timeRound();
+  bool inWindow(int i) const { return i >= window_.first && i <= window_.second; }
+  void completeWeightPending();
+  void summarizeTimes();
+  void recordRun();
+
+  LayerChain& chain_;
+  const MeasureOptions& options_;
+  RegionTimer& timer_;
+  const Clock::time_point started_ = Clock::now();
+  const int layer_count_;
+  const ChainBatch batch_;
+  int warmup_passes_ = 0;
+  // Of each layer: the sample its times come from (empty: timed), whether it was built here,
+  // whether it is timed, the layer its memory is measured on, and whether that is itself.
+  std::vector<std::vector<int>> times_from_;
+  std::vector<bool> built_here_, timed_, measures_;
+  std::vector<int> memory_from_;
+  std::vector<LayerMemoryBytes> memories_;
+  std::vector<LayerBench> benches_;
+  std::vector<std::optional<std::uint64_t>> weight_pending_;
+  Profile profile_;
+  SizeCheckpoint samples_;
+  std::pair<int, int> window_;
+  // The estimate scales from the timed rounds only: the warm-up and the setup before are not rounds.
+  Clock::time_point first_round_started_;
+  double setup_s_ = 0.0;
+  int passes_run_ = 0;
+  ChainPass chain_pass_;
+  int round_ = 0;
+  double round_seconds_ = 0.0;
+  RoundPace pace_;
+  SampleRounds rounds_;
+};
+
+ChainMeasurement::ChainMeasurement(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer)
+    : chain_(chain),
+      options_(options),
+      timer_(timer),
+      layer_count_(static_cast<int>(chain.layers.size())),
+      batch_(chain.make_batch(options.microbatch_size, options.seed)),
+      pace_(options.pace) {
+  warmup_passes_ =
+      options.warmup_rounds != kAutoWarmupPasses ? options.warmup_rounds : (batch_.input.is_cuda() ? 1 : 0);
+  planSamples();
+  benches_ = prepareInputs(chain_, batch_, options_.seed, timed_, measures_, memories_);
+  weight_pending_.resize(static_cast<std::size_t>(layer_count_));
+  for (int i = 0; i < layer_count_; ++i) {
+    if (!measures_[i]) weight_pending_[i] = 0;  // taken from the group's measured layer
+  }
+  describeLayers();
+  resumeSamples();
+  prepareWindow();
+  // What a profile costs: the sweep that gives the inputs and memory, then whole-model passes.
+  first_round_started_ = Clock::now();
+  setup_s_ = secondsSince(started_);
+  chain_pass_.window = window_;
+  chain_pass_.recompute = options_.recompute;
+  chain_pass_.weight_pending = &weight_pending_;
+  for (int i = 0; i < layer_count_; ++i) chain_pass_.records.push_back(times_from_[i].empty());
+}
+
+void ChainMeasurement::planSamples() {
+  times_from_ = identicalLayerSamples(chain_, options_.time_every_layer);
+  const auto count = static_cast<std::size_t>(layer_count_);
   // Described layers are built when needed: the timed ones stay built, a copy of an identical
   // layer only passes its output on, and the window of the whole-model check is built for it.
-  std::vector<bool> built_here(static_cast<std::size_t>(layer_count));
-  for (int i = 0; i < layer_count; ++i) built_here[i] = !chain.layers[i].built();
-  std::vector<bool> timed(static_cast<std::size_t>(layer_count));
-  for (int i = 0; i < layer_count; ++i) timed[i] = times_from[i].empty();
+  built_here_.resize(count);
+  timed_.resize(count);
+  memory_from_.resize(count);
+  measures_.resize(count);
+  for (int i = 0; i < layer_count_; ++i) built_here_[i] = !chain_.layers[i].built();
+  for (int i = 0; i < layer_count_; ++i) timed_[i] = times_from_[i].empty();
   // Memory is a matter of shapes: it is measured on one layer of each group of identical ones.
-  std::vector<int> memory_from(static_cast<std::size_t>(layer_count));
-  for (int i = 0; i < layer_count; ++i) memory_from[i] = times_from[i].empty() ? i : times_from[i].front();
-  for (int i = 0; i < layer_count; ++i) {
-    for (int sample : times_from[i]) memory_from[static_cast<std::size_t>(sample)] = times_from[i].front();
+  for (int i = 0; i < layer_count_; ++i) memory_from_[i] = times_from_[i].empty() ? i : times_from_[i].front();
+  for (int i = 0; i < layer_count_; ++i) {
+    for (int sample : times_from_[i]) memory_from_[static_cast<std::size_t>(sample)] = times_from_[i].front();
   }
-  std::vector<bool> measures(static_cast<std::size_t>(layer_count));
-  for (int i = 0; i < layer_count; ++i) measures[i] = memory_from[i] == i;
-  std::vector<LayerMemoryBytes> memories;
-  const std::vector<LayerBench> benches = prepareInputs(chain, batch, options.seed, timed, measures, memories);
-  std::vector<std::optional<std::uint64_t>> weight_pending(static_cast<std::size_t>(layer_count));
-  for (int i = 0; i < layer_count; ++i) {
-    if (!measures[i]) weight_pending[i] = 0;  // taken from the group's measured layer
-  }
+  for (int i = 0; i < layer_count_; ++i) measures_[i] = memory_from_[i] == i;
+}
 
-  Profile profile;
-  profile.model.name = chain.model_name;
-  profile.model.source = chain.source;
-  profile.model.config = chain.config;
-  profile.model.fingerprint = chain.fingerprint;
-  for (int i = 0; i < layer_count; ++i) {
-    const ChainLayer& layer = chain.layers[i];
+// Each layer's figures that do not take a timing: its parameters, memory, output and collectives.
+void ChainMeasurement::describeLayers() {
+  profile_.model.name = chain_.model_name;
+  profile_.model.source = chain_.source;
+  profile_.model.config = chain_.config;
+  profile_.model.fingerprint = chain_.fingerprint;
+  for (int i = 0; i < layer_count_; ++i) {
+    const ChainLayer& layer = chain_.layers[i];
     LayerCost cost;
     cost.index = i;
     cost.name = layer.name;
     cost.kind = layer.kind;
     // Memory is a matter of shapes: an identical layer's, timed or not, is its group's first one's.
-    const int measured_on = memory_from[static_cast<std::size_t>(i)];
-    cost.params = measured_on < i ? profile.layers[static_cast<std::size_t>(measured_on)].params : parameterCount(layer);
-    cost.param_bytes =
-        measured_on < i ? profile.layers[static_cast<std::size_t>(measured_on)].param_bytes : parameterBytes(layer);
-    cost.output_bytes = benches[i].output_bytes;
-    cost.output_shape = benches[i].output_shape;
-    const LayerMemoryBytes& memory = memories[static_cast<std::size_t>(measured_on)];
+    const int measured_on = memory_from_[static_cast<std::size_t>(i)];
+    const LayerCost* first = measured_on < i ? &profile_.layers[static_cast<std::size_t>(measured_on)] : nullptr;
+    cost.params = first ? first->params : parameterCount(layer);
+    cost.param_bytes = first ? first->param_bytes : parameterBytes(layer);
+    cost.output_bytes = benches_[i].output_bytes;
+    cost.output_shape = benches_[i].output_shape;
+    const LayerMemoryBytes& memory = memories_[static_cast<std::size_t>(measured_on)];
     cost.activation_bytes = memory.activation;
     cost.input_kept_bytes = memory.input_kept;
     cost.forward_transient_bytes = memory.forward_transient;
@@ -407,232 +484,269 @@ Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, Regi
     cost.largest_parameter_bytes = memory.largest_parameter;
     const TensorParallelComm& comm = layer.tensor_parallel_comm;
     if (comm.forward_collectives + comm.backward_collectives > 0) {
-      const std::uint64_t element = comm.float32 ? 4 : static_cast<std::uint64_t>(c10::elementSize(chainFloatingType(chain)));
+      const std::uint64_t element =
+          comm.float32 ? 4 : static_cast<std::uint64_t>(c10::elementSize(chainFloatingType(chain_)));
       cost.tp_collectives = LayerCost::TensorParallelCollectives{
           comm.forward_collectives, comm.backward_collectives,
-          static_cast<std::uint64_t>(comm.elements_per_row) * static_cast<std::uint64_t>(options.microbatch_size) * element};
+          static_cast<std::uint64_t>(comm.elements_per_row) * static_cast<std::uint64_t>(options_.microbatch_size) *
+              element};
     }
-    profile.layers.push_back(cost);
+    profile_.layers.push_back(cost);
   }
+}
 
-  SizeCheckpoint samples;
-  samples.microbatch_size = options.microbatch_size;
-  samples.layers.resize(layer_count);
-  if (options.resume != nullptr && !options.resume->layers.empty()) {
-    if (options.resume->layers.size() != samples.layers.size()) {
-      throw Error("--resume: the kept samples at microbatch size " + std::to_string(options.microbatch_size) +
-                  " are for " + std::to_string(options.resume->layers.size()) + " layers but the model has " +
-                  std::to_string(layer_count) + "; delete the .resume.json file and profile again");
-    }
-    samples = *options.resume;
+void ChainMeasurement::resumeSamples() {
+  samples_.microbatch_size = options_.microbatch_size;
+  samples_.layers.resize(static_cast<std::size_t>(layer_count_));
+  if (options_.resume == nullptr || options_.resume->layers.empty()) return;
+  if (options_.resume->layers.size() != samples_.layers.size()) {
+    throw Error("--resume: the kept samples at microbatch size " + std::to_string(options_.microbatch_size) +
+                " are for " + std::to_string(options_.resume->layers.size()) + " layers but the model has " +
+                std::to_string(layer_count_) + "; delete the .resume.json file and profile again");
   }
-  std::vector<UnitSampleLog>& layer_samples = samples.layers;
-  UnitSampleLog& whole_samples = samples.whole;
-  const auto note_progress = [&] {
-    if (options.on_checkpoint) options.on_checkpoint(samples);
-  };
-  const std::pair<int, int> window = wholeModelWindow(profile.layers, options.window_bytes ? options.window_bytes() : 0);
-  for (int i = window.first; i <= window.second; ++i) {
-    namingLayerOnError(chain, i, [&] { buildLayer(chain, static_cast<std::size_t>(i)); });
+  samples_ = *options_.resume;
+}
+
+// The whole-model check's window, built, and the memory its passes take held from the start.
+void ChainMeasurement::prepareWindow() {
+  window_ = wholeModelWindow(profile_.layers, options_.window_bytes ? options_.window_bytes() : 0);
+  for (int i = window_.first; i <= window_.second; ++i) {
+    namingLayerOnError(chain_, i, [&] { buildLayer(chain_, static_cast<std::size_t>(i)); });
   }
-  const auto in_window = [&](int i) { return i >= window.first && i <= window.second; };
-  for (int i = 0; i < layer_count; ++i) {
-    if (chain.layers[i].built() && (timed[i] || in_window(i))) holdGradientBuffers(chain.layers[i]);
+  for (int i = 0; i < layer_count_; ++i) {
+    if (chain_.layers[i].built() && (timed_[i] || inWindow(i))) holdGradientBuffers(chain_.layers[i]);
   }
-  if (!batch.input.is_cuda()) growRetainedHeap(windowPassBytes(profile.layers, window));
-  // The estimate scales from the timed rounds only: the warm-up and the setup before are not rounds.
-  Clock::time_point first_round_started = Clock::now();
-  const auto report_progress = [&](int round, bool warmup, int layer, const std::string& name, double round_seconds) {
-    if (!options.on_progress) return;
-    MeasureProgress progress;
-    progress.round = round;
-    progress.warmup = warmup;
-    progress.rounds_at_least = options.min_repeats;
-    progress.layer = layer;
-    progress.layers = layer_count;
-    progress.layer_name = name;
-    progress.elapsed_s = secondsSince(started);
-    const double done = round + static_cast<double>(layer) / layer_count;
-    // Before the first layer of the first round has been timed there is nothing to scale from.
-    if (!warmup && (round_seconds > 0 || done > 0)) {
-      const double per_round = round_seconds > 0 ? round_seconds : secondsSince(first_round_started) / done;
-      progress.estimated_left_s = std::max(0.0, (options.min_repeats - done) * per_round);
-    }
-    progress.microbatch_size = options.microbatch_size;
-    options.on_progress(progress);
-  };
-  // What a profile costs: the sweep that gives the inputs and memory, then whole-model passes.
-  const double setup_s = secondsSince(started);
-  int passes_run = 0;
-  ChainPass chain_pass;
-  chain_pass.window = window;
-  chain_pass.recompute = options.recompute;
-  chain_pass.weight_pending = &weight_pending;
-  for (int i = 0; i < layer_count; ++i) chain_pass.records.push_back(times_from[i].empty());
-  int round = 0;
-  double round_seconds = 0.0;
-  // A warm-up is one untimed pass of the whole model: it runs every layer's kernels and grows the
-  // heap to the model's peak, so that a layer's first timed sample is no colder than its later
-  // ones, at a third of the cost of warming each layer's F, B, W and backward apart.
-  for (int pass = 0; pass < warmup_passes && !samples.complete; ++pass) {
-    checkStop(options, samples);
-    report_progress(0, true, 0, "whole model", 0.0);
+  if (!batch_.input.is_cuda()) growRetainedHeap(windowPassBytes(profile_.layers, window_));
+}
+
+void ChainMeasurement::reportProgress(int round, bool warmup, int layer, const std::string& name) const {
+  if (!options_.on_progress) return;
+  MeasureProgress progress;
+  progress.round = round;
+  progress.warmup = warmup;
+  progress.rounds_at_least = options_.min_repeats;
+  progress.layer = layer;
+  progress.layers = layer_count_;
+  progress.layer_name = name;
+  progress.elapsed_s = secondsSince(started_);
+  const double done = round + static_cast<double>(layer) / layer_count_;
+  // Before the first layer of the first round has been timed there is nothing to scale from.
+  if (!warmup && (round_seconds_ > 0 || done > 0)) {
+    const double per_round = round_seconds_ > 0 ? round_seconds_ : secondsSince(first_round_started_) / done;
+    progress.estimated_left_s = std::max(0.0, (options_.min_repeats - done) * per_round);
+  }
+  progress.microbatch_size = options_.microbatch_size;
+  options_.on_progress(progress);
+}
+
+// A warm-up is one untimed pass of the whole model: it runs every layer's kernels and grows the
+// heap to the model's peak, so that a layer's first timed sample is no colder than its later
+// ones, at a third of the cost of warming each layer's F, B, W and backward apart.
+void ChainMeasurement::warmUp() {
+  for (int pass = 0; pass < warmup_passes_ && !samples_.complete; ++pass) {
+    checkStop(options_, samples_);
+    reportProgress(0, true, 0, "whole model");
     UnitSampleLog scratch;
     std::vector<UnitSampleLog> scratch_layers;
-    namingLayerOnError(chain, -1, [&] {
-      timeWholeModel(chain, benches, batch, chain_pass, timer, scratch, scratch_layers, nullptr);
+    namingLayerOnError(chain_, -1, [&] {
+      timeWholeModel(chain_, benches_, batch_, chain_pass_, timer_, scratch, scratch_layers, nullptr);
     });
-    ++passes_run;
+    ++passes_run_;
   }
-  first_round_started = Clock::now();
-  RoundPace pace(options.pace);
-  SampleRounds rounds;
-  rounds.layers.assign(static_cast<std::size_t>(layer_count), {});
-  rounds.in_chain.assign(samples.in_chain.size(), {});
-  // A pass's samples: the whole model's, every layer's in the chain, and the window's layers'.
-  const auto tag_whole = [&](int at_round) {
-    tagNewSamples(whole_samples, rounds.whole, at_round);
-    rounds.in_chain.resize(samples.in_chain.size());
-    for (std::size_t i = 0; i < samples.in_chain.size(); ++i) tagNewSamples(samples.in_chain[i], rounds.in_chain[i], at_round);
-    for (int i = window.first; i <= window.second; ++i) tagNewSamples(layer_samples[i], rounds.layers[i], at_round);
-  };
+}
+
+// A pass's samples: the whole model's, every layer's in the chain, and the window's layers'.
+void ChainMeasurement::tagWhole(int at_round) {
+  tagNewSamples(samples_.whole, rounds_.whole, at_round);
+  rounds_.in_chain.resize(samples_.in_chain.size());
+  for (std::size_t i = 0; i < samples_.in_chain.size(); ++i) {
+    tagNewSamples(samples_.in_chain[i], rounds_.in_chain[i], at_round);
+  }
+  for (int i = window_.first; i <= window_.second; ++i) tagNewSamples(samples_.layers[i], rounds_.layers[i], at_round);
+}
+
+void ChainMeasurement::noteProgress() const {
+  if (options_.on_checkpoint) options_.on_checkpoint(samples_);
+}
+
+// One round: the whole model's pass while it needs samples, then each timed layer outside the
+// window that does. Returns whether any unit took a sample.
+bool ChainMeasurement::timeRound() {
+  bool any_active = false;
+  if (isActive(samples_.whole, options_)) {
+    checkStop(options_, samples_);
+    namingLayerOnError(chain_, -1, [&] {
+      timeWholeModel(chain_, benches_, batch_, chain_pass_, timer_, samples_.whole, samples_.in_chain,
+                     &samples_.layers);
+    });
+    ++passes_run_;
+    tagWhole(round_);
+    noteProgress();
+    any_active = true;
+  }
+  for (int i = 0; i < layer_count_; ++i) {
+    // The window's layers were timed in the pass, as long as the whole model is.
+    if (!times_from_[i].empty() || inWindow(i) || !isActive(samples_.layers[i], options_)) continue;
+    any_active = true;
+    checkStop(options_, samples_);
+    reportProgress(round_, false, i, chain_.layers[i].name);
+    namingLayerOnError(chain_, i, [&] {
+      timeLayer(chain_.layers[i], benches_[i], batch_.target, options_.recompute, timer_, samples_.layers[i],
+                &weight_pending_[i]);
+    });
+    tagNewSamples(samples_.layers[i], rounds_.layers[i], round_);
+    noteProgress();
+  }
+  return any_active;
+}
+
+void ChainMeasurement::timeRounds() {
+  first_round_started_ = Clock::now();
+  rounds_.layers.assign(static_cast<std::size_t>(layer_count_), {});
+  rounds_.in_chain.assign(samples_.in_chain.size(), {});
   // Resumed samples are round -1: their pace is unknown, and they stay.
-  tag_whole(-1);
-  for (int i = 0; i < layer_count; ++i) tagNewSamples(layer_samples[i], rounds.layers[i], -1);
+  tagWhole(-1);
+  for (int i = 0; i < layer_count_; ++i) tagNewSamples(samples_.layers[i], rounds_.layers[i], -1);
   // A stop inside a pass leaves its half-taken samples behind: the side file holds the passes
   // before it (on_checkpoint), and a long pass need not finish first.
-  chain_pass.before_layer = [&](int layer) {
-    checkStop(options, samples);
-    report_progress(round, false, layer, chain.layers[layer].name, round_seconds);
+  chain_pass_.before_layer = [this](int layer) {
+    checkStop(options_, samples_);
+    reportProgress(round_, false, layer, chain_.layers[layer].name);
   };
   for (int pass = 0;; ++pass) {
-    const int first_of_pass = round;
-    for (; !samples.complete; ++round) {
-      pace.beforeRound(round);
+    const int first_of_pass = round_;
+    for (; !samples_.complete; ++round_) {
+      pace_.beforeRound(round_);
       const auto round_started = Clock::now();
-      bool any_active = false;
-      if (isActive(whole_samples, options)) {
-        checkStop(options, samples);
-        namingLayerOnError(chain, -1, [&] {
-          timeWholeModel(chain, benches, batch, chain_pass, timer, whole_samples, samples.in_chain, &layer_samples);
-        });
-        ++passes_run;
-        tag_whole(round);
-        note_progress();
-        any_active = true;
-      }
-      for (int i = 0; i < layer_count; ++i) {
-        // The window's layers were timed in the pass, as long as the whole model is.
-        if (!times_from[i].empty() || in_window(i) || !isActive(layer_samples[i], options)) continue;
-        any_active = true;
-        checkStop(options, samples);
-        report_progress(round, false, i, chain.layers[i].name, round_seconds);
-        namingLayerOnError(chain, i, [&] {
-          timeLayer(chain.layers[i], benches[i], batch.target, options.recompute, timer, layer_samples[i],
-                    &weight_pending[i]);
-        });
-        tagNewSamples(layer_samples[i], rounds.layers[i], round);
-        note_progress();
-      }
-      if (round == 0) round_seconds = secondsSince(round_started);
+      const bool any_active = timeRound();
+      if (round_ == 0) round_seconds_ = secondsSince(round_started);
       if (!any_active) {
-        samples.complete = true;
-        note_progress();
+        samples_.complete = true;
+        noteProgress();
       }
     }
-    if (round == first_of_pass) break;
-    pace.afterRounds(round);
-    const std::set<int> odd = pace.oddRounds();
+    if (round_ == first_of_pass) break;
+    pace_.afterRounds(round_);
+    const std::set<int> odd = pace_.oddRounds();
     if (odd.empty()) break;
-    if (options.pace.strict) {
-      throw Error("--strict: " + pace.oddPhaseText(odd) + "; profile again on a quiet machine, or without --strict "
+    if (options_.pace.strict) {
+      throw Error("--strict: " + pace_.oddPhaseText(odd) + "; profile again on a quiet machine, or without --strict "
                   "to time those rounds again", ErrorKind::kRuntime);
     }
-    if (pass == options.pace.retime_passes) {
-      pace.noteKept(odd);
+    if (pass == options_.pace.retime_passes) {
+      pace_.noteKept(odd);
       break;
     }
     // The odd rounds' samples go, and the units they leave short are timed again.
-    dropRoundSamples(whole_samples, rounds.whole, odd);
-    for (std::size_t i = 0; i < samples.in_chain.size(); ++i) dropRoundSamples(samples.in_chain[i], rounds.in_chain[i], odd);
-    for (int i = 0; i < layer_count; ++i) dropRoundSamples(layer_samples[i], rounds.layers[i], odd);
-    pace.noteDropped(odd);
-    samples.complete = false;
+    dropRoundSamples(samples_.whole, rounds_.whole, odd);
+    for (std::size_t i = 0; i < samples_.in_chain.size(); ++i) {
+      dropRoundSamples(samples_.in_chain[i], rounds_.in_chain[i], odd);
+    }
+    for (int i = 0; i < layer_count_; ++i) dropRoundSamples(samples_.layers[i], rounds_.layers[i], odd);
+    pace_.noteDropped(odd);
+    samples_.complete = false;
   }
+}
 
-  // A measured layer that no round split (all its samples resumed) is counted alone.
-  for (int i = 0; i < layer_count; ++i) {
-    if (weight_pending[i]) continue;
-    weight_pending[i] = namingLayerOnError(chain, i, [&] {
-      return measureWeightPending(chain.layers[i], freshInput(benches[i]), benches[i].upstream_grad, batch.target);
+// A measured layer that no round split (all its samples resumed) is counted alone.
+void ChainMeasurement::completeWeightPending() {
+  for (int i = 0; i < layer_count_; ++i) {
+    if (weight_pending_[i]) continue;
+    weight_pending_[i] = namingLayerOnError(chain_, i, [&] {
+      return measureWeightPending(chain_.layers[i], freshInput(benches_[i]), benches_[i].upstream_grad, batch_.target);
     });
   }
-  for (int i = 0; i < layer_count; ++i) {
-    profile.layers[i].weight_pending_bytes = *weight_pending[static_cast<std::size_t>(memory_from[i])];
+  for (int i = 0; i < layer_count_; ++i) {
+    profile_.layers[i].weight_pending_bytes = *weight_pending_[static_cast<std::size_t>(memory_from_[i])];
   }
-  // W added into the weights' gradients; the model is handed back as it came.
-  for (const auto& layer : chain.layers) {
-    for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
-  }
-  for (int i = 0; i < layer_count; ++i) {
-    if (built_here[i]) releaseLayer(chain, static_cast<std::size_t>(i));
-  }
-  int most_repeats = 0;
-  for (int i = 0; i < layer_count; ++i) {
-    LayerCost& cost = profile.layers[i];
+}
+
+// Each layer's times and the whole model's, from their samples.
+void ChainMeasurement::summarizeTimes() {
+  for (int i = 0; i < layer_count_; ++i) {
+    LayerCost& cost = profile_.layers[i];
     // A copy takes its sample's samples, pooled: their median, and their spread as its own.
-    const UnitSampleLog log = times_from[i].empty() ? layer_samples[i] : pooledSamples(layer_samples, times_from[i]);
+    const UnitSampleLog log =
+        times_from_[i].empty() ? samples_.layers[i] : pooledSamples(samples_.layers, times_from_[i]);
     cost.forward_ms = statsOf(log.forward);
     cost.backward_ms = statsOf(log.backward);
     cost.backward_input_ms = statsOf(log.backward_input);
     cost.backward_weight_ms = statsOf(log.backward_weight);
     if (!log.recompute.empty()) cost.recompute_ms = statsOf(log.recompute);
-    if (!times_from[i].empty()) cost.times_from = times_from[i];
-    else most_repeats = std::max(most_repeats, cost.forward_ms.repeats);
+    if (!times_from_[i].empty()) cost.times_from = times_from_[i];
   }
   WholeModelCost whole;
-  whole.forward_ms = summarizeSamples(whole_samples.forward).median;
-  whole.backward_ms = summarizeSamples(whole_samples.backward).median;
+  whole.forward_ms = summarizeSamples(samples_.whole.forward).median;
+  whole.backward_ms = summarizeSamples(samples_.whole.backward).median;
   double layers_ms = 0;
-  for (int i = window.first; i <= window.second; ++i) {
-    layers_ms += profile.layers[i].forward_ms.median + profile.layers[i].backward_ms.median;
+  for (int i = window_.first; i <= window_.second; ++i) {
+    layers_ms += profile_.layers[i].forward_ms.median + profile_.layers[i].backward_ms.median;
   }
   const double whole_ms = whole.forward_ms + whole.backward_ms;
   whole.sum_of_layers_vs_whole = whole_ms > 0 ? (layers_ms - whole_ms) / whole_ms : 0.0;
-  const bool whole_chain = window.first == 0 && window.second == layer_count - 1;
-  if (!whole_chain) whole.window = {window.first, window.second};
+  const bool whole_chain = window_.first == 0 && window_.second == layer_count_ - 1;
+  if (!whole_chain) whole.window = {window_.first, window_.second};
   // A checkpoint written before the pass was timed layer by layer has no such samples.
-  if (whole_chain && samples.in_chain.size() == static_cast<std::size_t>(layer_count) &&
-      !samples.in_chain.front().forward.empty()) {
-    for (const auto& layer : samples.in_chain) {
+  if (whole_chain && samples_.in_chain.size() == static_cast<std::size_t>(layer_count_) &&
+      !samples_.in_chain.front().forward.empty()) {
+    for (const auto& layer : samples_.in_chain) {
       whole.in_chain_forward_ms.push_back(summarizeSamples(layer.forward).median);
       whole.in_chain_backward_ms.push_back(summarizeSamples(layer.backward).median);
     }
   }
-  profile.whole_model = whole;
+  profile_.whole_model = whole;
+}
 
-  profile.run.microbatch_size = options.microbatch_size;
-  profile.run.dtype = precisionNameOf(chainFloatingType(chain));
-  profile.run.warmup = warmup_passes;
-  profile.run.repeats = most_repeats;
-  profile.run.timer = timer.name();
-  profile.run.extra = {{"min_repeats", options.min_repeats},
-                       {"max_repeats", options.max_repeats},
-                       {"cv_target", options.cv_target},
-                       {"budget_s_per_layer", options.budget_s_per_layer},
-                       {"seed", options.seed},
-                       {"whole_model_repeats", static_cast<int>(whole_samples.forward.size())},
-                       {"elapsed_s", secondsSince(started)},
-                       {"setup_s", setup_s},
-                       {"whole_model_passes", passes_run}};
-  if (options.resume != nullptr && options.resume->sampleCount() > 0) {
-    profile.run.extra["resumed_samples"] = options.resume->sampleCount();
+void ChainMeasurement::recordRun() {
+  int most_repeats = 0;
+  for (int i = 0; i < layer_count_; ++i) {
+    if (times_from_[i].empty()) most_repeats = std::max(most_repeats, profile_.layers[i].forward_ms.repeats);
   }
-  if (const nlohmann::json trace = pace.json(); !trace.is_null()) profile.run.extra["pace"] = trace;
-  if (options.recompute) profile.run.extra["recompute"] = "recompute_ms: forward under no_grad";
-  profile.run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
-  if (chain.config.contains("seq")) profile.run.seq_len = chain.config["seq"].get<int>();
-  return profile;
+  RunInfo& run = profile_.run;
+  run.microbatch_size = options_.microbatch_size;
+  run.dtype = precisionNameOf(chainFloatingType(chain_));
+  run.warmup = warmup_passes_;
+  run.repeats = most_repeats;
+  run.timer = timer_.name();
+  run.extra = {{"min_repeats", options_.min_repeats},
+               {"max_repeats", options_.max_repeats},
+               {"cv_target", options_.cv_target},
+               {"budget_s_per_layer", options_.budget_s_per_layer},
+               {"seed", options_.seed},
+               {"whole_model_repeats", static_cast<int>(samples_.whole.forward.size())},
+               {"elapsed_s", secondsSince(started_)},
+               {"setup_s", setup_s_},
+               {"whole_model_passes", passes_run_}};
+  if (options_.resume != nullptr && options_.resume->sampleCount() > 0) {
+    run.extra["resumed_samples"] = options_.resume->sampleCount();
+  }
+  if (const nlohmann::json trace = pace_.json(); !trace.is_null()) run.extra["pace"] = trace;
+  if (options_.recompute) run.extra["recompute"] = "recompute_ms: forward under no_grad";
+  run.extra[kWeightGradientTimingKey] = kWeightGradientTimedAfterInput;
+  if (chain_.seq_len > 0) run.seq_len = chain_.seq_len;
+}
+
+Profile ChainMeasurement::finish() {
+  completeWeightPending();
+  // W added into the weights' gradients; the model is handed back as it came.
+  for (const auto& layer : chain_.layers) {
+    for (const auto& parameter : layer.parameters) parameter.mutable_grad() = torch::Tensor();
+  }
+  for (int i = 0; i < layer_count_; ++i) {
+    if (built_here_[i]) releaseLayer(chain_, static_cast<std::size_t>(i));
+  }
+  summarizeTimes();
+  recordRun();
+  return std::move(profile_);
+}
+
+}  // namespace
+
+Profile measureLayerChain(LayerChain& chain, const MeasureOptions& options, RegionTimer& timer) {
+  ChainMeasurement measurement(chain, options, timer);
+  measurement.warmUp();
+  measurement.timeRounds();
+  return measurement.finish();
 }
 
 }  // namespace stagecut

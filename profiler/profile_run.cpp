@@ -280,6 +280,30 @@ torch::ScalarType chainPrecision(const ProfileRequest& request, const LayerChain
   return type;
 }
 
+// The chain the request names: a TorchScript module's children, or a zoo model described
+// through its family (model_families.h).
+LayerChain chainOfRequest(const ProfileRequest& request) {
+  if (!request.torchscript_path.empty()) {
+    if (request.input_spec.empty()) {
+      throw Error("--torchscript " + request.torchscript_path +
+                  ": needs --input, e.g. --input 8x3x224x224:float32");
+    }
+    if (request.microbatch_sizes.size() > 1) {
+      throw Error("--torchscript " + request.torchscript_path + ": the microbatch size is the first dimension " +
+                  "of --input, so a TorchScript chain is profiled at one size; run profile once per size");
+    }
+    const InputSpec input = parseInputSpec(request.input_spec);
+    return loadTorchScriptChain(request.torchscript_path, input, request.measure.seed);
+  }
+  ZooOptions zoo = request.zoo;
+  // Built here in float32, then moved: on a GPU the gradients take the GPU's memory, not ours.
+  if (isCudaDevice(request.device)) zoo.host_bytes_per_parameter = 4.0;
+  // Each layer is built when it is timed (measureLayerChain): the memory that counts is the
+  // largest layer's, never the whole model's.
+  zoo.one_layer_at_a_time = true;
+  return describeZooModel(zoo);
+}
+
 }  // namespace
 
 Profile runProfile(const ProfileRequest& request) {
@@ -291,28 +315,7 @@ Profile runProfile(const ProfileRequest& request) {
   pinThreads(request.threads);
   retainFreedMemory();
 
-  LayerChain chain;
-  if (!request.torchscript_path.empty()) {
-    if (request.input_spec.empty()) {
-      throw Error("--torchscript " + request.torchscript_path +
-                  ": needs --input, e.g. --input 8x3x224x224:float32");
-    }
-    if (request.microbatch_sizes.size() > 1) {
-      throw Error("--torchscript " + request.torchscript_path + ": the microbatch size is the first dimension " +
-                  "of --input, so a TorchScript chain is profiled at one size; run profile once per size");
-    }
-    const InputSpec input = parseInputSpec(request.input_spec);
-    chain = loadTorchScriptChain(request.torchscript_path, input, request.measure.seed);
-  } else {
-    ZooOptions zoo = request.zoo;
-    // Built here in float32, then moved: on a GPU the gradients take the GPU's memory, not ours.
-    if (isCudaDevice(request.device)) zoo.host_bytes_per_parameter = 4.0;
-    // Each layer is built when it is timed (measureLayerChain): the memory that counts is the
-    // largest layer's, never the whole model's.
-    zoo.one_layer_at_a_time = true;
-    chain = describeZooModel(zoo);
-  }
-
+  LayerChain chain = chainOfRequest(request);
   const torch::ScalarType precision = chainPrecision(request, chain);
   MeasureOptions measure = request.measure;
   ProfileRequest sized_request = request;

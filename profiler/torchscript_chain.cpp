@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "profiler/machine_memory.h"
 #include "profiler/model_fingerprint.h"
+#include "profiler/recorded_config.h"
 #include "profiler/torch_error.h"
 
 namespace stagecut {
@@ -88,9 +89,9 @@ void applyMetadata(const std::string& text, const std::string& path, LayerChain&
   }
 }
 
-}  // namespace
-
-LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input, std::uint64_t seed) {
+// The module at `path`, loaded on the CPU in eval mode, and the exporter's stagecut.json it
+// carries ("" when none), once the sample input is known to fit in memory.
+std::shared_ptr<torch::jit::Module> loadModule(const std::string& path, const InputSpec& input, std::string& metadata) {
   std::string input_shape;
   for (std::int64_t dim : input.shape) input_shape += (input_shape.empty() ? "" : "x") + std::to_string(dim);
   requireFitsInMemory(inputBytes(input), path, "its sample input " + input_shape + ":" + input.dtype + " alone",
@@ -109,16 +110,16 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
                 "); save one with torch.jit.save(torch.jit.script(model), path)");
   }
   module->eval();
+  metadata = extra_files["stagecut.json"];
+  return module;
+}
 
-  LayerChain chain;
-  const auto slash = path.find_last_of('/');
-  chain.model_name = path.substr(slash == std::string::npos ? 0 : slash + 1);
-  chain.source = "torchscript:" + path;
-  chain.fingerprint = torchScriptFingerprint(path);
-  chain.config = {{"input_shape", input.shape}, {"input_dtype", input.dtype}};
-  if (input.high > input.low) chain.config["input_range"] = {input.low, input.high};
+// The module's top-level children as the chain's layers, named and kinded by the exporter's
+// metadata where there is some.
+void addChildLayers(LayerChain& chain, const torch::jit::Module& module, const std::string& path,
+                    const std::string& metadata) {
   std::vector<std::string> children;
-  for (const auto& child : module->named_children()) {
+  for (const auto& child : module.named_children()) {
     children.push_back(child.name);
     auto child_module = std::make_shared<torch::jit::Module>(child.value);
     ChainLayer layer;
@@ -134,7 +135,7 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
   if (chain.layers.empty()) {
     throw Error(path + ": the module has no child modules to use as layers; " + kChainAdvice);
   }
-  if (!extra_files["stagecut.json"].empty()) applyMetadata(extra_files["stagecut.json"], path, chain, children);
+  if (!metadata.empty()) applyMetadata(metadata, path, chain, children);
   for (std::size_t i = 0; i < chain.layers.size(); ++i) {
     ChainLayer& layer = chain.layers[i];
     auto child_module = std::static_pointer_cast<torch::jit::Module>(layer.owner);
@@ -142,9 +143,12 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
       return callModule(*child_module, x, path, what);
     };
   }
+}
 
-  chain.make_batch = [input, seed_offset = seed](int rows, std::uint64_t batch_seed) {
-    auto generator = at::make_generator<at::CPUGeneratorImpl>(batch_seed + seed_offset);
+// Batches like the sample input, `rows` of them, from the batch's seed offset by `seed`.
+std::function<ChainBatch(int, std::uint64_t)> inputBatches(const InputSpec& input, std::uint64_t seed) {
+  return [input, seed](int rows, std::uint64_t batch_seed) {
+    auto generator = at::make_generator<at::CPUGeneratorImpl>(batch_seed + seed);
     std::vector<int64_t> shape = input.shape;
     shape[0] = rows;
     const auto options = torch::TensorOptions().dtype(scalarType(input.dtype));
@@ -154,33 +158,36 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
                       : torch::randn(shape, generator, options);
     return batch;
   };
+}
 
-  const ChainBatch sample = chain.make_batch(static_cast<int>(input.shape[0]), 0);
-  {
-    // Each child once on the sample, without autograd: a failing child is named, and one that
-    // writes into its input (its version counter moves) is marked so that callers give it a copy.
-    torch::NoGradGuard no_grad;
-    torch::Tensor activation = sample.input.clone();
-    for (auto& layer : chain.layers) {
-      const auto version = activation._version();
-      torch::Tensor output = layer.forward(activation, torch::Tensor());
-      layer.modifies_input = activation._version() != version;
-      activation = output;
-    }
-    // The split is only meaningful if running the children in order is running the model.
-    const torch::Tensor whole = callModule(*module, sample.input.clone(), path, "the module's forward");
-    if (whole.sizes() != activation.sizes() || !torch::allclose(whole, activation, 1e-4, 1e-5)) {
-      const std::string difference =
-          whole.sizes() != activation.sizes()
-              ? "output shapes differ"
-              : "largest difference " + std::to_string((whole - activation).abs().max().item<double>());
-      throw Error(path + ": the module's forward is not its children run in order (" + difference + "); " +
-                  kChainAdvice);
-    }
+// Each child once on the sample, without autograd: a failing child is named, and one that
+// writes into its input (its version counter moves) is marked so that callers give it a copy.
+// The split is only meaningful if running the children in order is running the model.
+void checkChildrenComposeModule(LayerChain& chain, torch::jit::Module& module, const ChainBatch& sample,
+                                const std::string& path) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor activation = sample.input.clone();
+  for (auto& layer : chain.layers) {
+    const auto version = activation._version();
+    torch::Tensor output = layer.forward(activation, torch::Tensor());
+    layer.modifies_input = activation._version() != version;
+    activation = output;
   }
-  // And each child once more with autograd, forward and backward, on a leaf input of its own,
-  // as training runs it: a pipeline trains through every layer, so each must return a tensor
-  // with a gradient wherever its input or weights have one, and its backward must run.
+  const torch::Tensor whole = callModule(module, sample.input.clone(), path, "the module's forward");
+  if (whole.sizes() != activation.sizes() || !torch::allclose(whole, activation, 1e-4, 1e-5)) {
+    const std::string difference =
+        whole.sizes() != activation.sizes()
+            ? "output shapes differ"
+            : "largest difference " + std::to_string((whole - activation).abs().max().item<double>());
+    throw Error(path + ": the module's forward is not its children run in order (" + difference + "); " +
+                kChainAdvice);
+  }
+}
+
+// Each child once more with autograd, forward and backward, on a leaf input of its own, as
+// training runs it: a pipeline trains through every layer, so each must return a tensor with a
+// gradient wherever its input or weights have one, and its backward must run.
+void checkChildrenTrain(const LayerChain& chain, const ChainBatch& sample, const std::string& path) {
   torch::Tensor activation = sample.input;
   for (std::size_t i = 0; i < chain.layers.size(); ++i) {
     const ChainLayer& layer = chain.layers[i];
@@ -204,6 +211,24 @@ LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input,
     }
     activation = output.detach();
   }
+}
+
+}  // namespace
+
+LayerChain loadTorchScriptChain(const std::string& path, const InputSpec& input, std::uint64_t seed) {
+  std::string metadata;
+  const std::shared_ptr<torch::jit::Module> module = loadModule(path, input, metadata);
+  LayerChain chain;
+  const auto slash = path.find_last_of('/');
+  chain.model_name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  chain.source = "torchscript:" + path;
+  chain.fingerprint = torchScriptFingerprint(path);
+  chain.config = recordInputSpec(input);
+  addChildLayers(chain, *module, path, metadata);
+  chain.make_batch = inputBatches(input, seed);
+  const ChainBatch sample = chain.make_batch(static_cast<int>(input.shape[0]), 0);
+  checkChildrenComposeModule(chain, *module, sample, path);
+  checkChildrenTrain(chain, sample, path);
   return chain;
 }
 

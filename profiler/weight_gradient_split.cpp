@@ -29,6 +29,57 @@ class GradientCapture : public torch::autograd::FunctionPreHook {
   std::shared_ptr<variable_list> kept_;
 };
 
+// The operations under a root, each with its parents (the operations nearer the root).
+struct OperationGraph {
+  std::map<Node*, std::vector<Node*>> parents;
+  std::map<Node*, std::shared_ptr<Node>> owner;
+
+  const std::vector<Node*>& parentsOf(Node* node) const {
+    static const std::vector<Node*> kNone;
+    const auto found = parents.find(node);
+    return found == parents.end() ? kNone : found->second;
+  }
+};
+
+OperationGraph graphUnder(const torch::Tensor& root) {
+  OperationGraph graph;
+  std::vector<Node*> pending;
+  if (root.grad_fn()) {
+    graph.owner[root.grad_fn().get()] = root.grad_fn();
+    pending.push_back(root.grad_fn().get());
+  }
+  while (!pending.empty()) {
+    Node* node = pending.back();
+    pending.pop_back();
+    for (const Edge& edge : node->next_edges()) {
+      if (!edge.is_valid()) continue;
+      Node* child = edge.function.get();
+      graph.parents[child].push_back(node);
+      if (graph.owner.emplace(child, edge.function).second) pending.push_back(child);
+    }
+  }
+  return graph;
+}
+
+// B's path: every operation from which a target (or the root itself) is reached.
+std::set<Node*> inputGradientPath(const torch::Tensor& root, const std::vector<torch::Tensor>& targets,
+                                  const OperationGraph& graph) {
+  std::set<Node*> on_path;
+  std::vector<Node*> seeds;
+  if (root.grad_fn()) seeds.push_back(root.grad_fn().get());
+  for (const auto& target : targets) {
+    Node* node = torch::autograd::impl::gradient_edge(target).function.get();
+    if (node != nullptr && graph.owner.count(node) > 0) seeds.push_back(node);
+  }
+  while (!seeds.empty()) {
+    Node* node = seeds.back();
+    seeds.pop_back();
+    if (!on_path.insert(node).second) continue;
+    for (Node* parent : graph.parentsOf(node)) seeds.push_back(parent);
+  }
+  return on_path;
+}
+
 }  // namespace
 
 struct WeightGradientSplit::Impl {
@@ -44,58 +95,32 @@ struct WeightGradientSplit::Impl {
     // starting W from both would count the first's share twice, so W starts from the root.
     bool from_root = false;
   };
+  // A weight the root's graph uses, and its joins (indices into joins).
+  struct ReachedWeight {
+    torch::Tensor weight;
+    std::set<int> joins;
+  };
   torch::Tensor root;
   std::vector<torch::Tensor> targets;
   std::vector<Join> joins;
   std::vector<WeightGroup> groups;
   std::vector<torch::Tensor> unreached;  // weights the root's graph does not use
+
+  std::vector<ReachedWeight> findJoins(const std::vector<torch::Tensor>& weights, const OperationGraph& graph,
+                                       const std::set<Node*>& on_b_path);
+  void groupWeights(const std::vector<ReachedWeight>& reached);
+  void markGroupsFromRoot();
 };
 
-WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::vector<torch::Tensor>& targets,
-                                         const std::vector<torch::Tensor>& weights)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->root = root;
-  impl_->targets = targets;
-  // The graph under the root, with each operation's parents (the operations nearer the root).
-  std::map<Node*, std::vector<Node*>> parents;
-  std::map<Node*, std::shared_ptr<Node>> owner;
-  std::vector<Node*> pending;
-  if (root.grad_fn()) {
-    owner[root.grad_fn().get()] = root.grad_fn();
-    pending.push_back(root.grad_fn().get());
-  }
-  while (!pending.empty()) {
-    Node* node = pending.back();
-    pending.pop_back();
-    for (const Edge& edge : node->next_edges()) {
-      if (!edge.is_valid()) continue;
-      Node* child = edge.function.get();
-      parents[child].push_back(node);
-      if (owner.emplace(child, edge.function).second) pending.push_back(child);
-    }
-  }
-  // B's path: every operation from which a target (or the root itself) is reached.
-  std::set<Node*> on_b_path;
-  std::vector<Node*> seeds;
-  if (root.grad_fn()) seeds.push_back(root.grad_fn().get());
-  for (const auto& target : targets) {
-    Node* node = torch::autograd::impl::gradient_edge(target).function.get();
-    if (node != nullptr && owner.count(node) > 0) seeds.push_back(node);
-  }
-  while (!seeds.empty()) {
-    Node* node = seeds.back();
-    seeds.pop_back();
-    if (!on_b_path.insert(node).second) continue;
-    for (Node* parent : parents[node]) seeds.push_back(parent);
-  }
-  // Each weight's joins: walking up from its accumulator, the first operations on B's path.
+// Each weight's joins: walking up from its accumulator, the first operations on B's path.
+std::vector<WeightGradientSplit::Impl::ReachedWeight> WeightGradientSplit::Impl::findJoins(
+    const std::vector<torch::Tensor>& weights, const OperationGraph& graph, const std::set<Node*>& on_b_path) {
   std::map<Node*, int> join_index;
-  std::vector<std::set<int>> weight_joins;
-  std::vector<torch::Tensor> reached;
+  std::vector<ReachedWeight> reached;
   for (const auto& weight : weights) {
     Node* accumulator = torch::autograd::impl::gradient_edge(weight).function.get();
-    if (accumulator == nullptr || owner.count(accumulator) == 0) {
-      impl_->unreached.push_back(weight);
+    if (accumulator == nullptr || graph.owner.count(accumulator) == 0) {
+      unreached.push_back(weight);
       continue;
     }
     std::set<int> found;
@@ -106,38 +131,41 @@ WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::v
       walk.pop_back();
       if (!seen.insert(node).second) continue;
       if (on_b_path.count(node) > 0) {
-        auto [it, added] = join_index.emplace(node, static_cast<int>(impl_->joins.size()));
-        if (added) impl_->joins.push_back({owner[node]});
+        auto [it, added] = join_index.emplace(node, static_cast<int>(joins.size()));
+        if (added) joins.push_back({graph.owner.at(node)});
         found.insert(it->second);
         continue;
       }
-      for (Node* parent : parents[node]) walk.push_back(parent);
+      for (Node* parent : graph.parentsOf(node)) walk.push_back(parent);
     }
-    reached.push_back(weight);
-    weight_joins.push_back(found);
+    reached.push_back({weight, found});
   }
-  // Weights sharing a join go in one group (a Linear's weight and bias meet B at one addmm).
-  std::vector<int> group_of_join(impl_->joins.size(), -1);
-  for (std::size_t w = 0; w < reached.size(); ++w) {
+  return reached;
+}
+
+// Weights sharing a join go in one group (a Linear's weight and bias meet B at one addmm).
+void WeightGradientSplit::Impl::groupWeights(const std::vector<ReachedWeight>& reached) {
+  std::vector<int> group_of_join(joins.size(), -1);
+  for (const ReachedWeight& weight : reached) {
     int group = -1;
-    for (int join : weight_joins[w]) {
+    for (int join : weight.joins) {
       if (group_of_join[join] >= 0) group = group_of_join[join];
     }
     if (group < 0) {
-      group = static_cast<int>(impl_->groups.size());
-      impl_->groups.emplace_back();
+      group = static_cast<int>(groups.size());
+      groups.emplace_back();
     }
-    Impl::WeightGroup& target_group = impl_->groups[group];
-    target_group.weights.push_back(reached[w]);
-    for (int join : weight_joins[w]) {
+    WeightGroup& target_group = groups[group];
+    target_group.weights.push_back(weight.weight);
+    for (int join : weight.joins) {
       const int previous = group_of_join[join];
       if (previous >= 0 && previous != group) {
         // Two groups meet at this join: fold the older one into this.
-        Impl::WeightGroup& old = impl_->groups[previous];
+        WeightGroup& old = groups[previous];
         target_group.weights.insert(target_group.weights.end(), old.weights.begin(), old.weights.end());
         for (int moved : old.joins) group_of_join[moved] = group;
         target_group.joins.insert(target_group.joins.end(), old.joins.begin(), old.joins.end());
-        old = Impl::WeightGroup{};
+        old = WeightGroup{};
       }
       if (group_of_join[join] != group) {
         group_of_join[join] = group;
@@ -145,16 +173,19 @@ WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::v
       }
     }
   }
-  // This runs in every B, on the stage's whole graph below each join: only groups with several
-  // joins (a weight used twice) can have one lead to another, so only those are walked.
-  for (auto& group : impl_->groups) {
+}
+
+// This runs in every B, on the stage's whole graph below each join: only groups with several
+// joins (a weight used twice) can have one lead to another, so only those are walked.
+void WeightGradientSplit::Impl::markGroupsFromRoot() {
+  for (auto& group : groups) {
     if (group.joins.size() < 2) continue;
     std::set<Node*> group_joins;
-    for (int index : group.joins) group_joins.insert(impl_->joins[index].node.get());
+    for (int index : group.joins) group_joins.insert(joins[index].node.get());
     for (int index : group.joins) {
       std::set<Node*> seen;
       std::vector<Node*> walk;
-      for (const Edge& edge : impl_->joins[index].node->next_edges()) walk.push_back(edge.function.get());
+      for (const Edge& edge : joins[index].node->next_edges()) walk.push_back(edge.function.get());
       while (!walk.empty() && !group.from_root) {
         Node* node = walk.back();
         walk.pop_back();
@@ -164,6 +195,16 @@ WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::v
       }
     }
   }
+}
+
+WeightGradientSplit::WeightGradientSplit(const torch::Tensor& root, const std::vector<torch::Tensor>& targets,
+                                         const std::vector<torch::Tensor>& weights)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->root = root;
+  impl_->targets = targets;
+  const OperationGraph graph = graphUnder(root);
+  impl_->groupWeights(impl_->findJoins(weights, graph, inputGradientPath(root, targets, graph)));
+  impl_->markGroupsFromRoot();
   for (auto& join : impl_->joins) join.node->add_pre_hook(std::make_unique<GradientCapture>(join.captured));
 }
 

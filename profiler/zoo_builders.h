@@ -91,11 +91,20 @@ inline void describeDecoderComm(LayerChain& chain, int seq, int hidden) {
   }
 }
 
-/// A decoder's config entries for tensor parallelism (none at 1, so older profiles keep theirs).
-inline void recordTensorParallel(nlohmann::json& config, const ZooOptions& options) {
-  if (options.tensor_parallel <= 1) return;
-  config["tensor_parallel"] = options.tensor_parallel;
-  config["sequence_parallel"] = options.sequence_parallel;
+/// What a decoder family records of its resolved shape (recordZooConfig, recorded_config.h): the
+/// sizes every decoder has, the seed and the parallel degrees.
+template <typename Shape>
+ZooOptions decoderSettings(const Shape& shape, const ZooOptions& options) {
+  ZooOptions settings;
+  settings.layers = shape.layers;
+  settings.hidden = shape.hidden;
+  settings.heads = shape.heads;
+  settings.ffn = shape.ffn;
+  settings.seq = shape.seq;
+  settings.vocab = shape.vocab;
+  settings.seed = options.seed;
+  settings.parallel = options.parallel;
+  return settings;
 }
 
 /// A language model's batches: `rows` sequences of `seq` token ids below `vocab`, and as many
@@ -110,16 +119,12 @@ inline std::function<ChainBatch(int, std::uint64_t)> tokenBatches(int vocab, int
   };
 }
 
-/// Each family's description of its chain, layers not built yet, from options its check
-/// (zoo_checks.h) passed (describeZooModel runs checkZooOptions first).
-LayerChain describeGpt(const ZooOptions& options);
-LayerChain describeMlp(const ZooOptions& options);
-LayerChain describeVgg16(const ZooOptions& options);
-
-/// How the llama blocks attend: kFastest takes LibTorch's scaled_dot_product_attention where it
-/// has one (2.x; the flash or memory-efficient kernels on a GPU) and the explicit softmax where
-/// not (1.13); kEager always takes the explicit softmax (tests hold the two to each other). The
-/// chain's config records which ran ("attention": "sdpa" or "eager").
+/// The llama family's description of its chain, layers not built yet, from options its check
+/// passed (its ModelFamily::describe, with kFastest). How the llama blocks attend: kFastest takes
+/// LibTorch's scaled_dot_product_attention where it has one (2.x; the flash or memory-efficient
+/// kernels on a GPU) and the explicit softmax where not (1.13); kEager always takes the explicit
+/// softmax (tests hold the two to each other). The chain's config records which ran
+/// ("attention": "sdpa" or "eager").
 enum class LlamaAttentionPath { kFastest, kEager };
 LayerChain describeLlama(const ZooOptions& options, LlamaAttentionPath attention = LlamaAttentionPath::kFastest);
 

@@ -1,5 +1,6 @@
-// The zoo's checks before anything is allocated: shared bounds, the memory rule, and the check of
-// a whole request (which validate runs on a profile's model.config before any rank starts).
+// The built-in families' checks before anything is allocated (their presets, shapes and bounds)
+// and the rules they share (sizes, memory). Validate runs them on a profile's model.config
+// before any rank starts.
 #include "profiler/zoo_checks.h"
 
 #include <algorithm>
@@ -77,10 +78,10 @@ void requireDecoderSizes(const Shape& shape) {
 // the KV heads (query groups) and the FFN evenly, so t must divide each.
 template <typename Shape>
 void requireTensorParallel(Shape& shape, const ZooOptions& options, int kv_heads) {
-  requireSize("--tensor-parallel", options.tensor_parallel, 1024);
-  shape.tensor_parallel = options.tensor_parallel;
-  const int t = options.tensor_parallel;
-  if (options.sequence_parallel && t < 2) {
+  requireSize("--tensor-parallel", options.parallel.tensor_parallel, kMaxTensorParallel);
+  shape.tensor_parallel = options.parallel.tensor_parallel;
+  const int t = options.parallel.tensor_parallel;
+  if (options.parallel.sequence_parallel && t < 2) {
     throw Error("--sequence-parallel: shards the sequence across tensor-parallel ranks; give --tensor-parallel 2 or more");
   }
   const std::pair<const char*, int> divided[] = {{"--heads", shape.heads}, {"--kv-heads", kv_heads}, {"--ffn", shape.ffn}};
@@ -105,7 +106,7 @@ const Preset& findPreset(const Preset (&table)[N], const std::string& preset, co
 }  // namespace
 
 GptShape resolveGptShape(const ZooOptions& options) {
-  const std::string preset = options.preset.empty() ? "gpt2-small" : options.preset;
+  const std::string preset = options.preset.empty() ? kGptDefaultPreset : options.preset;
   GptShape shape = findPreset(kPresets, preset, "gpt", gptPresets()).shape;
   if (options.layers) shape.layers = options.layers;
   if (options.hidden) shape.hidden = options.hidden;
@@ -145,7 +146,7 @@ void checkGpt(const ZooOptions& options) {
 }
 
 LlamaShape resolveLlamaShape(const ZooOptions& options) {
-  const std::string preset = options.preset.empty() ? "llama3-8b" : options.preset;
+  const std::string preset = options.preset.empty() ? kLlamaDefaultPreset : options.preset;
   const LlamaShape& base = findPreset(kLlamaPresets, preset, "llama", llamaPresets()).shape;
   LlamaShape shape = base;
   if (options.layers) shape.layers = options.layers;
@@ -224,18 +225,7 @@ void checkLlama(const ZooOptions& options) {
   requireWeightsFit(llamaParameterCount(shape), std::max(llamaBlockParameters(shape), head), options);
 }
 
-namespace {
-
-void requireNoTensorParallel(const ZooOptions& options) {
-  if (options.tensor_parallel != 1 || options.sequence_parallel) {
-    throw Error("--tensor-parallel: --model " + options.family + " has no tensor-parallel shards; gpt and llama have");
-  }
-}
-
-}  // namespace
-
 void checkMlp(const ZooOptions& options) {
-  requireNoTensorParallel(options);
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
   requireSize("--layers", depth, 4096);
@@ -244,7 +234,6 @@ void checkMlp(const ZooOptions& options) {
 }
 
 void checkVgg16(const ZooOptions& options) {
-  requireNoTensorParallel(options);
   const int image = options.image_size ? options.image_size : 224;
   const int classes = options.classes ? options.classes : 1000;
   requireSize("--image-size", image, 8192);
@@ -259,8 +248,6 @@ void checkVgg16(const ZooOptions& options) {
   requireWeightsFit(14.7e6 + first_fully_connected + 4096.0 * 4096 + 4096.0 * classes,
                     std::max({first_fully_connected, 4096.0 * 4096, 4096.0 * classes}), options);
 }
-
-std::vector<std::string> zooFamilies() { return {"mlp", "gpt", "llama", "vgg16"}; }
 
 void requireSize(const char* flag, int value, int max) {
   if (value < 1) throw Error(std::string(flag) + " " + std::to_string(value) + ": must be 1 or more");
@@ -281,22 +268,6 @@ void requireWeightsFit(double parameters, double largest_layer_parameters, const
   }
   requireFitsInMemory(parameters * options.host_bytes_per_parameter, model, "its " + what + " alone",
                       "choose smaller sizes (fewer --layers, a smaller --hidden)");
-}
-
-void checkZooOptions(const ZooOptions& options) {
-  if (options.family == "gpt") return checkGpt(options);
-  if (options.family == "llama") return checkLlama(options);
-  const bool known = options.family == "mlp" || options.family == "vgg16";
-  if (!known) {
-    throw Error("--model " + options.family + ": not a built-in model" + unknownNameHint(options.family, zooFamilies()));
-  }
-  // A preset the family has none of would be ignored, and the profile not the model asked for.
-  if (!options.preset.empty()) {
-    throw Error("--preset " + options.preset + ": --model " + options.family +
-                " has no presets (gpt and llama have them); size it with its own flags, or leave --preset out");
-  }
-  if (options.family == "mlp") return checkMlp(options);
-  return checkVgg16(options);
 }
 
 }  // namespace stagecut

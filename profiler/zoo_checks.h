@@ -1,14 +1,24 @@
 #pragma once
 
-// The zoo's checks, free of LibTorch: what a request, or a profile's model.config, may ask for
-// (the builders in zoo_*.cpp expect options these checks passed). Internal to the profiler and
-// the runtime's model.config reader; the fuzz target of that reader compiles them alone.
+// The built-in families' checks, free of LibTorch: what a request, or a profile's model.config,
+// may ask for (the builders in zoo_*.cpp expect options these checks passed). Internal to the
+// profiler; kept apart from the builders so that the fuzz target of validate's model.config
+// checks (runtime/model_config.h) compiles them without LibTorch.
 
 #include <string>
+#include <vector>
 
 #include "profiler/zoo.h"
 
 namespace stagecut {
+
+/// The presets an empty ZooOptions::preset means.
+inline constexpr const char* kGptDefaultPreset = "gpt2-small";
+inline constexpr const char* kLlamaDefaultPreset = "llama3-8b";
+
+/// The gpt and llama families' preset names, for their entries and suggestions.
+std::vector<std::string> gptPresets();
+std::vector<std::string> llamaPresets();
 
 /// A gpt model's shape: its preset's, with the options' overrides.
 struct GptShape {
@@ -54,7 +64,7 @@ void requireSize(const char* flag, int value, int max);
 /// when it is built one layer at a time (options.one_layer_at_a_time).
 void requireWeightsFit(double parameters, double largest_layer_parameters, const ZooOptions& options);
 
-/// Each family's checks (checkZooOptions dispatches to them).
+/// Each built-in family's own checks (ModelFamily::check), after checkZooOptions's.
 void checkGpt(const ZooOptions& options);
 void checkLlama(const ZooOptions& options);
 void checkMlp(const ZooOptions& options);

@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "core/suggest.h"
 #include "profiler/layer_chain.h"
+#include "profiler/recorded_config.h"
 #include "profiler/zoo_builders.h"
+#include "profiler/zoo_family.h"
 
 namespace stagecut {
 
@@ -78,17 +80,15 @@ struct GptHeadImpl : torch::nn::Module {
 };
 TORCH_MODULE(GptHead);
 
-}  // namespace
+const char* const kGptName = "gpt";
 
 LayerChain describeGpt(const ZooOptions& options) {
   const GptShape shape = resolveGptShape(options);
   LayerChain chain;
-  chain.model_name = options.preset.empty() ? "gpt2-small" : options.preset;
-  chain.source = "zoo:gpt";
-  chain.config = {{"layers", shape.layers}, {"hidden", shape.hidden}, {"heads", shape.heads},
-                  {"ffn", shape.ffn},       {"seq", shape.seq},       {"vocab", shape.vocab},
-                  {"seed", options.seed}};
-  recordTensorParallel(chain.config, options);
+  chain.model_name = options.preset.empty() ? kGptDefaultPreset : options.preset;
+  chain.source = zooSource(kGptName);
+  chain.config = recordZooConfig(decoderSettings(shape, options));
+  chain.seq_len = shape.seq;
 
   const std::uint64_t seed = options.seed;
   const int t = shape.tensor_parallel;
@@ -107,6 +107,20 @@ LayerChain describeGpt(const ZooOptions& options) {
   if (t > 1) describeDecoderComm(chain, shape.seq, shape.hidden);
   chain.make_batch = tokenBatches(shape.vocab, shape.seq);
   return chain;
+}
+
+}  // namespace
+
+ModelFamily gptFamily() {
+  ModelFamily family;
+  family.name = kGptName;
+  family.presets = gptPresets();
+  family.default_preset = kGptDefaultPreset;
+  family.settings = {"layers", "hidden", "heads", "ffn", "seq", "vocab"};
+  family.tensor_parallel = true;
+  family.check = checkGpt;
+  family.describe = describeGpt;
+  return family;
 }
 
 }  // namespace stagecut

@@ -8,8 +8,10 @@
 
 #include "core/error.h"
 #include "profiler/layer_chain.h"
+#include "profiler/recorded_config.h"
 #include "profiler/torch_compat.h"
 #include "profiler/zoo_builders.h"
+#include "profiler/zoo_family.h"
 
 namespace stagecut {
 
@@ -18,6 +20,8 @@ namespace {
 // LibTorch 2.0 brought scaled_dot_product_attention (flash or memory-efficient kernels on a GPU,
 // as users run them); Debian's 1.13 has only the explicit softmax form.
 constexpr bool kHaveSdpa = STAGECUT_TORCH_AT_LEAST(2, 0);
+
+const char* const kLlamaName = "llama";
 
 struct RmsNormImpl : torch::nn::Module {
   RmsNormImpl(int hidden, double epsilon)
@@ -170,18 +174,33 @@ std::vector<std::pair<std::string, torch::Tensor>> namedParameters(const ChainLa
 
 bool llamaHasSdpa() { return kHaveSdpa; }
 
+ModelFamily llamaFamily() {
+  ModelFamily family;
+  family.name = kLlamaName;
+  family.presets = llamaPresets();
+  family.default_preset = kLlamaDefaultPreset;
+  family.settings = {"layers", "hidden", "heads", "kv_heads", "ffn", "seq", "vocab", "rope_theta", "norm_eps", "qkv_bias"};
+  family.tensor_parallel = true;
+  family.check = checkLlama;
+  family.describe = [](const ZooOptions& options) { return describeLlama(options); };
+  return family;
+}
+
 LayerChain describeLlama(const ZooOptions& options, LlamaAttentionPath attention) {
   const LlamaShape shape = resolveLlamaShape(options);
   const bool sdpa = kHaveSdpa && attention == LlamaAttentionPath::kFastest;
   LayerChain chain;
-  chain.model_name = options.preset.empty() ? "llama3-8b" : options.preset;
-  chain.source = "zoo:llama";
-  chain.config = {{"layers", shape.layers},         {"hidden", shape.hidden},     {"heads", shape.heads},
-                  {"kv_heads", shape.kv_heads},     {"ffn", shape.ffn},           {"seq", shape.seq},
-                  {"vocab", shape.vocab},           {"rope_theta", shape.rope_theta}, {"norm_eps", shape.norm_eps},
-                  {"qkv_bias", shape.qkv_bias},     {"attention", sdpa ? "sdpa" : "eager"},
-                  {"seed", options.seed}};
-  recordTensorParallel(chain.config, options);
+  chain.model_name = options.preset.empty() ? kLlamaDefaultPreset : options.preset;
+  chain.source = zooSource(kLlamaName);
+  ZooOptions settings = decoderSettings(shape, options);
+  settings.kv_heads = shape.kv_heads;
+  settings.rope_theta = shape.rope_theta;
+  settings.norm_eps = shape.norm_eps;
+  settings.qkv_bias = shape.qkv_bias;
+  chain.config = recordZooConfig(settings);
+  // Which attention ran: a fact of this build, recorded (and fingerprinted), not read back.
+  chain.config["attention"] = sdpa ? "sdpa" : "eager";
+  chain.seq_len = shape.seq;
 
   const std::uint64_t seed = options.seed;
   const int t = shape.tensor_parallel;
@@ -204,7 +223,7 @@ LayerChain describeLlama(const ZooOptions& options, LlamaAttentionPath attention
 }
 
 std::vector<std::pair<std::string, torch::Tensor>> llamaStateDict(const LayerChain& chain) {
-  if (chain.source != "zoo:llama") {
+  if (chain.source != zooSource(kLlamaName)) {
     throw Error("llamaStateDict: " + chain.displayName() + " is not a zoo llama model");
   }
   std::vector<std::pair<std::string, torch::Tensor>> state;

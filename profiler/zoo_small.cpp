@@ -1,8 +1,8 @@
 // The `mlp` family (fast, for tests) and `vgg16` (conv blocks with few parameters and much
 // compute, fully connected layers with the opposite: where equal-parameter splits fail most).
-#include "core/suggest.h"
-#include "profiler/model_fingerprint.h"
+#include "profiler/recorded_config.h"
 #include "profiler/zoo_builders.h"
+#include "profiler/zoo_family.h"
 
 namespace stagecut {
 
@@ -39,15 +39,20 @@ ChainLayer crossEntropyLoss() {
   });
 }
 
-}  // namespace
+const char* const kMlpName = "mlp";
+const char* const kVgg16Name = "vgg16";
 
 LayerChain describeMlp(const ZooOptions& options) {
   const int depth = options.layers ? options.layers : 4;
   const int width = options.hidden ? options.hidden : 256;
   LayerChain chain;
-  chain.model_name = "mlp";
-  chain.source = "zoo:mlp";
-  chain.config = {{"layers", depth}, {"hidden", width}, {"seed", options.seed}};
+  chain.model_name = kMlpName;
+  chain.source = zooSource(kMlpName);
+  ZooOptions settings;
+  settings.layers = depth;
+  settings.hidden = width;
+  settings.seed = options.seed;
+  chain.config = recordZooConfig(settings);
   for (int i = 0; i < depth; ++i) {
     addLayer(chain, options.seed, "fc." + std::to_string(i), "Linear+ReLU",
              [width] { return LinearRelu(width, width, true, false); });
@@ -66,9 +71,13 @@ LayerChain describeVgg16(const ZooOptions& options) {
   const int image = options.image_size ? options.image_size : 224;
   const int classes = options.classes ? options.classes : 1000;
   LayerChain chain;
-  chain.model_name = "vgg16";
-  chain.source = "zoo:vgg16";
-  chain.config = {{"image_size", image}, {"classes", classes}, {"seed", options.seed}};
+  chain.model_name = kVgg16Name;
+  chain.source = zooSource(kVgg16Name);
+  ZooOptions settings;
+  settings.image_size = image;
+  settings.classes = classes;
+  settings.seed = options.seed;
+  chain.config = recordZooConfig(settings);
   // VGG16's configuration D (Simonyan and Zisserman 2015): channels per conv, 0 for a pool.
   const int plan[] = {64, 64, 0, 128, 128, 0, 256, 256, 256, 0, 512, 512, 512, 0, 512, 512, 512, 0};
   int channels = 3, conv_index = 0, pool_index = 0;
@@ -96,14 +105,24 @@ LayerChain describeVgg16(const ZooOptions& options) {
   return chain;
 }
 
-LayerChain describeZooModel(const ZooOptions& options) {
-  checkZooOptions(options);
-  LayerChain chain = options.family == "gpt"     ? describeGpt(options)
-                     : options.family == "llama" ? describeLlama(options)
-                     : options.family == "mlp"   ? describeMlp(options)
-                                                 : describeVgg16(options);
-  chain.fingerprint = zooFingerprint(chain.source, chain.config);
-  return chain;
+}  // namespace
+
+ModelFamily mlpFamily() {
+  ModelFamily family;
+  family.name = kMlpName;
+  family.settings = {"layers", "hidden"};
+  family.check = checkMlp;
+  family.describe = describeMlp;
+  return family;
+}
+
+ModelFamily vgg16Family() {
+  ModelFamily family;
+  family.name = kVgg16Name;
+  family.settings = {"image_size", "classes"};
+  family.check = checkVgg16;
+  family.describe = describeVgg16;
+  return family;
 }
 
 std::uint64_t layerSeed(std::uint64_t seed, std::size_t index) {
@@ -118,14 +137,6 @@ std::uint64_t layerSeed(std::uint64_t seed, std::size_t index) {
 std::mutex& globalGeneratorLock() {
   static std::mutex lock;
   return lock;
-}
-
-LayerChain buildZooModel(const ZooOptions& options) {
-  ZooOptions whole = options;
-  whole.one_layer_at_a_time = false;
-  LayerChain chain = describeZooModel(whole);
-  buildAllLayers(chain);
-  return chain;
 }
 
 }  // namespace stagecut

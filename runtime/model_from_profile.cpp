@@ -6,9 +6,11 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "runtime/model_config.h"
+#include "profiler/model_families.h"
+#include "profiler/recorded_config.h"
 #include "profiler/torchscript_chain.h"
 #include "profiler/zoo.h"
+#include "runtime/model_config.h"
 
 namespace stagecut {
 
@@ -42,10 +44,10 @@ void requireLayersOfProfile(const LayerChain& chain, const Profile& profile, con
 // The model of the profile, described (nothing built) or built whole. A TorchScript chain is
 // loaded either way: its layers are what the file holds.
 LayerChain chainOfProfile(const Profile& profile, const std::string& source_name, bool build) {
-  checkModelConfig(profile, source_name);
+  checkModelConfig(profile, source_name, modelFamilies());
   const std::string& source = profile.model.source;
-  if (source.rfind("zoo:", 0) == 0) {
-    const ZooOptions options = zooOptionsFromConfig(profile, source_name);
+  if (const std::optional<std::string> family = zooFamilyOfSource(source)) {
+    const ZooOptions options = readZooConfig(*family, profile.model.config, source_name);
     return build ? buildZooModel(options) : describeZooModel(options);
   }
   const std::string path = source.substr(12);
@@ -53,7 +55,7 @@ LayerChain chainOfProfile(const Profile& profile, const std::string& source_name
     throw Error(source_name + ": its TorchScript model " + path + " cannot be read (" + std::strerror(errno) +
                 "); validate rebuilds the model from it");
   }
-  LayerChain chain = loadTorchScriptChain(path, inputSpecFromConfig(profile.model.config, source_name), 0);
+  LayerChain chain = loadTorchScriptChain(path, readInputSpec(profile.model.config, source_name), 0);
   requireProfiledFile(profile, chain.fingerprint, source_name);
   return chain;
 }

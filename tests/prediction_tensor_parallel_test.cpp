@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/parallel_degrees.h"
 #include "core/profile.h"
 #include "core/units.h"
 #include "prediction/tensor_parallel_comm.h"
@@ -8,7 +9,7 @@
 TEST_CASE("a tensor-parallel profile's collectives are priced on a ring, once, into the layers' times",
           "[prediction][tensor-parallel]") {
   stagecut::Profile profile = stagecut::testing::makeProfile(3);
-  profile.model.config["tensor_parallel"] = 4;
+  stagecut::writeParallelDegrees({4, false}, profile.model.config);
   profile.layers[1].backward_input_ms = stagecut::TimeStatsMs::exactly(1.0);
   profile.layers[1].tp_collectives = stagecut::LayerCost::TensorParallelCollectives{2, 1, 1000000};
   const stagecut::Profile unpriced = profile;
@@ -34,7 +35,7 @@ TEST_CASE("a tensor-parallel profile's collectives are priced on a ring, once, i
   stagecut::Profile untouched = unpriced;
   stagecut::priceTensorParallelComm(untouched, {});
   CHECK(untouched.layers[1].forward_ms == unpriced.layers[1].forward_ms);
-  untouched.model.config.erase("tensor_parallel");
+  untouched.model.config = stagecut::testing::makeProfile(3).model.config;
   stagecut::priceTensorParallelComm(untouched, link);
   CHECK(untouched.layers[1].forward_ms == unpriced.layers[1].forward_ms);
   CHECK(stagecut::tensorParallelNote(untouched, link).empty());
@@ -45,7 +46,7 @@ TEST_CASE("a profile measured at several microbatch sizes has each size's collec
   stagecut::Profile profile = stagecut::testing::makeSizedProfile(3, {2, 4}, [](stagecut::LayerCost& layer, int size) {
     layer.tp_collectives = stagecut::LayerCost::TensorParallelCollectives{2, 2, 1000000u * static_cast<unsigned>(size)};
   });
-  profile.model.config["tensor_parallel"] = 2;
+  stagecut::writeParallelDegrees({2, false}, profile.model.config);
   const stagecut::Profile unpriced = profile;
   const stagecut::TensorParallelLink link{1e9, 0.0};
   stagecut::priceTensorParallelComm(profile, link);

@@ -162,6 +162,10 @@ TEST_CASE("profile refuses numbers that are no request, before LibTorch runs any
                                         "model makes its own"},
       {"--torchscript m.pt --input 4x8:float32 --hidden 64",
        "--hidden: sizes a zoo model; a --torchscript module has its own"},
+      // A setting belongs to the families the registry says take it.
+      {"--model mlp --heads 4", "--heads: is a setting of --model gpt or llama, not of --model mlp"},
+      {"--model gpt --image-size 64", "--image-size: is a setting of --model vgg16, not of --model gpt"},
+      {"--model gpt2 --layers 2", "--model gpt2: not a built-in model, did you mean 'gpt'?"},
   };
   for (const auto& [args, message] : cases) {
     INFO(args);

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/error.h"
+#include "core/parallel_degrees.h"
 #include "core/profile.h"
 #include "profiler/layer_chain.h"
 #include "profiler/profile_request.h"
@@ -14,7 +15,7 @@ stagecut::ZooOptions tinyLlama(int tensor_parallel) {
   zoo.family = "llama";
   zoo.preset = "llama-tiny";  // 64 wide, 4 heads, 2 KV heads, FFN 176, vocab 512
   zoo.seq = 16;
-  zoo.tensor_parallel = tensor_parallel;
+  zoo.parallel.tensor_parallel = tensor_parallel;
   return zoo;
 }
 
@@ -52,7 +53,7 @@ TEST_CASE("a tensor-parallel profile records each shard's collectives",
   request.measure.min_repeats = 2;
   request.measure.max_repeats = 2;
   const stagecut::Profile profile = stagecut::runProfile(request);
-  REQUIRE(profile.model.config.value("tensor_parallel", 1) == 2);
+  REQUIRE(stagecut::readParallelDegrees(profile.model.config, "p.json") == stagecut::ParallelDegrees{2, false});
   const std::uint64_t row_bytes = 2 * 16 * 64 * 4;  // microbatch 2 x seq 16 x hidden 64, float32
   const auto collectives = [&](int index) { return *profile.layers.at(static_cast<std::size_t>(index)).tp_collectives; };
   CHECK(collectives(0) == stagecut::LayerCost::TensorParallelCollectives{1, 0, row_bytes});  // embedding
@@ -68,10 +69,10 @@ TEST_CASE("tensor parallelism is refused where it cannot shard", "[profiler][ten
   stagecut::ZooOptions four = tinyLlama(4);  // 4 heads but 2 KV heads
   CHECK_THROWS_WITH(stagecut::checkZooOptions(four), Catch::Matchers::StartsWith("--tensor-parallel 4: does not divide --kv-heads 2"));
   stagecut::ZooOptions sequence = tinyLlama(1);
-  sequence.sequence_parallel = true;
+  sequence.parallel.sequence_parallel = true;
   CHECK_THROWS_WITH(stagecut::checkZooOptions(sequence), Catch::Matchers::StartsWith("--sequence-parallel"));
   stagecut::ZooOptions mlp;
   mlp.family = "mlp";
-  mlp.tensor_parallel = 2;
+  mlp.parallel.tensor_parallel = 2;
   CHECK_THROWS_WITH(stagecut::checkZooOptions(mlp), Catch::Matchers::Contains("has no tensor-parallel shards"));
 }
