@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/parallel_degrees.h"
+
 namespace stagecut {
 
 /// Format tag of single-size profiles; this build writes it whenever a profile has one size, so
@@ -101,6 +103,20 @@ struct LayerCost {
     }
   };
   std::optional<TensorParallelCollectives> tp_collectives;
+  /// A context-parallel rank's key/value exchange per microbatch (`profile --context-parallel c`;
+  /// absent for a layer that exchanges nothing): the ring passes `bytes` (this rank's keys and
+  /// values) `forward_steps` times in the forward and `backward_steps` times in the backward
+  /// (keys, values and their gradients). Priced by the planner on the context-parallel group's
+  /// link, where it is not hidden behind the layer's own compute.
+  struct ContextParallelExchange {
+    int forward_steps = 0;
+    int backward_steps = 0;
+    std::uint64_t bytes = 0;
+    bool operator==(const ContextParallelExchange& other) const {
+      return forward_steps == other.forward_steps && backward_steps == other.backward_steps && bytes == other.bytes;
+    }
+  };
+  std::optional<ContextParallelExchange> cp_exchange;
 
   /// A layer identical to others (same kind and shapes) whose times were not measured on it: the
   /// indices of the identical layers that were timed, whose samples it takes (`profile` times a
@@ -237,6 +253,16 @@ struct MicrobatchSizeCosts {
   std::optional<WholeModelCost> whole_model;
 };
 
+/// The layer costs measured at one point of parallelism (`profile --tensor-parallel 1,2,4,8
+/// --context-parallel 1,2`): each layer the shard one rank of `degrees` holds, at run's
+/// microbatch size and, for a profile measured at several, at each of them.
+struct ShardCosts {
+  ParallelDegrees degrees;
+  std::vector<LayerCost> layers;                      ///< at run.microbatch_size
+  std::optional<WholeModelCost> whole_model;
+  std::vector<MicrobatchSizeCosts> microbatch_sizes;  ///< empty for a single-size profile
+};
+
 /// A measured (or imported) layer chain: the input of the partitioner and the simulator.
 /// `layers` and `whole_model` hold the costs at run.microbatch_size, which every consumer that
 /// does not plan microbatches uses. A profile measured at several sizes also lists each size's
@@ -249,6 +275,9 @@ struct Profile {
   std::optional<WholeModelCost> whole_model;
   std::vector<MicrobatchSizeCosts> microbatch_sizes;  ///< empty for a single-size profile
   std::optional<ProfileCalibration> calibration;      ///< set by `stagecut calibrate`
+  /// A profile measured at several parallel degrees: every point's layers (the one
+  /// model.config names among them, equal to `layers`). Empty: one point, model.config's.
+  std::vector<ShardCosts> shards;
 
   std::size_t layerCount() const { return layers.size(); }
 };

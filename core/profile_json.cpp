@@ -526,7 +526,7 @@ bool LayerCost::operator==(const LayerCost& other) const {
          backward_transient_bytes == other.backward_transient_bytes && input_kept_bytes == other.input_kept_bytes &&
          weight_pending_bytes == other.weight_pending_bytes && gradient_bytes == other.gradient_bytes &&
          largest_parameter_bytes == other.largest_parameter_bytes && times_from == other.times_from &&
-         tp_collectives == other.tp_collectives && uncalibrated == other.uncalibrated;
+         tp_collectives == other.tp_collectives && cp_exchange == other.cp_exchange && uncalibrated == other.uncalibrated;
 }
 
 }  // namespace stagecut

@@ -1,0 +1,57 @@
+#include "core/profile_shards.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+namespace {
+
+bool ascending(const ParallelDegrees& a, const ParallelDegrees& b) {
+  if (a.tensor_parallel != b.tensor_parallel) return a.tensor_parallel < b.tensor_parallel;
+  if (a.context_parallel != b.context_parallel) return a.context_parallel < b.context_parallel;
+  return !a.sequence_parallel && b.sequence_parallel;
+}
+
+}  // namespace
+
+std::vector<ParallelDegrees> measuredDegrees(const Profile& profile, const std::string& source) {
+  if (profile.shards.empty()) return {readParallelDegrees(profile.model.config, source)};
+  std::vector<ParallelDegrees> degrees;
+  for (const ShardCosts& shard : profile.shards) degrees.push_back(shard.degrees);
+  std::sort(degrees.begin(), degrees.end(), ascending);
+  return degrees;
+}
+
+Profile shardProfile(const Profile& profile, const ParallelDegrees& degrees, const std::string& source) {
+  if (profile.shards.empty()) {
+    const ParallelDegrees own = readParallelDegrees(profile.model.config, source);
+    if (own == degrees) return profile;
+    throw Error(source + ": measured at " + degreesText(own) + " only, not at " + degreesText(degrees) +
+                "; profile with --tensor-parallel and --context-parallel listing every degree to plan");
+  }
+  for (const ShardCosts& shard : profile.shards) {
+    if (shard.degrees != degrees) continue;
+    Profile view = profile;
+    view.shards.clear();
+    view.layers = shard.layers;
+    view.whole_model = shard.whole_model;
+    view.microbatch_sizes = shard.microbatch_sizes;
+    writeParallelDegrees(degrees, view.model.config);
+    return view;
+  }
+  std::string measured;
+  for (const ParallelDegrees& known : measuredDegrees(profile, source)) {
+    measured += (measured.empty() ? "" : "; ") + degreesText(known);
+  }
+  throw Error(source + ": has no layers measured at " + degreesText(degrees) + " (it has " + measured +
+              "); profile at that degree, or plan among those");
+}
+
+std::string degreesText(const ParallelDegrees& degrees) {
+  return "TP " + std::to_string(degrees.tensor_parallel) + ", CP " + std::to_string(degrees.context_parallel) +
+         (degrees.sequence_parallel ? ", SP" : "");
+}
+
+}  // namespace stagecut
