@@ -191,7 +191,7 @@ Partition partitionChunkedUniformly(const Profile& profile, const PartitionOptio
       pipelineSchedule(options.schedule, placement, options.microbatches, options.data_parallel);
   StageMemoryRules rules;
   rules.splits_backward = schedule.splits_backward;
-  rules.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
+  rules.optimizer = options.optimizerMemory();
   const std::optional<RecomputeOption> recompute = uniformRecompute(profile, options);
   if (recompute) rules.recompute = &*recompute;
   const StageMemoryTable table(layerMemoryTerms(profile), rules);

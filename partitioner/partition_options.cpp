@@ -37,7 +37,7 @@ PredictionOptions predictionOptions(const PartitionOptions& options) {
   prediction.data_parallel = options.data_parallel;
   prediction.link = BoundaryLink{options.bandwidth_bytes_per_s, options.latency_ms};
   prediction.dp_link = BoundaryLink{options.dp_bandwidth_bytes_per_s, options.dp_latency_ms};
-  prediction.optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
+  prediction.optimizer = options.optimizerMemory();
   return prediction;
 }
 
@@ -125,6 +125,9 @@ void checkCostOptions(const Profile& profile, const PartitionOptions& options) {
 double chargeLayers(const Profile& profile, const PartitionOptions& options, const std::string& source, ChainCosts* costs) {
   const int layers = static_cast<int>(profile.layerCount());
   costs->recompute_options = recomputeOptions(profile, options.recompute);
+  // A rank's weights, gradients and optimizer state, as the memory timeline counts them.
+  const std::vector<LayerMemoryTerms> memory = layerMemoryTerms(profile);
+  const OptimizerMemory optimizer = options.optimizerMemory();
   double total_ms = 0.0;
   for (int k = 0; k < layers; ++k) {
     const LayerCost& layer = profile.layers[k];
@@ -132,7 +135,10 @@ double chargeLayers(const Profile& profile, const PartitionOptions& options, con
     costs->compute_ms.push_back(compute_ms);
     // The worst case for the finiteness check below: every layer recomputed.
     total_ms += compute_ms + layer.recomputeMedianMs();
-    costs->state_bytes.push_back(static_cast<double>(layer.params) * options.bytes_per_param);
+    const LayerMemoryTerms& terms = memory[static_cast<std::size_t>(k)];
+    const double state = std::max(0.0, optimizer.bytes_per_param * terms.params - terms.weights - terms.gradients);
+    costs->state_bytes.push_back(terms.weights * optimizer.sharding.weights + terms.gradients * optimizer.sharding.gradients +
+                                 state * optimizer.sharding.state);
     costs->activation_bytes.push_back(static_cast<double>(layer.activation_bytes));
     costs->input_bytes.push_back(k > 0 ? static_cast<double>(profile.layers[k - 1].output_bytes) : 0.0);
   }
@@ -186,7 +192,7 @@ void chargeMemory(const Profile& profile, const PartitionOptions& options, const
   const Schedule schedule = pipelineSchedule(options.schedule, options.placement, options.microbatches, options.data_parallel);
   costs->layer_memory = layerMemoryTerms(profile);
   costs->splits_backward = schedule.splits_backward;
-  costs->optimizer = OptimizerMemory{options.bytes_per_param, options.optimizer_step_temporaries};
+  costs->optimizer = options.optimizerMemory();
   for (int s = 0; s < stages; ++s) {
     costs->peak_states.push_back(peakCandidates(
         rankMemoryStates(schedule.ranks[static_cast<std::size_t>(s)], schedule.placement, s, schedule.splits_backward, true)));

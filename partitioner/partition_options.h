@@ -38,6 +38,11 @@ struct PartitionOptions {
   double bytes_per_param = 16.0;
   /// The optimizer step's temporaries in largest weight tensors (OptimizerMemory): adam 2, sgd 0.
   double optimizer_step_temporaries = 2.0;
+  /// What of the weights, gradients and state each rank holds (a distributed optimizer, FSDP).
+  MemorySharding sharding;
+
+  /// The optimizer memory these options charge.
+  OptimizerMemory optimizerMemory() const { return OptimizerMemory{bytes_per_param, optimizer_step_temporaries, sharding}; }
   /// One cap for all stages, one per stage, or none (empty).
   std::vector<std::uint64_t> memory_cap_bytes;
   /// The rules the exact split obeys (partitioner/split_rules.h). Unset: those of every

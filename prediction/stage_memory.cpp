@@ -136,10 +136,11 @@ StageMemoryTable::StageMemoryTable(std::vector<LayerMemoryTerms> layers, const S
   for (std::size_t i = 0; i < n; ++i) {
     const LayerMemoryTerms& layer = layers_[i];
     const bool again = recomputed_[i] != 0;
-    weights[i] = layer.weights;
-    gradients[i] = layer.gradients;
+    weights[i] = layer.weights * optimizer_.sharding.weights;
+    gradients[i] = layer.gradients * optimizer_.sharding.gradients;
     // Per layer, so that the state of a range only grows with it.
-    state[i] = std::max(0.0, optimizer_.bytes_per_param * layer.params - layer.weights - layer.gradients);
+    state[i] = std::max(0.0, optimizer_.bytes_per_param * layer.params - layer.weights - layer.gradients) *
+               optimizer_.sharding.state;
     // keptBytesOfLayer in prefix form: a run's start inside the range keeps its input; the
     // stage's first layer, when recomputed, always starts one (terms() adds it).
     kept[i] = keptBytesOfLayer(again, false, layer.kept, layer.input);

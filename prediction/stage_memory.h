@@ -38,6 +38,15 @@ std::vector<std::string> missingMemoryFields(const Profile& profile);
 
 /// The optimizer the memory model charges: state beyond weights and gradients, and the
 /// temporaries of its step.
+/// The share of its weights, gradients and optimizer state a rank holds when data parallelism
+/// shards them: all of each (1) without; Megatron's distributed optimizer holds 1 / (DP x CP) of
+/// the state, FSDP2 1 / (DP x CP) of all three.
+struct MemorySharding {
+  double weights = 1.0;
+  double gradients = 1.0;
+  double state = 1.0;
+};
+
 struct OptimizerMemory {
   /// Weights + gradients + optimizer state per parameter, bytes (adam 16: the state is what is
   /// left after the weights' and gradients' own bytes).
@@ -45,6 +54,7 @@ struct OptimizerMemory {
   /// The step's temporaries, in units of the stage's largest weight tensor: LibTorch's Adam
   /// builds sqrt(v) and its quotient per tensor (2); SGD updates in place (0).
   double step_temporaries = 2.0;
+  MemorySharding sharding;  ///< what of it this rank holds
 };
 
 /// `--optimizer NAME`: "none" (no state: 8 bytes per parameter, weights and gradients, fp32),

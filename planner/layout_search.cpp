@@ -1,0 +1,142 @@
+#include "planner/layout_search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "core/error.h"
+
+namespace stagecut {
+
+namespace {
+
+std::vector<int> divisorsOf(int n) {
+  std::vector<int> divisors;
+  for (int d = 1; d <= n; ++d) {
+    if (n % d == 0) divisors.push_back(d);
+  }
+  return divisors;
+}
+
+// The schedules a framework runs, in the CLI's order.
+std::vector<ScheduleKind> frameworkSchedules(Framework framework) {
+  if (framework == Framework::kMegatron) return {ScheduleKind::kOneFOneB, ScheduleKind::kInterleavedOneFOneB};
+  return {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleavedOneFOneB, ScheduleKind::kZeroBubbleV,
+          ScheduleKind::kDualPipeV};
+}
+
+// The placements `schedule` runs on `ranks` pipeline ranks: one chunk, a V, or v = 2 .. most.
+std::vector<Placement> schedulePlacements(ScheduleKind schedule, int ranks, int most_chunks, std::size_t layers) {
+  if (!choosesChunks(schedule)) return {schedulePlacement(schedule, ranks)};
+  std::vector<Placement> placements;
+  for (int v = 2; v <= most_chunks && static_cast<std::size_t>(ranks) * v <= layers; ++v) {
+    placements.push_back(schedulePlacement(schedule, ranks, v));
+  }
+  return placements;
+}
+
+// Every (schedule, placement, sharding) of one TP x CP x PP x DP and microbatch size.
+void addScheduleVariants(const PlanInputs& inputs, const LayoutSearchOptions& options, ParallelLayout base,
+                         std::vector<ParallelLayout>* out) {
+  const std::size_t layers = inputs.profile().layerCount();
+  const bool can_shard = base.data_parallel * base.degrees.context_parallel > 1;
+  for (ScheduleKind schedule : frameworkSchedules(inputs.target().framework)) {
+    base.schedule = schedule;
+    for (const Placement& placement : schedulePlacements(schedule, base.placement.ranks, options.most_chunks, layers)) {
+      base.placement = placement;
+      for (bool sharded : {true, false}) {
+        if (sharded && !can_shard) continue;
+        base.sharded_data_parallel = sharded;
+        if (options.pin.admits(base)) out->push_back(base);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ParallelLayout> candidateLayouts(const PlanInputs& inputs, const LayoutSearchOptions& options) {
+  const int gpus = inputs.cluster().gpus;
+  const int global_batch = inputs.target().global_batch;
+  std::vector<ParallelLayout> layouts;
+  for (const ParallelDegrees& degrees : inputs.degrees()) {
+    if (gpus % degrees.ranks() != 0) continue;
+    for (int pp : divisorsOf(gpus / degrees.ranks())) {
+      if (static_cast<std::size_t>(pp) > inputs.profile().layerCount()) continue;
+      ParallelLayout layout;
+      layout.degrees = degrees;
+      layout.placement = Placement::loop(pp, 1);
+      layout.data_parallel = gpus / degrees.ranks() / pp;
+      if (options.pin.recompute) layout.recompute = *options.pin.recompute;
+      for (int size : inputs.microbatchSizes(degrees)) {
+        const long long per_step = static_cast<long long>(size) * layout.data_parallel;
+        if (global_batch % per_step != 0) continue;
+        layout.microbatch_size = size;
+        layout.microbatches = static_cast<int>(global_batch / per_step);
+        addScheduleVariants(inputs, options, layout, &layouts);
+      }
+    }
+  }
+  return layouts;
+}
+
+std::variant<LayoutFigures, LayoutProblem> tryLayout(const PlanInputs& inputs, const ParallelLayout& layout,
+                                                     bool recompute_pinned) {
+  if (const auto found = layoutProblem(inputs, layout)) return *found;
+  ParallelLayout attempt = layout;
+  for (;;) {
+    try {
+      return evaluateLayout(inputs, attempt);
+    } catch (const Error& error) {
+      if (error.kind() != ErrorKind::kInput) throw;
+      const std::string reason = error.what();
+      // The solvers refuse a cap no split meets as --memory-cap; evaluateLayout a peak over the GPU.
+      const bool memory = reason.rfind("--memory-cap", 0) == 0 || reason.find("of a GPU") != std::string::npos;
+      if (memory && !recompute_pinned && attempt.recompute.mode == RecomputePolicy::Mode::kNone) {
+        attempt.recompute.mode = RecomputePolicy::Mode::kAuto;
+        continue;
+      }
+      return LayoutProblem{memory ? LayoutProblem::Kind::kMemory : LayoutProblem::Kind::kFramework, reason};
+    }
+  }
+}
+
+LayoutPlan searchLayouts(const PlanInputs& inputs, const LayoutSearchOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  LayoutPlan plan;
+  const std::vector<ParallelLayout> layouts = candidateLayouts(inputs, options);
+  plan.candidates = static_cast<long long>(layouts.size());
+  if (layouts.empty()) {
+    throw Error("--fix: no layout of " + std::to_string(inputs.cluster().gpus) + " GPUs, global batch " +
+                std::to_string(inputs.target().global_batch) + " and the profile's degrees and sizes has what it pins");
+  }
+  std::vector<std::pair<double, const ParallelLayout*>> runnable;  // (bound, layout)
+  for (const ParallelLayout& layout : layouts) {
+    if (const auto found = layoutProblem(inputs, layout)) {
+      plan.rejected.push_back({layout, *found});
+    } else {
+      runnable.emplace_back(stepLowerBoundMs(inputs, layout), &layout);
+    }
+  }
+  std::stable_sort(runnable.begin(), runnable.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [bound, layout] : runnable) {
+    if (plan.ranked.size() >= options.keep && bound >= plan.ranked.back().step_ms) {
+      ++plan.pruned;
+      continue;
+    }
+    ++plan.evaluated;
+    auto outcome = tryLayout(inputs, *layout, options.pin.recompute.has_value());
+    if (auto* problem = std::get_if<LayoutProblem>(&outcome)) {
+      plan.rejected.push_back({*layout, *problem});
+      continue;
+    }
+    plan.ranked.push_back(std::move(std::get<LayoutFigures>(outcome)));
+    std::stable_sort(plan.ranked.begin(), plan.ranked.end(),
+                     [](const LayoutFigures& a, const LayoutFigures& b) { return a.step_ms < b.step_ms; });
+    if (plan.ranked.size() > options.keep) plan.ranked.pop_back();
+  }
+  plan.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return plan;
+}
+
+}  // namespace stagecut
