@@ -63,6 +63,10 @@ constexpr FlagRange kFlagRanges[] = {
     {"profile", "--cv-target", 0, 10, "coefficient of variation", Number::kAbove},
     {"profile", "--budget", 0, 86400, "seconds per layer", Number::kAbove},
     {"plan", "--fit-tolerance", 0, 1e6, "relative residual", Number::kFrom},
+    {"plan", "--gpus", 1, 1048576, "GPUs", Number::kWhole},
+    {"plan", "--gpus-per-node", 1, 1024, "GPUs per node", Number::kWhole},
+    {"plan", "--most-chunks", 2, 64, "chunks per rank", Number::kWhole},
+    {"plan", "--top", 1, 1000, "layouts", Number::kWhole},
     {"calibrate", "--prior-weight", 0, 1e6, "weight", Number::kAbove},
 };
 

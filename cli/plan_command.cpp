@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/partition_flags.h"
+#include "cli/plan_layout.h"
 #include "cli/text_table.h"
 #include "core/error.h"
 #include "core/json_document.h"
@@ -18,6 +19,7 @@ namespace {
 
 struct PlanFlags {
   PartitionFlags partition;
+  LayoutPlanFlags layout;  ///< --gpus: the whole parallel layout instead
   int global_batch = 0;
   double fit_tolerance = 0.1;
 };
@@ -148,7 +150,12 @@ void addPlanCommand(CLI::App& app) {
                       "Largest relative residual of a layer's fitted line before it is interpolated instead")
       ->capture_default_str();
 
-  command->callback([flags] {
+  addLayoutPlanFlags(command, flags->layout);
+  command->callback([flags, command] {
+    if (command->count("--gpus") > 0) {
+      runLayoutPlan(flags->layout, flags->partition, flags->global_batch, *command);
+      return;
+    }
     const PartitionFlags& partition_flags = flags->partition;
     std::string tensor_parallel_note;
     const Profile profile = readPricedProfile(partition_flags.profile_path, 0, partition_flags.tp_bandwidth,

@@ -68,6 +68,12 @@ void checkCluster(const Cluster& cluster) {
   }
 }
 
+bool profiledOnClusterGpu(const Profile& profile, const Cluster& cluster) {
+  if (profile.device.kind != "cuda" || cluster.gpu.empty()) return false;
+  const std::string model = cluster.gpu.substr(0, cluster.gpu.find(' '));
+  return profile.device.name.find(model) != std::string::npos;
+}
+
 bool groupInNode(const Cluster& cluster, int stride, int size) {
   // Ranks r, r + stride, ... r + (size - 1) stride share a node when the span they cover does
   // and nodes start at multiples of gpus_per_node (the span divides it, as Megatron's groups do).

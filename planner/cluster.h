@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/profile.h"
 #include "schedule/profile_costs.h"
 
 namespace stagecut {
@@ -48,6 +49,11 @@ void checkCluster(const Cluster& cluster);
 /// parallel; tp x cp: data parallel; tp x cp x dp: pipeline): the node's when the group's ranks
 /// all sit in one node, the network's otherwise.
 const BoundaryLink& groupLink(const Cluster& cluster, int stride, int size);
+
+/// Whether `profile` was measured on the cluster's GPU (a CUDA device whose name holds the GPU's
+/// model, "H100" of "H100 SXM"): then its times are the GPUs' and MFU means something; a CPU
+/// profile priced against GPU links ranks layouts by the wrong costs.
+bool profiledOnClusterGpu(const Profile& profile, const Cluster& cluster);
 
 /// Whether a group of `size` ranks `stride` apart fits in one node.
 bool groupInNode(const Cluster& cluster, int stride, int size);

@@ -8,6 +8,7 @@
 #include "core/profile_shards.h"
 #include "core/units.h"
 #include "partitioner/chunked_partition.h"
+#include "partitioner/split_rules.h"
 #include "prediction/context_parallel_comm.h"
 #include "prediction/pipeline_prediction.h"
 #include "prediction/tensor_parallel_comm.h"
@@ -22,6 +23,7 @@ PlanInputs::PlanInputs(Profile profile, std::string source, Cluster cluster, Pla
                 "measured: profile the model again");
   }
   degrees_ = measuredDegrees(profile_, source_);
+  on_cluster_gpu_ = profiledOnClusterGpu(profile_, cluster_);
   for (const ParallelDegrees& degrees : degrees_) {
     if (degrees.tensor_parallel != 1 || degrees.context_parallel != 1) continue;
     for (const LayerCost& layer : shardProfile(profile_, degrees, source_).layers) model_params_ += layer.params;
@@ -79,11 +81,11 @@ std::optional<LayoutProblem> frameworkProblem(const ParallelLayout& layout, Fram
       return problem(LayoutProblem::Kind::kFramework,
                      std::string("Megatron-LM runs 1f1b and interleaved-1f1b, not ") + scheduleName(schedule));
     }
-    if (layout.placement.chunked() && layout.placement.ranks < 2) {
-      return problem(LayoutProblem::Kind::kFramework, "Megatron-LM interleaves only with 2 or more pipeline ranks");
-    }
   } else if (schedule == ScheduleKind::kZeroBubbleH1) {
     return problem(LayoutProblem::Kind::kFramework, std::string(name) + " has no one-chunk zb-h1 (PyTorch runs it only interleaved)");
+  }
+  if (layout.placement.chunked() && layout.placement.ranks < 2) {
+    return problem(LayoutProblem::Kind::kFramework, std::string(name) + " runs chunks only on 2 or more pipeline ranks");
   }
   if (!runsPlacement(schedule, layout.placement) && layout.placement.chunked()) {
     return problem(LayoutProblem::Kind::kFramework, std::string(scheduleName(schedule)) + " does not run " +
@@ -180,8 +182,11 @@ PartitionOptions layoutOptions(const PlanInputs& inputs, const ParallelLayout& l
   options.bandwidth_bytes_per_s = pp_link.bandwidth_bytes_per_s;
   options.latency_ms = pp_link.latency_ms;
   options.memory_cap_bytes = {inputs.cluster().memory_bytes};
-  // The frameworks print and run the split; the planner's is one both can build.
-  options.rules = SplitRuleSet::kLossWithLast;
+  // The split is printed in the framework's words: Megatron's rules where its layout applies to
+  // the chain (the embedding first, norm + head + loss last), the loss with the last stage else.
+  const bool megatron = inputs.target().framework == Framework::kMegatron &&
+                        megatronInapplicability(inputs.profile()).empty();
+  options.rules = megatron ? SplitRuleSet::kMegatron : SplitRuleSet::kLossWithLast;
   applyDataParallel(inputs, layout, &options);
   return options;
 }
@@ -237,6 +242,9 @@ LayoutFigures evaluateLayout(const PlanInputs& inputs, const ParallelLayout& lay
   }
   const double tokens = static_cast<double>(layout.globalBatch()) * inputs.profile().run.seq_len;
   figures.tokens_per_s_per_gpu = tokens / (figures.step_ms / 1000.0) / static_cast<double>(inputs.cluster().gpus);
+  if (inputs.onClusterGpu() && inputs.cluster().peak_bf16_flops > 0) {
+    figures.mfu = 6.0 * inputs.modelParams() * figures.tokens_per_s_per_gpu / inputs.cluster().peak_bf16_flops;
+  }
   return figures;
 }
 

@@ -49,6 +49,8 @@ class PlanInputs {
   Profile shardAt(const ParallelDegrees& degrees, int size) const;
   /// Parameters of the whole model (the TP 1 shard's, or a shard's times its TP degree).
   double modelParams() const { return model_params_; }
+  /// Whether the profile was measured on the cluster's GPU (profiledOnClusterGpu): MFU is given then.
+  bool onClusterGpu() const { return on_cluster_gpu_; }
 
  private:
   const SizedProfile& sized(const ParallelDegrees& degrees) const;
@@ -59,6 +61,7 @@ class PlanInputs {
   PlanTarget target_;
   std::vector<ParallelDegrees> degrees_;
   double model_params_ = 0.0;
+  bool on_cluster_gpu_ = false;
   mutable std::vector<std::pair<ParallelDegrees, std::unique_ptr<SizedProfile>>> sized_;
 };
 
@@ -74,7 +77,9 @@ struct LayoutFigures {
   std::vector<double> peak_bytes;  ///< per pipeline rank: the memory timeline's peak
   double fullest_bytes = 0.0;      ///< the largest of peak_bytes
   double tokens_per_s_per_gpu = 0.0;
-  std::optional<double> mfu;       ///< where the profile's device is the cluster's GPU
+  /// 6 x the model's parameters x tokens per step over (step x G x the GPU's peak), attention's
+  /// FLOPs left out; where the profile's device is the cluster's GPU.
+  std::optional<double> mfu;
 
   /// The fullest rank's memory over the GPU's.
   double memoryShare(const Cluster& cluster) const { return fullest_bytes / static_cast<double>(cluster.memory_bytes); }

@@ -41,6 +41,8 @@ void addScheduleVariants(const PlanInputs& inputs, const LayoutSearchOptions& op
   const std::size_t layers = inputs.profile().layerCount();
   const bool can_shard = base.data_parallel * base.degrees.context_parallel > 1;
   for (ScheduleKind schedule : frameworkSchedules(inputs.target().framework)) {
+    // Without a pipeline every schedule is the same step: one of them stands for all.
+    if (base.placement.ranks == 1 && schedule != ScheduleKind::kOneFOneB) continue;
     base.schedule = schedule;
     for (const Placement& placement : schedulePlacements(schedule, base.placement.ranks, options.most_chunks, layers)) {
       base.placement = placement;
@@ -51,6 +53,52 @@ void addScheduleVariants(const PlanInputs& inputs, const LayoutSearchOptions& op
       }
     }
   }
+}
+
+// Why the pins admit no candidate: the first pinned value nothing measured or runs.
+std::string emptyPinReason(const PlanInputs& inputs, const LayoutPin& pin) {
+  const auto listed = [](const std::vector<int>& values) {
+    std::string text;
+    for (int value : values) text += (text.empty() ? "" : ", ") + std::to_string(value);
+    return text;
+  };
+  std::vector<int> tps, cps, sizes;
+  for (const ParallelDegrees& degrees : inputs.degrees()) {
+    tps.push_back(degrees.tensor_parallel);
+    cps.push_back(degrees.context_parallel);
+    for (int size : inputs.microbatchSizes(degrees)) sizes.push_back(size);
+  }
+  const auto has = [](const std::vector<int>& values, int value) {
+    return std::find(values.begin(), values.end(), value) != values.end();
+  };
+  if (pin.tensor_parallel && !has(tps, *pin.tensor_parallel)) {
+    return "tp=" + std::to_string(*pin.tensor_parallel) + ": the profile measured TP " + listed(tps) +
+           "; profile with --tensor-parallel listing it to plan it";
+  }
+  if (pin.context_parallel && !has(cps, *pin.context_parallel)) {
+    return "cp=" + std::to_string(*pin.context_parallel) + ": the profile measured CP " + listed(cps) +
+           "; profile with --context-parallel listing it to plan it";
+  }
+  if (pin.microbatch_size && !has(sizes, *pin.microbatch_size)) {
+    return "mbs=" + std::to_string(*pin.microbatch_size) + ": the profile measured microbatch " + listed(sizes);
+  }
+  if (pin.schedule) {
+    const std::vector<ScheduleKind> runs = frameworkSchedules(inputs.target().framework);
+    if (std::find(runs.begin(), runs.end(), *pin.schedule) == runs.end()) {
+      return std::string("schedule=") + scheduleName(*pin.schedule) + ": " + frameworkName(inputs.target().framework) +
+             " does not run it";
+    }
+  }
+  long long product = 1;
+  for (const auto& value : {pin.tensor_parallel, pin.context_parallel, pin.pipeline_parallel, pin.data_parallel}) {
+    product *= value.value_or(1);
+  }
+  if (inputs.cluster().gpus % product != 0) {
+    return ": the pinned degrees multiply to " + std::to_string(product) + ", which does not divide the " +
+           std::to_string(inputs.cluster().gpus) + " GPUs";
+  }
+  return ": no TP x CP x PP x DP of " + std::to_string(inputs.cluster().gpus) + " GPUs with a measured microbatch size "
+         "dividing the global batch " + std::to_string(inputs.target().global_batch) + " has them";
 }
 
 }  // namespace
@@ -107,8 +155,8 @@ LayoutPlan searchLayouts(const PlanInputs& inputs, const LayoutSearchOptions& op
   const std::vector<ParallelLayout> layouts = candidateLayouts(inputs, options);
   plan.candidates = static_cast<long long>(layouts.size());
   if (layouts.empty()) {
-    throw Error("--fix: no layout of " + std::to_string(inputs.cluster().gpus) + " GPUs, global batch " +
-                std::to_string(inputs.target().global_batch) + " and the profile's degrees and sizes has what it pins");
+    const std::string reason = emptyPinReason(inputs, options.pin);
+    throw Error("--fix" + (reason.front() == ':' ? reason : " " + reason));
   }
   std::vector<std::pair<double, const ParallelLayout*>> runnable;  // (bound, layout)
   for (const ParallelLayout& layout : layouts) {
