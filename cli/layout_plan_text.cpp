@@ -44,7 +44,7 @@ std::string whyBehind(const LayoutFigures& row, const LayoutFigures& best) {
   return std::string(largest->first) + " +" + formatMs(largest->second) + " ms";
 }
 
-std::string memoryCell(const LayoutFigures& row, const Cluster& cluster) {
+std::string fullestRankCell(const LayoutFigures& row, const Cluster& cluster) {
   return formatBytes(static_cast<std::uint64_t>(row.fullest_bytes)) + " (" + formatPercent(row.memoryShare(cluster), 0) + ")";
 }
 
@@ -71,7 +71,7 @@ void printTable(std::ostream& out, const PlanInputs& inputs, const LayoutPlan& p
                                       formatMs(row.tokens_per_s_per_gpu)};
     if (mfu) cells.push_back(row.mfu ? formatPercent(*row.mfu) : "");
     cells.push_back(formatPercent(row.bubble));
-    cells.push_back(memoryCell(row, inputs.cluster()));
+    cells.push_back(fullestRankCell(row, inputs.cluster()));
     const LayoutFigures& best = plan.ranked.front();
     cells.push_back(i == 0 ? "" : formatSignedPercent(row.step_ms / best.step_ms - 1.0) + ": " + whyBehind(row, best));
     table.addRow(cells);
@@ -79,7 +79,7 @@ void printTable(std::ostream& out, const PlanInputs& inputs, const LayoutPlan& p
   table.print(out, "  ");
 }
 
-void printHeading(std::ostream& out, const PlanInputs& inputs, const LayoutPlan& plan) {
+void printPlanScope(std::ostream& out, const PlanInputs& inputs, const LayoutPlan& plan) {
   const Profile& profile = inputs.profile();
   const Cluster& cluster = inputs.cluster();
   out << "plan for " << (profile.model.name.empty() ? inputs.source() : profile.model.name) << " ("
@@ -107,7 +107,7 @@ void printHeading(std::ostream& out, const PlanInputs& inputs, const LayoutPlan&
 
 void printLayoutPlan(std::ostream& out, const PlanInputs& inputs, const LayoutPlan& plan, const std::string& pinned,
                      const LayoutPlan* free_plan) {
-  printHeading(out, inputs, plan);
+  printPlanScope(out, inputs, plan);
   if (plan.ranked.empty()) {
     out << "no layout" << (pinned.empty() ? "" : " with --fix " + pinned) << " runs: ";
     if (!plan.rejected.empty()) out << "e.g. " << layoutText(plan.rejected.front().layout, inputs.target().framework) << ": "

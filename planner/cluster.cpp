@@ -15,7 +15,7 @@ constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 // marketing figure: NVLink 4's 450 GB/s a direction gives about 360 GB/s in an 8-GPU ring,
 // 400 Gb/s InfiniBand about 40 GB/s per GPU; NVLink 3 about 230 GB/s, 200 Gb/s HDR about 20 GB/s.
 // Latencies are per ring step. docs/planner.md lists them; every one can be overridden.
-Cluster preset(const char* name, const char* gpu, std::uint64_t memory_bytes, double intra_gb_s, double intra_us,
+Cluster clusterFigures(const char* name, const char* gpu, std::uint64_t memory_bytes, double intra_gb_s, double intra_us,
                double inter_gb_s, double inter_us, double peak_tflops) {
   Cluster cluster;
   cluster.name = name;
@@ -32,9 +32,9 @@ Cluster preset(const char* name, const char* gpu, std::uint64_t memory_bytes, do
 
 const std::vector<Cluster>& clusterPresets() {
   static const std::vector<Cluster> presets = {
-      preset("dgx-h100", "H100 SXM", 80 * kGiB, 360, 3, 40, 8, 989.4),
-      preset("dgx-h200", "H200 SXM", 141'000'000'000ull, 360, 3, 40, 8, 989.4),
-      preset("dgx-a100", "A100 SXM", 80 * kGiB, 230, 4, 20, 10, 312),
+      clusterFigures("dgx-h100", "H100 SXM", 80 * kGiB, 360, 3, 40, 8, 989.4),
+      clusterFigures("dgx-h200", "H200 SXM", 141'000'000'000ull, 360, 3, 40, 8, 989.4),
+      clusterFigures("dgx-a100", "A100 SXM", 80 * kGiB, 230, 4, 20, 10, 312),
   };
   return presets;
 }

@@ -69,7 +69,7 @@ const char* layoutProblemName(LayoutProblem::Kind kind) {
 
 namespace {
 
-LayoutProblem problem(LayoutProblem::Kind kind, std::string reason) { return LayoutProblem{kind, std::move(reason)}; }
+LayoutProblem layoutIssue(LayoutProblem::Kind kind, std::string reason) { return LayoutProblem{kind, std::move(reason)}; }
 
 // The schedules each framework runs: Megatron-LM's 1F1B and its virtual pipeline; torchtitan
 // PyTorch's schedule classes, which hold no one-chunk ZB-H1 (only inside interleaved zero bubble).
@@ -78,23 +78,23 @@ std::optional<LayoutProblem> frameworkProblem(const ParallelLayout& layout, Fram
   const char* name = frameworkName(framework);
   if (framework == Framework::kMegatron) {
     if (schedule != ScheduleKind::kOneFOneB && schedule != ScheduleKind::kInterleavedOneFOneB) {
-      return problem(LayoutProblem::Kind::kFramework,
+      return layoutIssue(LayoutProblem::Kind::kFramework,
                      std::string("Megatron-LM runs 1f1b and interleaved-1f1b, not ") + scheduleName(schedule));
     }
   } else if (schedule == ScheduleKind::kZeroBubbleH1) {
-    return problem(LayoutProblem::Kind::kFramework, std::string(name) + " has no one-chunk zb-h1 (PyTorch runs it only interleaved)");
+    return layoutIssue(LayoutProblem::Kind::kFramework, std::string(name) + " has no one-chunk zb-h1 (PyTorch runs it only interleaved)");
   }
   if (layout.placement.chunked() && layout.placement.ranks < 2) {
-    return problem(LayoutProblem::Kind::kFramework, std::string(name) + " runs chunks only on 2 or more pipeline ranks");
+    return layoutIssue(LayoutProblem::Kind::kFramework, std::string(name) + " runs chunks only on 2 or more pipeline ranks");
   }
   if (!runsPlacement(schedule, layout.placement) && layout.placement.chunked()) {
-    return problem(LayoutProblem::Kind::kFramework, std::string(scheduleName(schedule)) + " does not run " +
+    return layoutIssue(LayoutProblem::Kind::kFramework, std::string(scheduleName(schedule)) + " does not run " +
                                                         placementWords(layout.placement));
   }
   return std::nullopt;
 }
 
-bool measured(const PlanInputs& inputs, const ParallelDegrees& degrees) {
+bool degreesMeasured(const PlanInputs& inputs, const ParallelDegrees& degrees) {
   return std::find(inputs.degrees().begin(), inputs.degrees().end(), degrees) != inputs.degrees().end();
 }
 
@@ -104,30 +104,30 @@ std::optional<LayoutProblem> layoutProblem(const PlanInputs& inputs, const Paral
   const Cluster& cluster = inputs.cluster();
   const PlanTarget& target = inputs.target();
   if (layout.gpus() != cluster.gpus) {
-    return problem(LayoutProblem::Kind::kDivisibility, "TP x CP x PP x DP = " + std::to_string(layout.gpus()) +
+    return layoutIssue(LayoutProblem::Kind::kDivisibility, "TP x CP x PP x DP = " + std::to_string(layout.gpus()) +
                                                            ", not the " + std::to_string(cluster.gpus) + " GPUs");
   }
   if (layout.globalBatch() != target.global_batch) {
-    return problem(LayoutProblem::Kind::kDivisibility,
+    return layoutIssue(LayoutProblem::Kind::kDivisibility,
                    "the global batch " + std::to_string(target.global_batch) + " is not a multiple of microbatch " +
                        std::to_string(layout.microbatch_size) + " x DP " + std::to_string(layout.data_parallel));
   }
-  if (!measured(inputs, layout.degrees)) {
-    return problem(LayoutProblem::Kind::kProfile, degreesText(layout.degrees) + " was not profiled");
+  if (!degreesMeasured(inputs, layout.degrees)) {
+    return layoutIssue(LayoutProblem::Kind::kProfile, degreesText(layout.degrees) + " was not profiled");
   }
   if (const auto rule = frameworkProblem(layout, target.framework)) return rule;
   const std::string count = microbatchCountProblem(layout.schedule, layout.placement.ranks, layout.microbatches);
-  if (!count.empty()) return problem(LayoutProblem::Kind::kDivisibility, std::string(scheduleName(layout.schedule)) + " " + count);
+  if (!count.empty()) return layoutIssue(LayoutProblem::Kind::kDivisibility, std::string(scheduleName(layout.schedule)) + " " + count);
   if (static_cast<std::size_t>(layout.placement.chunkCount()) > inputs.profile().layerCount()) {
-    return problem(LayoutProblem::Kind::kDivisibility, placementWords(layout.placement) + " need more layers than the " +
+    return layoutIssue(LayoutProblem::Kind::kDivisibility, placementWords(layout.placement) + " need more layers than the " +
                                                            std::to_string(inputs.profile().layerCount()));
   }
   if (!groupInNode(cluster, 1, layout.degrees.tensor_parallel)) {
-    return problem(LayoutProblem::Kind::kFramework, "TP " + std::to_string(layout.degrees.tensor_parallel) +
+    return layoutIssue(LayoutProblem::Kind::kFramework, "TP " + std::to_string(layout.degrees.tensor_parallel) +
                                                         " would cross nodes of " + std::to_string(cluster.gpus_per_node));
   }
   if (!groupInNode(cluster, layout.degrees.tensor_parallel, layout.degrees.context_parallel)) {
-    return problem(LayoutProblem::Kind::kFramework, "CP " + std::to_string(layout.degrees.context_parallel) +
+    return layoutIssue(LayoutProblem::Kind::kFramework, "CP " + std::to_string(layout.degrees.context_parallel) +
                                                         " would cross nodes with TP " +
                                                         std::to_string(layout.degrees.tensor_parallel));
   }

@@ -10,7 +10,7 @@ namespace stagecut {
 
 namespace {
 
-std::vector<int> divisorsOf(int n) {
+std::vector<int> divisorsOfGpus(int n) {
   std::vector<int> divisors;
   for (int d = 1; d <= n; ++d) {
     if (n % d == 0) divisors.push_back(d);
@@ -109,7 +109,7 @@ std::vector<ParallelLayout> candidateLayouts(const PlanInputs& inputs, const Lay
   std::vector<ParallelLayout> layouts;
   for (const ParallelDegrees& degrees : inputs.degrees()) {
     if (gpus % degrees.ranks() != 0) continue;
-    for (int pp : divisorsOf(gpus / degrees.ranks())) {
+    for (int pp : divisorsOfGpus(gpus / degrees.ranks())) {
       if (static_cast<std::size_t>(pp) > inputs.profile().layerCount()) continue;
       ParallelLayout layout;
       layout.degrees = degrees;

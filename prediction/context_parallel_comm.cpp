@@ -12,7 +12,7 @@ std::pair<double, double> contextParallelExchangeMs(const LayerCost& layer, cons
 
 namespace {
 
-void addMs(TimeStatsMs& stats, double ms) {
+void addExposedMs(TimeStatsMs& stats, double ms) {
   stats.median += ms;
   stats.min += ms;
   stats.max += ms;
@@ -23,9 +23,9 @@ void priceLayers(std::vector<LayerCost>& layers, const BoundaryLink& link) {
     const auto [forward, backward] = contextParallelExchangeMs(layer, link);
     const double forward_exposed = std::max(0.0, forward - layer.forward_ms.median);
     const double backward_exposed = std::max(0.0, backward - layer.backward_ms.median);
-    addMs(layer.forward_ms, forward_exposed);
-    addMs(layer.backward_ms, backward_exposed);
-    if (layer.backward_input_ms) addMs(*layer.backward_input_ms, backward_exposed);
+    addExposedMs(layer.forward_ms, forward_exposed);
+    addExposedMs(layer.backward_ms, backward_exposed);
+    if (layer.backward_input_ms) addExposedMs(*layer.backward_input_ms, backward_exposed);
   }
 }
 

@@ -22,11 +22,11 @@ struct NamedOptimizer {
 // LibTorch's Adam builds sqrt(v) and its quotient by sqrt(bias correction) per tensor; SGD, with
 // or without momentum, updates in place. adam-mixed's are of the float32 master of a 16-bit
 // weight: twice its bytes each.
-constexpr NamedOptimizer kOptimizers[] = {{"none", {8.0, 0.0}},
-                                          {"sgd", {8.0, 0.0}},
-                                          {"sgd-momentum", {12.0, 0.0}},
-                                          {"adam", {16.0, 2.0}},
-                                          {"adam-mixed", {18.0, 4.0}}};
+constexpr NamedOptimizer kOptimizers[] = {{"none", {8.0, 0.0, {}}},
+                                          {"sgd", {8.0, 0.0, {}}},
+                                          {"sgd-momentum", {12.0, 0.0, {}}},
+                                          {"adam", {16.0, 2.0, {}}},
+                                          {"adam-mixed", {18.0, 4.0, {}}}};
 
 }  // namespace
 

@@ -152,7 +152,9 @@ TEST_CASE("a model no GPU holds alone goes to tensor parallelism inside the node
     const int k = rejected.layout.degrees.tensor_parallel * rejected.layout.placement.ranks;
     if (rejected.problem.kind == stagecut::LayoutProblem::Kind::kMemory) {
       // k = 8 without the state sharded needs 4 + 4 + 8 + 4 GiB.
-      INFO(layoutOf(LayoutFigures{rejected.layout}) << ": " << rejected.problem.reason);
+      LayoutFigures shown;
+      shown.layout = rejected.layout;
+      INFO(layoutOf(shown) << ": " << rejected.problem.reason);
       CHECK((k < 8 || !rejected.layout.sharded_data_parallel));
       ++memory_rejected;
     }
