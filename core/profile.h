@@ -18,9 +18,13 @@ inline constexpr const char* kProfileFormat = "stagecut.profile/1";
 /// `microbatch_sizes` table). This build reads both versions.
 inline constexpr const char* kProfileFormatV2 = "stagecut.profile/2";
 
+/// Format tag of profiles measured at several parallel degrees (version 2 plus `shards`, each
+/// degree's layers beside those of the degree model.config records).
+inline constexpr const char* kProfileFormatV3 = "stagecut.profile/3";
+
 /// Whether `format` is a profile version this build reads.
 inline bool isProfileFormat(const std::string& format) {
-  return format == kProfileFormat || format == kProfileFormatV2;
+  return format == kProfileFormat || format == kProfileFormatV2 || format == kProfileFormatV3;
 }
 
 /// Spread of one repeated timing, in milliseconds per microbatch. `median` is what the

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/json_fields.h"
+#include "core/profile_shards.h"
 #include "core/sha256.h"
 
 namespace stagecut {
@@ -349,10 +350,44 @@ MicrobatchSizeCosts sizeCostsFromJson(const json& item, std::size_t position, co
   return costs;
 }
 
-// Format 2's `microbatch_sizes`: ascending sizes, one of them run.microbatch_size with the same
-// costs as `layers` (so a reader of version 1's fields and a planner see one truth).
-void readSizeTable(const JsonFields& top, const std::string& format, const std::string& source,
-                   Profile& profile) {
+// A `microbatch_sizes` table (format 2 on): ascending sizes, one of them `run_size` with the same
+// costs as `layers` (so a reader of version 1's fields and a planner see one truth). `where`
+// names the table's owner: the file, or one of its shards.
+std::vector<MicrobatchSizeCosts> sizeTableFromJson(const JsonFields& owner, const std::string& where, int run_size,
+                                                   const std::vector<LayerCost>& layers) {
+  const json& sizes = owner.array("microbatch_sizes");
+  if (sizes.empty()) owner.fail("microbatch_sizes", "is empty; list at least one measured microbatch size");
+  if (run_size == 0) {
+    throw Error(where + ": field \"run.microbatch_size\" is missing; format 2 needs it to say which " +
+                "entry of \"microbatch_sizes\" the layers hold");
+  }
+  std::vector<MicrobatchSizeCosts> table;
+  bool has_run_size = false;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    MicrobatchSizeCosts entry = sizeCostsFromJson(sizes[i], i, where, layers);
+    if (i > 0 && entry.microbatch_size <= table.back().microbatch_size) {
+      throw Error(where + ": microbatch_sizes[" + std::to_string(i) + "] has microbatch_size " +
+                  std::to_string(entry.microbatch_size) + " after " + std::to_string(table.back().microbatch_size) +
+                  "; list each size once, ascending");
+    }
+    if (entry.microbatch_size == run_size) {
+      has_run_size = true;
+      if (entry.layers != layers) {
+        throw Error(where + ": microbatch_sizes[" + std::to_string(i) + "] (size " +
+                    std::to_string(entry.microbatch_size) + ") differs from \"layers\", which hold " +
+                    "the same size; make them equal or set run.microbatch_size to the size of \"layers\"");
+      }
+    }
+    table.push_back(std::move(entry));
+  }
+  if (!has_run_size) {
+    throw Error(where + ": \"microbatch_sizes\" has no entry for run.microbatch_size " + std::to_string(run_size) +
+                "; add it (it repeats \"layers\")");
+  }
+  return table;
+}
+
+void readSizeTable(const JsonFields& top, const std::string& format, const std::string& source, Profile& profile) {
   if (format == kProfileFormat) {
     if (top.has("microbatch_sizes")) {
       top.fail("microbatch_sizes", std::string("needs format \"") + kProfileFormatV2 + "\", not \"" +
@@ -360,42 +395,131 @@ void readSizeTable(const JsonFields& top, const std::string& format, const std::
     }
     return;
   }
-  const json& sizes = top.array("microbatch_sizes");
-  if (sizes.empty()) top.fail("microbatch_sizes", "is empty; list at least one measured microbatch size");
-  if (profile.run.microbatch_size == 0) {
-    throw Error(source + ": field \"run.microbatch_size\" is missing; format 2 needs it to say which " +
-                "entry of \"microbatch_sizes\" the layers hold");
+  // Version 3 holds the table only when it has several sizes: its reason to be is the degrees.
+  if (format == kProfileFormatV3 && !top.has("microbatch_sizes")) return;
+  profile.microbatch_sizes = sizeTableFromJson(top, source, profile.run.microbatch_size, profile.layers);
+}
+
+std::vector<LayerCost> layersFromJson(const JsonFields& owner, const std::string& where) {
+  const json& items = owner.array("layers");
+  if (items.empty()) throw Error(where + ": field \"layers\" is empty; a profile needs at least one layer");
+  std::vector<LayerCost> layers;
+  layers.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) layers.push_back(layerFromJson(items[i], i, where));
+  checkTimesFrom(layers, where);
+  return layers;
+}
+
+json sizeTableToJson(const std::vector<MicrobatchSizeCosts>& table) {
+  json sizes = json::array();
+  for (const auto& entry : table) {
+    json size_layers = json::array();
+    for (const auto& layer : entry.layers) size_layers.push_back(sizedLayerToJson(layer));
+    json item = {{"microbatch_size", entry.microbatch_size}, {"layers", std::move(size_layers)}};
+    if (entry.whole_model) item["whole_model"] = wholeModelToJson(*entry.whole_model);
+    sizes.push_back(std::move(item));
   }
-  bool has_run_size = false;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    MicrobatchSizeCosts entry = sizeCostsFromJson(sizes[i], i, source, profile.layers);
-    if (i > 0 && entry.microbatch_size <= profile.microbatch_sizes.back().microbatch_size) {
-      throw Error(source + ": microbatch_sizes[" + std::to_string(i) + "] has microbatch_size " +
-                  std::to_string(entry.microbatch_size) + " after " +
-                  std::to_string(profile.microbatch_sizes.back().microbatch_size) +
-                  "; list each size once, ascending");
+  return sizes;
+}
+
+json layersToJson(const std::vector<LayerCost>& layers) {
+  json items = json::array();
+  for (const auto& layer : layers) items.push_back(layerToJson(layer));
+  return items;
+}
+
+// Format 3's `shards`: every measured degree but the one model.config records, whose layers are
+// the profile's own and are not written twice.
+json shardsToJson(const Profile& profile) {
+  const ParallelDegrees own = readParallelDegrees(profile.model.config, "the profile's model.config");
+  json shards = json::array();
+  for (const ShardCosts& shard : profile.shards) {
+    if (shard.degrees == own) continue;
+    json degrees = json::object();
+    writeParallelDegrees(shard.degrees, degrees);
+    json item = {{"degrees", std::move(degrees)}, {"layers", layersToJson(shard.layers)}};
+    if (shard.whole_model) item["whole_model"] = wholeModelToJson(*shard.whole_model);
+    if (!shard.microbatch_sizes.empty()) item["microbatch_sizes"] = sizeTableToJson(shard.microbatch_sizes);
+    shards.push_back(std::move(item));
+  }
+  return shards;
+}
+
+// One entry of `shards`: the same chain (layer count and names) at other degrees, with the same
+// microbatch sizes as the profile's own.
+ShardCosts shardFromJson(const json& item, std::size_t position, const std::string& source, const Profile& profile) {
+  const std::string where = source + ": shards[" + std::to_string(position) + "]";
+  const JsonFields fields(item, where);
+  ShardCosts shard;
+  shard.degrees = readParallelDegrees(fields.object("degrees").json(), where + ": degrees");
+  shard.layers = layersFromJson(fields, where);
+  if (shard.layers.size() != profile.layers.size()) {
+    fields.fail("layers", "has " + std::to_string(shard.layers.size()) + " layers but the profile has " +
+                              std::to_string(profile.layers.size()) + "; every degree lists every layer");
+  }
+  for (std::size_t i = 0; i < shard.layers.size(); ++i) {
+    if (shard.layers[i].name != profile.layers[i].name) {
+      throw Error(where + ": layer " + std::to_string(i) + " is " + shard.layers[i].name + " but the profile's is " +
+                  profile.layers[i].name + "; every degree holds the same chain of layers");
     }
-    if (entry.microbatch_size == profile.run.microbatch_size) {
-      has_run_size = true;
-      if (entry.layers != profile.layers) {
-        throw Error(source + ": microbatch_sizes[" + std::to_string(i) + "] (size " +
-                    std::to_string(entry.microbatch_size) + ") differs from \"layers\", which hold " +
-                    "the same size; make them equal or set run.microbatch_size to the size of \"layers\"");
+  }
+  if (fields.has("whole_model")) shard.whole_model = wholeModelFromJson(fields.object("whole_model"), shard.layers.size());
+  if (fields.has("microbatch_sizes") != !profile.microbatch_sizes.empty()) {
+    throw Error(where + ": " + (profile.microbatch_sizes.empty() ? "has" : "has no") +
+                " \"microbatch_sizes\" table and the profile " + (profile.microbatch_sizes.empty() ? "has none" : "has one") +
+                "; every degree is measured at the profile's microbatch sizes");
+  }
+  if (fields.has("microbatch_sizes")) {
+    shard.microbatch_sizes = sizeTableFromJson(fields, where, profile.run.microbatch_size, shard.layers);
+    const auto sizes = [](const std::vector<MicrobatchSizeCosts>& table) {
+      std::vector<int> list;
+      for (const MicrobatchSizeCosts& entry : table) list.push_back(entry.microbatch_size);
+      return list;
+    };
+    if (sizes(shard.microbatch_sizes) != sizes(profile.microbatch_sizes)) {
+      fields.fail("microbatch_sizes", "lists other sizes than the profile's; every degree is measured at its sizes");
+    }
+  }
+  return shard;
+}
+
+// The profile's own degree first, then the file's shards, each degree once.
+void readShards(const JsonFields& top, const std::string& format, const std::string& source, Profile& profile) {
+  if (format != kProfileFormatV3) {
+    if (top.has("shards")) {
+      top.fail("shards", std::string("needs format \"") + kProfileFormatV3 + "\", not \"" + format +
+                             "\"; change the format field");
+    }
+    return;
+  }
+  const json& items = top.array("shards");
+  if (items.empty()) top.fail("shards", "is empty; a format 3 profile lists the degrees beside model.config's");
+  const ParallelDegrees own = readParallelDegrees(profile.model.config, source + ": model.config");
+  profile.shards.push_back({own, profile.layers, profile.whole_model, profile.microbatch_sizes});
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    ShardCosts shard = shardFromJson(items[i], i, source, profile);
+    for (const ShardCosts& known : profile.shards) {
+      if (known.degrees == shard.degrees) {
+        throw Error(source + ": shards[" + std::to_string(i) + "] repeats " + degreesText(shard.degrees) +
+                    (&known == &profile.shards.front() ? ", the degree of model.config and the profile's layers"
+                                                       : ", listed before") +
+                    "; list each degree once");
       }
     }
-    profile.microbatch_sizes.push_back(std::move(entry));
-  }
-  if (!has_run_size) {
-    throw Error(source + ": \"microbatch_sizes\" has no entry for run.microbatch_size " +
-                std::to_string(profile.run.microbatch_size) + "; add it (it repeats \"layers\")");
+    profile.shards.push_back(std::move(shard));
   }
 }
 
 }  // namespace
 
+const char* profileFormatOf(const Profile& profile) {
+  if (!profile.shards.empty()) return kProfileFormatV3;
+  return profile.microbatch_sizes.empty() ? kProfileFormat : kProfileFormatV2;
+}
+
 json profileToJson(const Profile& profile) {
   json doc;
-  doc["format"] = profile.microbatch_sizes.empty() ? kProfileFormat : kProfileFormatV2;
+  doc["format"] = profileFormatOf(profile);
   json model = {{"name", profile.model.name}, {"source", profile.model.source},
                 {"config", profile.model.config}};
   if (!profile.model.fingerprint.empty()) model["fingerprint"] = profile.model.fingerprint;
@@ -412,21 +536,10 @@ json profileToJson(const Profile& profile) {
   if (profile.run.repeats > 0) run["repeats"] = profile.run.repeats;
   if (!profile.run.timer.empty()) run["timer"] = profile.run.timer;
   doc["run"] = withExtra(run, profile.run.extra);
-  json layers = json::array();
-  for (const auto& layer : profile.layers) layers.push_back(layerToJson(layer));
-  doc["layers"] = std::move(layers);
+  doc["layers"] = layersToJson(profile.layers);
   if (profile.whole_model) doc["whole_model"] = wholeModelToJson(*profile.whole_model);
-  if (!profile.microbatch_sizes.empty()) {
-    json sizes = json::array();
-    for (const auto& entry : profile.microbatch_sizes) {
-      json size_layers = json::array();
-      for (const auto& layer : entry.layers) size_layers.push_back(sizedLayerToJson(layer));
-      json item = {{"microbatch_size", entry.microbatch_size}, {"layers", std::move(size_layers)}};
-      if (entry.whole_model) item["whole_model"] = wholeModelToJson(*entry.whole_model);
-      sizes.push_back(std::move(item));
-    }
-    doc["microbatch_sizes"] = std::move(sizes);
-  }
+  if (!profile.microbatch_sizes.empty()) doc["microbatch_sizes"] = sizeTableToJson(profile.microbatch_sizes);
+  if (!profile.shards.empty()) doc["shards"] = shardsToJson(profile);
   if (profile.calibration) doc["calibration"] = calibrationToJson(*profile.calibration);
   return doc;
 }
@@ -435,7 +548,7 @@ Profile profileFromJson(const json& document, const std::string& source) {
   const std::string format = documentFormat(document, source);
   if (!isProfileFormat(format)) {
     throw Error(source + ": format " + json(format).dump() + " is not a profile this stagecut reads; " +
-                "expected \"" + kProfileFormat + "\" or \"" + kProfileFormatV2 + "\"");
+                "expected \"" + kProfileFormat + "\", \"" + kProfileFormatV2 + "\" or \"" + kProfileFormatV3 + "\"");
   }
   const JsonFields top(document, source);
   constexpr int kMaxSetting = std::numeric_limits<int>::max();
@@ -465,20 +578,12 @@ Profile profileFromJson(const json& document, const std::string& source) {
   profile.run.extra = extraFields(
       run.json(), {"microbatch_size", "seq_len", "dtype", "warmup", "repeats", "timer"});
 
-  const json& layers = top.array("layers");
-  if (layers.empty()) {
-    throw Error(source + ": field \"layers\" is empty; a profile needs at least one layer");
-  }
-  profile.layers.reserve(layers.size());
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    profile.layers.push_back(layerFromJson(layers[i], i, source));
-  }
-  checkTimesFrom(profile.layers, source);
-
+  profile.layers = layersFromJson(top, source);
   if (top.has("whole_model")) {
     profile.whole_model = wholeModelFromJson(top.object("whole_model"), profile.layers.size());
   }
   readSizeTable(top, format, source, profile);
+  readShards(top, format, source, profile);
   if (top.has("calibration")) profile.calibration = calibrationFromJson(top.object("calibration"));
   return profile;
 }

@@ -15,7 +15,11 @@ namespace stagecut {
 /// microbatches stay finite.
 inline constexpr double kLongestOpMs = 86400.0 * 1000.0;
 
-/// The `stagecut.profile/1` document of a profile.
+/// The oldest format that holds `profile`: /1 for one size at one degree, /2 with several
+/// microbatch sizes, /3 with several parallel degrees.
+const char* profileFormatOf(const Profile& profile);
+
+/// The `stagecut.profile/1` document of a profile (/2, /3 as profileFormatOf says).
 nlohmann::json profileToJson(const Profile& profile);
 
 /// Reads a `stagecut.profile/1` document. `source` names the file in messages. Throws Error

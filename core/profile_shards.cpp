@@ -49,6 +49,30 @@ Profile shardProfile(const Profile& profile, const ParallelDegrees& degrees, con
               "); profile at that degree, or plan among those");
 }
 
+Profile profileOfDegrees(const std::vector<Profile>& points, const std::string& source) {
+  if (points.empty()) throw Error(source + ": no degree was measured");
+  Profile merged = points.front();
+  merged.shards.clear();
+  if (points.size() == 1) return merged;
+  for (const Profile& point : points) {
+    const ParallelDegrees degrees = readParallelDegrees(point.model.config, source);
+    for (const ShardCosts& known : merged.shards) {
+      if (known.degrees == degrees) throw Error(source + ": " + degreesText(degrees) + " was measured twice");
+    }
+    bool same_chain = point.layers.size() == merged.layers.size();
+    for (std::size_t i = 0; same_chain && i < point.layers.size(); ++i) {
+      same_chain = point.layers[i].name == merged.layers[i].name;
+    }
+    if (!same_chain || measuredMicrobatchSizes(point) != measuredMicrobatchSizes(merged)) {
+      throw Error(source + ": the layers measured at " + degreesText(degrees) + " are not those at " +
+                  degreesText(readParallelDegrees(merged.model.config, source)) +
+                  "; every degree profiles the same model at the same microbatch sizes");
+    }
+    merged.shards.push_back({degrees, point.layers, point.whole_model, point.microbatch_sizes});
+  }
+  return merged;
+}
+
 std::string degreesText(const ParallelDegrees& degrees) {
   return "TP " + std::to_string(degrees.tensor_parallel) + ", CP " + std::to_string(degrees.context_parallel) +
          (degrees.sequence_parallel ? ", SP" : "");

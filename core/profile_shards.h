@@ -21,6 +21,12 @@ std::vector<ParallelDegrees> measuredDegrees(const Profile& profile, const std::
 /// has when `degrees` was not measured.
 Profile shardProfile(const Profile& profile, const ParallelDegrees& degrees, const std::string& source);
 
+/// One profile of `points`, each measured at the one degree its model.config records, the same
+/// chain at the same microbatch sizes: the first point's layers, model and run, and every point
+/// as a shard. Throws Error (input) naming `source` when points repeat a degree or differ in
+/// their layers' names or microbatch sizes.
+Profile profileOfDegrees(const std::vector<Profile>& points, const std::string& source);
+
 /// "TP 4, CP 2" (and ", SP" with sequence parallelism): how messages name a point.
 std::string degreesText(const ParallelDegrees& degrees);
 

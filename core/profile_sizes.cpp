@@ -35,6 +35,15 @@ Profile profileAtMicrobatchSize(const Profile& profile, int microbatch_size, con
   single.run.microbatch_size = microbatch_size;
   single.layers = entry->layers;
   single.whole_model = entry->whole_model;
+  // Every degree was measured at the same sizes (the reader holds a profile to it).
+  for (ShardCosts& shard : single.shards) {
+    for (const MicrobatchSizeCosts& costs : shard.microbatch_sizes) {
+      if (costs.microbatch_size != microbatch_size) continue;
+      shard.layers = costs.layers;
+      shard.whole_model = costs.whole_model;
+    }
+    shard.microbatch_sizes.clear();
+  }
   return single;
 }
 

@@ -176,30 +176,35 @@ std::vector<std::string> splitCommaList(const std::string& text) {
   return parts;
 }
 
-std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what) {
-  std::vector<int> sizes;
+std::vector<int> parseWholeNumberList(const std::string& text, const std::string& what, const std::string& noun,
+                                      const std::string& unit) {
+  std::vector<int> numbers;
   std::size_t begin = 0;
   while (true) {
     const std::size_t comma = text.find(',', begin);
     const std::string item = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
     const bool digits = !item.empty() && item.size() <= 9 && item.find_first_not_of("0123456789") == std::string::npos;
     if (!digits) {
-      throw Error(what + " " + text + ": \"" + item + "\" is not a microbatch size; give whole numbers " +
+      throw Error(what + " " + text + ": \"" + item + "\" is not a " + noun + "; give whole numbers " +
                   "from 1, e.g. 4 or 1,2,4,8");
     }
-    const int size = std::stoi(item);
-    if (size < 1) throw Error(what + " " + text + ": a microbatch size must be 1 or more, got 0");
-    for (int seen : sizes) {
-      if (seen == size) {
-        throw Error(what + " " + text + ": size " + item + " is listed twice; give each size once");
+    const int number = std::stoi(item);
+    if (number < 1) throw Error(what + " " + text + ": a " + noun + " must be 1 or more, got 0");
+    for (int seen : numbers) {
+      if (seen == number) {
+        throw Error(what + " " + text + ": " + unit + " " + item + " is listed twice; give each " + unit + " once");
       }
     }
-    sizes.push_back(size);
+    numbers.push_back(number);
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
-  std::sort(sizes.begin(), sizes.end());
-  return sizes;
+  std::sort(numbers.begin(), numbers.end());
+  return numbers;
+}
+
+std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what) {
+  return parseWholeNumberList(text, what, "microbatch size", "size");
 }
 
 std::string timeoutSeconds(std::chrono::milliseconds timeout) {

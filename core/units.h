@@ -33,9 +33,14 @@ std::string joinNumbers(const std::vector<int>& values, const std::string& separ
 /// gives a last empty part) so that the flag's parser can name them. "" gives {}.
 std::vector<std::string> splitCommaList(const std::string& text);
 
-/// Parses `--microbatch 4` or `--microbatch 1,2,4,8`: whole numbers >= 1, each once. Returns them
-/// ascending. Throws Error (input) naming `what` for an empty item, a zero, a non-number or a
-/// duplicate.
+/// Parses a list of `noun`s such as `--microbatch 1,2,4,8` or `--tensor-parallel 1,2,4`: whole
+/// numbers >= 1, each once. Returns them ascending. Throws Error (input) naming `what` and the
+/// noun for an empty item, a zero, a non-number or a duplicate.
+/// `unit` is the noun's short form ("size" of "microbatch size") the duplicate's message uses.
+std::vector<int> parseWholeNumberList(const std::string& text, const std::string& what, const std::string& noun,
+                                      const std::string& unit);
+
+/// parseWholeNumberList of microbatch sizes (`--microbatch 4` or `--microbatch 1,2,4,8`).
 std::vector<int> parseMicrobatchSizes(const std::string& text, const std::string& what);
 
 /// "124.4M", "38.6K", "512": parameter counts and the like.
