@@ -1,5 +1,7 @@
 #include "schedule/schedule_kind.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/suggest.h"
 
@@ -12,6 +14,37 @@ const std::vector<ScheduleKind>& allScheduleKinds() {
                                                   ScheduleKind::kDualPipeV};
   return kinds;
 }
+
+namespace {
+
+// What each schedule is, in one switch the compiler holds to every kind: a new kind that is not
+// described here does not build (-Wswitch), instead of running as 1F1B.
+struct ScheduleTraits {
+  Placement::Style style;           ///< how its chunks sit on the ranks (kLoop for one chunk)
+  bool chooses_chunks;              ///< the user's v (interleaved); else fixed by the style
+  bool splits_backward;             ///< B and W apart (zero bubble)
+  bool microbatches_per_group;      ///< M a multiple of N (Megatron's interleaving)
+  int fewest_microbatches_per_rank; ///< M at least this x N (DualPipeV's two directions); 0: any
+};
+
+ScheduleTraits scheduleTraits(ScheduleKind kind) {
+  switch (kind) {
+    case ScheduleKind::kGpipe:
+    case ScheduleKind::kOneFOneB:
+      return {Placement::Style::kLoop, false, false, false, 0};
+    case ScheduleKind::kInterleavedOneFOneB:
+      return {Placement::Style::kLoop, true, false, true, 0};
+    case ScheduleKind::kZeroBubbleH1:
+      return {Placement::Style::kLoop, false, true, false, 0};
+    case ScheduleKind::kZeroBubbleV:
+      return {Placement::Style::kV, false, true, false, 0};
+    case ScheduleKind::kDualPipeV:
+      return {Placement::Style::kV, false, true, false, 2};
+  }
+  throw Error("unknown schedule kind " + std::to_string(static_cast<int>(kind)));
+}
+
+}  // namespace
 
 const char* scheduleName(ScheduleKind kind) {
   switch (kind) {
@@ -65,10 +98,10 @@ ScheduleKind parseScheduleName(const std::string& name) {
 }
 
 bool runsChunks(ScheduleKind kind) {
-  return kind == ScheduleKind::kInterleavedOneFOneB || chunkStyle(kind) == Placement::Style::kV;
+  return choosesChunks(kind) || chunkStyle(kind) == Placement::Style::kV;
 }
 
-bool choosesChunks(ScheduleKind kind) { return kind == ScheduleKind::kInterleavedOneFOneB; }
+bool choosesChunks(ScheduleKind kind) { return scheduleTraits(kind).chooses_chunks; }
 
 namespace {
 
@@ -91,8 +124,7 @@ std::vector<Placement> placementsToTry(ScheduleKind kind, int ranks) {
 }
 
 Placement::Style chunkStyle(ScheduleKind kind) {
-  return kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV ? Placement::Style::kV
-                                                                                : Placement::Style::kLoop;
+  return scheduleTraits(kind).style;
 }
 
 Placement schedulePlacement(ScheduleKind kind, int ranks, std::optional<int> chunks) {
@@ -159,9 +191,11 @@ bool runsPlacement(ScheduleKind kind, const Placement& placement) {
          (fixed == 0 || placement.chunks_per_rank == fixed);
 }
 
-bool needsMicrobatchesPerStageGroup(ScheduleKind kind) { return kind == ScheduleKind::kInterleavedOneFOneB; }
+bool needsMicrobatchesPerStageGroup(ScheduleKind kind) { return scheduleTraits(kind).microbatches_per_group; }
 
-int fewestMicrobatches(ScheduleKind kind, int ranks) { return kind == ScheduleKind::kDualPipeV ? 2 * ranks : 1; }
+int fewestMicrobatches(ScheduleKind kind, int ranks) {
+  return std::max(1, scheduleTraits(kind).fewest_microbatches_per_rank * ranks);
+}
 
 std::string microbatchCountProblem(ScheduleKind kind, int ranks, int microbatches) {
   const std::string counts = "needs the microbatches (" + std::to_string(microbatches) + ") ";
@@ -174,8 +208,6 @@ std::string microbatchCountProblem(ScheduleKind kind, int ranks, int microbatche
   return "";
 }
 
-bool splitsBackward(ScheduleKind kind) {
-  return kind == ScheduleKind::kZeroBubbleH1 || kind == ScheduleKind::kZeroBubbleV || kind == ScheduleKind::kDualPipeV;
-}
+bool splitsBackward(ScheduleKind kind) { return scheduleTraits(kind).splits_backward; }
 
 }  // namespace stagecut
