@@ -26,6 +26,9 @@ struct PartitionCommandFlags {
   std::string format = "list";
   bool megatron_first_last = false;
   bool simulate = false;
+
+  /// --format as the enum every choice below switches on (parseFrameworkFormat refuses others).
+  FrameworkFormat frameworkFormat() const { return parseFrameworkFormat(format); }
 };
 
 void printFormat(std::ostream& out, const std::string& format, const std::string& text) {
@@ -79,9 +82,26 @@ void printRuleSetSplits(std::ostream& out, const std::vector<RuleSetSplit>& rows
 
 // The rules a --format's split obeys: its framework's own, or every framework's for list and
 // json (the free optimum with --any-split).
+// Whether the format carries a rule set of its own beside the one --format megatron and the
+// command's defaults choose: the frameworks that put the loss after the last stage's output.
+bool lossWithLastFormat(FrameworkFormat format) {
+  switch (format) {
+    case FrameworkFormat::kList:
+    case FrameworkFormat::kJson:
+    case FrameworkFormat::kMegatron:
+      return false;
+    case FrameworkFormat::kTorchgpipe:
+    case FrameworkFormat::kFairscale:
+    case FrameworkFormat::kDeepspeed:
+    case FrameworkFormat::kPippy:
+    case FrameworkFormat::kTorchtitan:
+      return true;
+  }
+  return true;
+}
+
 PartitionOptions optionsForFormat(PartitionOptions options, const PartitionCommandFlags& flags) {
-  const bool own_rules = flags.format != "list" && flags.format != "json" && flags.format != "megatron";
-  if (own_rules) {
+  if (lossWithLastFormat(flags.frameworkFormat())) {
     if (flags.shared.any_split) {
       throw Error("--any-split: --format " + flags.format + " cannot express every split (" +
                   ruleSetRunners(SplitRuleSet::kLossWithLast) +
@@ -102,7 +122,7 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
                 scheduleName(options.schedule) + " on " + placementWords(options.placement) +
                 " (the chunked split is solved with its schedule already); drop it");
   }
-  const bool megatron = flags.format == "megatron";
+  const bool megatron = flags.frameworkFormat() == FrameworkFormat::kMegatron;
   if (megatron && chunkStyle(options.schedule) == Placement::Style::kV) {
     throw Error("--format megatron: Megatron-LM runs no V-shaped schedule (" + std::string(scheduleName(options.schedule)) +
                 "); use --format torchtitan or pippy");
@@ -113,14 +133,14 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
   const Partition partition = yours.empty() ? best : describeChunkedSplit(profile, options, yours, "yours", path, &search);
   const std::vector<int> counts = partition.layersPerStage();
   const std::string text =
-      flags.format == "json" ? std::string()
-                             : formatSplit(parseFrameworkFormat(flags.format), profile, counts, partition.placement,
-                                           options.schedule);
+      flags.frameworkFormat() == FrameworkFormat::kJson
+          ? std::string()
+          : formatSplit(flags.frameworkFormat(), profile, counts, partition.placement, options.schedule);
   const nlohmann::json document =
       partitionToJson(partition, frameworkOutputs(profile, counts, partition.placement, options.schedule));
   const std::optional<OutputPath> output = flags.shared.output();
   if (output) writeOutputFile(*output, toJsonText(document));
-  if (flags.shared.json || flags.format == "json") {
+  if (flags.shared.json || flags.frameworkFormat() == FrameworkFormat::kJson) {
     std::cout << toJsonText(document);
     return;
   }
@@ -161,7 +181,7 @@ void runChunkedPartition(const PartitionCommandFlags& flags, const Profile& prof
     std::cout << "  best found in " << search.nodes << " search nodes, not proven optimal: at most "
               << formatPercent(gap, gap < 0.01 ? 2 : 1) << " above the lower bound\n";
   }
-  if (flags.format != "json") printFormat(std::cout, flags.format, text);
+  if (flags.frameworkFormat() != FrameworkFormat::kJson) printFormat(std::cout, flags.format, text);
   if (output) std::cout << "\nwrote " << output->path << "\n";
 }
 
@@ -250,7 +270,7 @@ void runPartition(const PartitionCommandFlags& flags) {
     runChunkedPartition(flags, profile, options, tensor_parallel_note, yours);
     return;
   }
-  const bool megatron = flags.format == "megatron" || flags.megatron_first_last;
+  const bool megatron = format == FrameworkFormat::kMegatron || flags.megatron_first_last;
   if (megatron && flags.shared.any_split) {
     throw Error("--any-split: Megatron cannot run every split (its embedding first, norm + head + loss last); "
                 "drop --any-split or --format megatron");
@@ -264,7 +284,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   const Partition& partition = split.partition;
   // A user's split that a format cannot express prints what it breaks instead of the text.
   std::string text, text_failure;
-  if (flags.format != "json") {
+  if (flags.frameworkFormat() != FrameworkFormat::kJson) {
     try {
       text = formatSplit(format, profile, partition.layersPerStage());
     } catch (const Error& error) {
@@ -278,7 +298,7 @@ void runPartition(const PartitionCommandFlags& flags) {
   const nlohmann::json document = partitionToJson(partition, frameworkOutputs(profile, partition.layersPerStage()));
   const std::optional<OutputPath> output = flags.shared.output();
   if (output) writeOutputFile(*output, toJsonText(document));
-  if (flags.shared.json || flags.format == "json") {
+  if (flags.shared.json || flags.frameworkFormat() == FrameworkFormat::kJson) {
     std::cout << toJsonText(document);
     return;
   }
@@ -306,7 +326,7 @@ void runPartition(const PartitionCommandFlags& flags) {
               << (said ? " (the rule above); partition with --format " + flags.format + " for the best split it can run"
                        : ": " + text_failure)
               << "\n";
-  } else if (flags.format != "json") {
+  } else if (flags.frameworkFormat() != FrameworkFormat::kJson) {
     printFormat(std::cout, flags.format, text);
   }
   if (output) std::cout << "\nwrote " << output->path << "\n";
