@@ -9,6 +9,7 @@
 #include "core/json_document.h"
 #include "core/partition_json.h"
 #include "core/profile_json.h"
+#include "core/profile_shards.h"
 #include "core/units.h"
 
 namespace stagecut {
@@ -22,9 +23,13 @@ std::string optionalStats(const std::optional<TimeStatsMs>& stats) {
 std::string orUnknown(const std::string& text) { return text.empty() ? "?" : text; }
 
 void printProfile(std::ostream& out, const Profile& profile, const std::string& path) {
-  const bool sized = !profile.microbatch_sizes.empty();
-  out << path << ": " << (sized ? kProfileFormatV2 : kProfileFormat) << ", " << profile.layerCount()
-      << " layers\n";
+  out << path << ": " << profileFormatOf(profile) << ", " << profile.layerCount() << " layers";
+  if (!profile.shards.empty()) {
+    std::string degrees;
+    for (const ShardCosts& shard : profile.shards) degrees += (degrees.empty() ? "" : "; ") + degreesText(shard.degrees);
+    out << " at " << degrees;
+  }
+  out << "\n";
   out << "  model   " << orUnknown(profile.model.name) << " (" << orUnknown(profile.model.source)
       << ")\n";
   out << "  device  " << orUnknown(profile.device.kind);
@@ -38,7 +43,7 @@ void printProfile(std::ostream& out, const Profile& profile, const std::string& 
   if (!run.dtype.empty()) out << ", " << run.dtype;
   if (run.repeats > 0) out << ", " << run.warmup << " warm-up + " << run.repeats << " timed runs";
   if (!run.timer.empty()) out << " (" << run.timer << ")";
-  if (sized) {
+  if (!profile.microbatch_sizes.empty()) {
     out << "\n  sizes   measured at microbatch " << joinNumbers(measuredMicrobatchSizes(profile)) << " (the table shows " << run.microbatch_size
         << "; `stagecut plan` uses them all)";
   }
@@ -119,7 +124,8 @@ void addInspectCommand(CLI::App& app) {
       printPartition(std::cout, partitionDocumentFromJson(document, *path), *path);
     } else {
       throw Error(*path + ": unknown format \"" + format + "\"; this stagecut reads \"" +
-                  kProfileFormat + "\", \"" + kProfileFormatV2 + "\" and \"" + kPartitionFormat + "\"");
+                  kProfileFormat + "\", \"" + kProfileFormatV2 + "\", \"" + kProfileFormatV3 + "\" and \"" +
+                  kPartitionFormat + "\"");
     }
   });
 }

@@ -21,12 +21,14 @@
 #include "core/json_document.h"
 #include "core/output_path.h"
 #include "core/profile_json.h"
+#include "core/profile_shards.h"
 #include "core/units.h"
 #include "profiler/measure_checkpoint.h"
 #include "profiler/model_families.h"
 #include "profiler/model_fingerprint.h"
 #include "profiler/profile_request.h"
 #include "profiler/recorded_config.h"
+#include "profiler/zoo.h"
 
 namespace stagecut {
 
@@ -40,14 +42,19 @@ struct ProfileCommandOptions {
   bool output_given = false;  ///< -o, even as '' (refused by name)
   bool json = false;
   bool resume = false;
+  std::string tensor_parallel;  ///< --tensor-parallel: one degree, or several measured in turn
+
 
   /// -o, with the TorchScript model as the input it must not be.
   OutputPath output() const {
     return OutputPath(output_path, "-o", {{"the --torchscript model", request.torchscript_path}});
   }
-  /// The side file of -o, under the same rules; the command names it, so no flag.
-  OutputPath progressOutput() const {
-    return OutputPath(output_path + ".resume.json", "", {{"the --torchscript model", request.torchscript_path}});
+  /// The side file of -o, under the same rules; the command names it, so no flag. A profile of
+  /// several tensor-parallel degrees keeps one per degree (`tp_degree`), so that an interrupted
+  /// run keeps the degrees it finished; 0 for one degree.
+  OutputPath progressOutput(int tp_degree = 0) const {
+    const std::string infix = tp_degree > 0 ? ".tp" + std::to_string(tp_degree) : "";
+    return OutputPath(output_path + infix + ".resume.json", "", {{"the --torchscript model", request.torchscript_path}});
   }
 };
 
@@ -217,20 +224,28 @@ class ProgressFile {
   std::chrono::steady_clock::time_point last_write_{};
 };
 
-// A profile whose final write failed (a full disk) is not lost: its samples go to the side file,
-// from which --resume continues without timing the finished sizes again. Returns the clause
-// that says so, for the one-line message.
-std::string keptForResume(ProgressFile& progress) {
-  if (progress.path().empty()) return "";
-  try {
-    progress.flush();
-  } catch (const Error& error) {
-    if (!progress.written()) return std::string("; the samples could not be kept either: ") + error.what();
-    return "; " + progress.path() + " keeps the samples of its last save (updating it failed too); rerun the " +
-           "same command with --resume to continue from them";
+// A profile whose final write failed (a full disk) is not lost: its samples go to the side files
+// (one per tensor-parallel degree when there are several), from which --resume continues without
+// timing the finished sizes and degrees again. Returns the clause that says so, for the one-line
+// message.
+std::string keptForResume(std::vector<ProgressFile>& files) {
+  std::size_t samples = 0;
+  std::string paths;
+  for (ProgressFile& progress : files) {
+    if (progress.path().empty()) return "";
+    try {
+      progress.flush();
+    } catch (const Error& error) {
+      if (!progress.written()) return std::string("; the samples could not be kept either: ") + error.what();
+      return "; " + progress.path() + " keeps the samples of its last save (updating it failed too); rerun the " +
+             "same command with --resume to continue from them";
+    }
+    if (!progress.written()) continue;
+    samples += progress.samples();
+    paths += (paths.empty() ? "" : ", ") + progress.path();
   }
-  if (!progress.written()) return "";
-  return "; " + std::to_string(progress.samples()) + " timed samples kept in " + progress.path() +
+  if (paths.empty()) return "";
+  return "; " + std::to_string(samples) + " timed samples kept in " + paths +
          "; rerun the same command with --resume to continue from them";
 }
 
@@ -289,12 +304,8 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
     if (setting.flag == nullptr || command.count(setting.flag) == 0) continue;
     checkSettingFlag(command, setting, request, families);
   }
-  if (command.count("--tensor-parallel") > 0) {
-    if (torchscript) throw Error("--tensor-parallel: sizes a zoo model; a --torchscript module has its own");
-    const int degree = request.zoo.parallel.tensor_parallel;
-    if (degree < 1) {
-      throw Error("--tensor-parallel " + std::to_string(degree) + ": must be 1 or more; leave it out for the preset's");
-    }
+  if (command.count("--tensor-parallel") > 0 && torchscript) {
+    throw Error("--tensor-parallel: sizes a zoo model; a --torchscript module has its own");
   }
   if (torchscript && request.input_spec.empty()) {
     throw Error("--torchscript " + request.torchscript_path + ": needs --input, e.g. --input 8x3x224x224:float32");
@@ -312,7 +323,8 @@ void checkProfileFlags(const CLI::App& command, const ProfileRequest& request) {
 
 // --model and --preset, the zoo's settings (each with the families that take it, from the
 // registry) and the degrees, and the TorchScript source.
-void addModelFlags(CLI::App& command, ProfileRequest& request) {
+void addModelFlags(CLI::App& command, ProfileCommandOptions& options) {
+  ProfileRequest& request = options.request;
   ZooOptions& zoo = request.zoo;
   const std::vector<ModelFamily> families = modelFamilies();
   std::vector<std::string> names, presets;
@@ -334,10 +346,11 @@ void addModelFlags(CLI::App& command, ProfileRequest& request) {
   }
   const std::string sharded =
       familyNamesWhere(families, [](const ModelFamily& f) { return f.tensor_parallel; }, " or ");
-  command.add_option("--tensor-parallel", zoo.parallel.tensor_parallel,
+  command.add_option("--tensor-parallel", options.tensor_parallel,
                      sharded + ": profile the shard one of this many tensor-parallel ranks holds (heads, KV heads, "
-                     "FFN and vocabulary divided as Megatron divides them), its collectives recorded per layer")
-      ->capture_default_str();
+                     "FFN and vocabulary divided as Megatron divides them), its collectives recorded per layer; "
+                     "several degrees (1,2,4,8) are measured in turn into one profile (format 3) for plan --gpus")
+      ->default_str("1");
   command.add_flag("--sequence-parallel", zoo.parallel.sequence_parallel,
                    "With --tensor-parallel: Megatron's sequence parallelism (all-gather and reduce-scatter)");
   command.add_option("--torchscript", request.torchscript_path,
@@ -390,25 +403,41 @@ void addOutputFlags(CLI::App& command, ProfileCommandOptions& options) {
   command.add_flag("--json", options.json, "Print the profile JSON on stdout instead of the table");
 }
 
-// The request the flags make, checked, with the side file's key and the samples to resume from.
-ProfileRequest requestOfFlags(const ProfileCommandOptions& options, const CLI::App& command, nlohmann::json& key) {
+// The tensor-parallel degrees to measure, ascending: the flag's, or the zoo's default (1).
+std::vector<int> tensorParallelDegrees(const ProfileCommandOptions& options, const CLI::App& command) {
+  if (command.count("--tensor-parallel") == 0) return {options.request.zoo.parallel.tensor_parallel};
+  return parseWholeNumberList(options.tensor_parallel, "--tensor-parallel", "tensor-parallel degree", "degree");
+}
+
+// The request at one degree of several or of one; sequence parallelism where the degree shards
+// (2 or more), since a list holds 1 beside the others.
+ProfileRequest requestAtDegree(ProfileRequest request, int degree, bool several) {
+  request.zoo.parallel.tensor_parallel = degree;
+  if (several && degree == 1) request.zoo.parallel.sequence_parallel = false;
+  return request;
+}
+
+// The request the flags make, checked: every degree against the model's shape and every side file
+// before the first is measured, so that a run of hours does not stop at its last degree.
+ProfileRequest requestOfFlags(const ProfileCommandOptions& options, const CLI::App& command,
+                              const std::vector<int>& degrees, const std::vector<int>& sizes) {
   ProfileRequest request = options.request;
   checkProfileFlags(command, request);
   request.zoo.seed = parseSeed(options.seed, "--seed");
   request.measure.seed = request.zoo.seed;
-  const std::vector<int> sizes = parseMicrobatchSizes(options.microbatch, "--microbatch");
   request.measure.microbatch_size = sizes.back();
   if (sizes.size() > 1) request.microbatch_sizes = sizes;
   if (options.resume && !options.output_given) {
     throw Error("--resume: needs -o FILE; the samples of an interrupted run are kept in FILE.resume.json");
   }
-  // The side file too: a run must not find at its first save that it cannot keep its samples.
+  const bool several = degrees.size() > 1;
   if (options.output_given) {
     checkOutputPath(options.output());
-    checkOutputPath(options.progressOutput());
+    for (int degree : degrees) checkOutputPath(options.progressOutput(several ? degree : 0));
   }
-  key = requestKey(request, sizes);
-  if (options.resume) request.resume = loadProgress(options.progressOutput().path, key);
+  if (several && request.torchscript_path.empty()) {
+    for (int degree : degrees) checkZooOptions(requestAtDegree(request, degree, several).zoo);
+  }
   return request;
 }
 
@@ -436,7 +465,7 @@ Profile measureStoppably(const ProfileRequest& request, const ProfileCommandOpti
 }
 
 // The profile's provenance, then the file, the table or the JSON.
-void reportProfile(Profile& profile, const ProfileCommandOptions& options, ProgressFile& progress,
+void reportProfile(Profile& profile, const ProfileCommandOptions& options, std::vector<ProgressFile>& progress,
                    const std::string& command_line) {
   profile.run.extra["command"] = command_line;
   profile.run.extra["stagecut"] = STAGECUT_VERSION;
@@ -451,7 +480,7 @@ void reportProfile(Profile& profile, const ProfileCommandOptions& options, Progr
     } catch (const Error& error) {
       throw Error(error.what() + keptForResume(progress), error.kind());
     }
-    progress.remove();
+    for (const ProgressFile& file : progress) file.remove();
   }
   if (options.json) {
     std::cout << toJsonText(profileToJson(profile));
@@ -461,16 +490,18 @@ void reportProfile(Profile& profile, const ProfileCommandOptions& options, Progr
   }
 }
 
-void runProfileCommand(ProfileCommandOptions& options, const CLI::App& command, const std::string& command_line) {
-  options.output_given = command.count("--output") > 0;
-  nlohmann::json key;
-  ProfileRequest request = requestOfFlags(options, command, key);
-  ProgressFile progress(options.output_given ? options.progressOutput() : OutputPath(""), key);
+// One degree's profile, its samples kept in `progress` as they are taken (and resumed from it).
+Profile measureDegree(const ProfileCommandOptions& options, ProfileRequest request, ProgressFile& progress,
+                      const nlohmann::json& key) {
+  if (options.resume) request.resume = loadProgress(progress.path(), key);
   if (request.resume) progress.seed(*request.resume);
-  const TestInterrupt interrupt = testInterrupt();
-  request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) {
+  // Raised once, as a user's Ctrl-C is: the checkpoints between it and the stop must not raise a
+  // second one, which the handler (reset by its first) would let kill the process.
+  TestInterrupt interrupt = testInterrupt();
+  request.on_checkpoint = [&progress, interrupt](const MeasureCheckpoint& checkpoint) mutable {
     progress.update(checkpoint);
     if (interrupt.after_samples > 0 && progress.samples() >= static_cast<std::size_t>(interrupt.after_samples)) {
+      interrupt.after_samples = 0;
       std::raise(interrupt.signal_number);
     }
   };
@@ -479,6 +510,31 @@ void runProfileCommand(ProfileCommandOptions& options, const CLI::App& command, 
   request.measure.on_progress = profileProgressReporter(bar);
   Profile profile = measureStoppably(request, options, progress, bar);
   bar.finish();
+  return profile;
+}
+
+void runProfileCommand(ProfileCommandOptions& options, const CLI::App& command, const std::string& command_line) {
+  options.output_given = command.count("--output") > 0;
+  const std::vector<int> degrees = tensorParallelDegrees(options, command);
+  const std::vector<int> sizes = parseMicrobatchSizes(options.microbatch, "--microbatch");
+  const ProfileRequest base = requestOfFlags(options, command, degrees, sizes);
+  const bool several = degrees.size() > 1;
+  std::vector<ProgressFile> progress;
+  progress.reserve(degrees.size());  // measureDegree's callbacks hold on to their file
+  std::vector<Profile> points;
+  for (std::size_t i = 0; i < degrees.size(); ++i) {
+    if (several) {
+      std::cerr << "stagecut: tensor-parallel degree " << degrees[i] << " (" << i + 1 << " of " << degrees.size()
+                << ")\n";
+    }
+    const ProfileRequest request = requestAtDegree(base, degrees[i], several);
+    const nlohmann::json key = requestKey(request, sizes);
+    progress.emplace_back(options.output_given ? options.progressOutput(several ? degrees[i] : 0) : OutputPath(""), key);
+    points.push_back(measureDegree(options, request, progress.back(), key));
+    // Kept whole on disk: a later degree's interruption resumes after this one.
+    if (several) progress.back().flush();
+  }
+  Profile profile = profileOfDegrees(points, options.output_given ? options.output_path : "the profile");
   reportProfile(profile, options, progress, command_line);
 }
 
@@ -487,7 +543,7 @@ void runProfileCommand(ProfileCommandOptions& options, const CLI::App& command, 
 void addProfileCommand(CLI::App& app, const std::string& command_line) {
   auto* command = app.add_subcommand("profile", torchCommandDescription("profile"));
   auto options = std::make_shared<ProfileCommandOptions>();
-  addModelFlags(*command, options->request);
+  addModelFlags(*command, *options);
   addMeasureFlags(*command, *options);
   addOutputFlags(*command, *options);
   command->callback([options, command_line, command] { runProfileCommand(*options, *command, command_line); });

@@ -7,6 +7,7 @@
 #include "cli/identical_layers_text.h"
 #include "cli/text_table.h"
 #include "cli/whole_model_text.h"
+#include "core/profile_shards.h"
 #include "core/units.h"
 #include "validation/run_environment.h"
 
@@ -32,6 +33,36 @@ void printSizeTable(std::ostream& out, const Profile& profile) {
     table.addRow({std::to_string(entry.microbatch_size), formatMs(forward_ms), formatMs(backward_ms),
                   formatMs((forward_ms + backward_ms) / entry.microbatch_size), formatBytes(activation),
                   entry.whole_model ? formatPercent(entry.whole_model->sum_of_layers_vs_whole) : "-"});
+  }
+  table.print(out, "  ");
+}
+
+// One row per measured parallel degree: how each shard's compute and weights fall with the degree
+// (the table above is model.config's degree), and the collectives the compute leaves to pay.
+void printShardTable(std::ostream& out, const Profile& profile) {
+  out << "\n  per parallel degree (the table above is " << degreesText(measuredDegrees(profile, "the profile").front())
+      << ")\n";
+  TextTable table;
+  for (const char* header : {"degree", "fwd ms", "bwd ms", "vs first", "params", "collectives"}) {
+    table.addColumn(header, header == std::string("degree") ? TextTable::Align::kLeft : TextTable::Align::kRight);
+  }
+  double first_ms = 0.0;
+  for (const ShardCosts& shard : profile.shards) {
+    double forward_ms = 0, backward_ms = 0;
+    std::uint64_t params = 0, collective_bytes = 0;
+    for (const auto& layer : shard.layers) {
+      forward_ms += layer.forward_ms.median;
+      backward_ms += layer.backward_ms.median;
+      params += layer.params;
+      if (layer.tp_collectives) {
+        const auto& collectives = *layer.tp_collectives;
+        collective_bytes += collectives.bytes * static_cast<std::uint64_t>(collectives.forward + collectives.backward);
+      }
+    }
+    if (first_ms == 0.0) first_ms = forward_ms + backward_ms;
+    table.addRow({degreesText(shard.degrees), formatMs(forward_ms), formatMs(backward_ms),
+                  formatPercent((forward_ms + backward_ms) / first_ms), formatCount(params),
+                  formatBytes(collective_bytes)});
   }
   table.print(out, "  ");
 }
@@ -163,6 +194,7 @@ void printProfileTable(std::ostream& out, const Profile& profile) {
                                                "layers may be timed at a lower clock\n");
   }
   if (!profile.microbatch_sizes.empty()) printSizeTable(out, profile);
+  if (!profile.shards.empty()) printShardTable(out, profile);
 }
 
 namespace {

@@ -144,11 +144,11 @@ const std::vector<BadProfile>& badProfiles() {
        ": expected a JSON object with a \"format\" field, got string", false},
       {"wrong shape: a partition", partitionText(),
        ": format \"stagecut.partition/1\" is not a profile this stagecut reads; expected "
-       "\"stagecut.profile/1\" or \"stagecut.profile/2\"",
+       "\"stagecut.profile/1\", \"stagecut.profile/2\" or \"stagecut.profile/3\"",
        true},
       {"wrong shape: format with a line break", profileText(4, [](json& d) { d["format"] = "stagecut.profile/1\n"; }),
        ": format \"stagecut.profile/1\\n\" is not a profile this stagecut reads; expected "
-       "\"stagecut.profile/1\" or \"stagecut.profile/2\"",
+       "\"stagecut.profile/1\", \"stagecut.profile/2\" or \"stagecut.profile/3\"",
        true},
       {"wrong shape: layers is an object", profileText(4, [](json& d) { d["layers"] = {{"0", 1}}; }),
        ": field \"layers\" must be an array, got an object", false},
@@ -394,7 +394,7 @@ const std::vector<BadCommand>& badCommands() {
        {{"p.json", profileText(4, [](json& d) { d["format"] = "stagecut.profile/1\n"; })}},
        "inspect " + kP,
        "{dir}/p.json: unknown format \"stagecut.profile/1\\n\"; this stagecut reads "
-       "\"stagecut.profile/1\", \"stagecut.profile/2\" and \"stagecut.partition/1\""},
+       "\"stagecut.profile/1\", \"stagecut.profile/2\", \"stagecut.profile/3\" and \"stagecut.partition/1\""},
 
       // bubble
       {"bubble: 0 microbatches", {}, "bubble --microbatches 0",

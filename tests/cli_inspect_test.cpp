@@ -90,7 +90,7 @@ TEST_CASE("inspect gives one error line and exit 2 for each broken file", "[cli]
       {"noformat.json", "{\"layers\": []}",
        ": no string \"format\" field; expected \"stagecut.profile/1\" or \"stagecut.partition/1\""},
       {"v9.json", "{\"format\": \"stagecut.profile/9\"}",
-       ": unknown format \"stagecut.profile/9\"; this stagecut reads \"stagecut.profile/1\", \"stagecut.profile/2\" and "
+       ": unknown format \"stagecut.profile/9\"; this stagecut reads \"stagecut.profile/1\", \"stagecut.profile/2\", \"stagecut.profile/3\" and "
        "\"stagecut.partition/1\""},
       {"missing.json", brokenProfile([](auto& d) { d["layers"][1].erase("output_bytes"); }),
        ": layer 1: field \"output_bytes\" is missing; it is required"},

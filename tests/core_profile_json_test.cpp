@@ -99,10 +99,10 @@ TEST_CASE("an imported profile may give a time as one number and omit optional f
 
 TEST_CASE("the profile reader rejects an unknown format version", "[core][profile][errors]") {
   json document = profileToJson(makeProfile(2));
-  document["format"] = "stagecut.profile/3";
+  document["format"] = "stagecut.profile/4";
   CHECK(profileRejection(document) ==
-        "p.json: format \"stagecut.profile/3\" is not a profile this stagecut reads; expected "
-        "\"stagecut.profile/1\" or \"stagecut.profile/2\"");
+        "p.json: format \"stagecut.profile/4\" is not a profile this stagecut reads; expected "
+        "\"stagecut.profile/1\", \"stagecut.profile/2\" or \"stagecut.profile/3\"");
 }
 
 TEST_CASE("the profile reader names each missing required layer field", "[core][profile][errors]") {
