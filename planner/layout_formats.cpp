@@ -9,7 +9,10 @@ namespace {
 
 // The split's text in `format`'s words, its first line only (megatron then offers flags
 // instead of the layout: the layout is what the parallel sizes go with).
-std::string splitText(FrameworkFormat format, const LayoutFigures& figures, const Profile& profile) {
+// The split alone in the framework's words: the partitioner adds a TP shard's own degree to it,
+// which the layout prints itself, so the profile is given without one.
+std::string splitText(FrameworkFormat format, const LayoutFigures& figures, Profile profile) {
+  writeParallelDegrees(ParallelDegrees{}, profile.model.config);
   const std::string text = formatSplit(format, profile, figures.split.layersPerStage(), figures.split.placement,
                                        figures.layout.schedule);
   return format == FrameworkFormat::kMegatron ? text.substr(0, text.find('\n')) : text;

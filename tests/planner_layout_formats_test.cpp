@@ -67,18 +67,33 @@ Profile gptShards() {
   return chain;
 }
 
-// Every candidate that runs at `gpus`, for `framework`.
-std::vector<LayoutFigures> runnableLayouts(int gpus, int global_batch, stagecut::Framework framework) {
+// Every candidate that runs at `gpus`, for `framework`, with the shard profile the plan prints it
+// from (its model.config naming the degree, as plan --gpus passes it).
+struct Runnable {
+  LayoutFigures figures;
+  Profile shard;
+};
+
+std::vector<Runnable> runnableLayouts(int gpus, int global_batch, stagecut::Framework framework) {
   stagecut::PlanTarget target;
   target.global_batch = global_batch;
   target.framework = framework;
   const PlanInputs inputs(gptShards(), "gpt.json", stagecut::clusterPreset("dgx-h100", gpus), target);
-  std::vector<LayoutFigures> runnable;
+  std::vector<Runnable> runnable;
   for (const ParallelLayout& layout : stagecut::candidateLayouts(inputs, stagecut::LayoutSearchOptions{})) {
     const auto outcome = stagecut::tryLayout(inputs, layout, false);
-    if (std::holds_alternative<LayoutFigures>(outcome)) runnable.push_back(std::get<LayoutFigures>(outcome));
+    if (!std::holds_alternative<LayoutFigures>(outcome)) continue;
+    runnable.push_back({std::get<LayoutFigures>(outcome), inputs.shardAt(layout.degrees, layout.microbatch_size)});
   }
   return runnable;
+}
+
+// How often `word` stands in `text` as a word of its own.
+int occurrences(const std::string& text, const std::string& word) {
+  int count = 0;
+  std::istringstream words(text);
+  for (std::string each; words >> each;) count += each == word ? 1 : 0;
+  return count;
 }
 
 // The t's of each stage of a parsed Megatron layout.
@@ -120,12 +135,18 @@ TEST_CASE("every layout plan --gpus prints as Megatron flags passes Megatron's a
           "[planner][layouts][megatron]") {
   for (int gpus : {4, 8, 16}) {
     const int global_batch = 32;
-    const std::vector<LayoutFigures> layouts = runnableLayouts(gpus, global_batch, stagecut::Framework::kMegatron);
+    const std::vector<Runnable> layouts = runnableLayouts(gpus, global_batch, stagecut::Framework::kMegatron);
     REQUIRE(layouts.size() > 10);
-    for (const LayoutFigures& figures : layouts) {
+    for (const Runnable& each : layouts) {
+      const LayoutFigures& figures = each.figures;
       const ParallelLayout& layout = figures.layout;
-      const std::string flags = stagecut::megatronLayoutFlags(figures, gptShards(), global_batch);
+      const std::string flags = stagecut::megatronLayoutFlags(figures, each.shard, global_batch);
       INFO(gpus << " GPUs: " << flags);
+      // Each flag once: argparse would take the last of two and hide the first.
+      for (const char* flag : {"--tensor-model-parallel-size", "--pipeline-model-parallel-size",
+                               "--sequence-parallel", "--micro-batch-size", "--global-batch-size"}) {
+        CHECK(occurrences(flags, flag) <= 1);
+      }
       const std::optional<MegatronArgs> args = megatronArgparse(flags, kBlocks);
       REQUIRE(args.has_value());  // every flag printed is one Megatron's parser knows
       CHECK(megatronTrainingRefusal(*args, gpus, kSeq) == std::nullopt);
@@ -166,10 +187,11 @@ TEST_CASE("every layout plan --gpus prints for torchtitan names its real config 
   std::ofstream all(dir.file("all.txt"));
   int written = 0;
   for (int gpus : {4, 8}) {
-    const std::vector<LayoutFigures> layouts = runnableLayouts(gpus, 16, stagecut::Framework::kTorchtitan);
+    const std::vector<Runnable> layouts = runnableLayouts(gpus, 16, stagecut::Framework::kTorchtitan);
     REQUIRE_FALSE(layouts.empty());
-    for (const LayoutFigures& figures : layouts) {
-      const std::string toml = stagecut::torchtitanLayoutToml(figures, gptShards(), 16, kSeq);
+    for (const Runnable& each : layouts) {
+      const LayoutFigures& figures = each.figures;
+      const std::string toml = stagecut::torchtitanLayoutToml(figures, each.shard, 16, kSeq);
       INFO(toml);
       for (const std::string& key : tomlKeys(toml, "parallelism")) CHECK(parallelism.count(key) == 1);
       for (const std::string& key : tomlKeys(toml, "training")) CHECK(training.count(key) == 1);
