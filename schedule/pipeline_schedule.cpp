@@ -69,7 +69,9 @@ void checkScheduleComplete(const Schedule& schedule) {
     std::fill(reduced.begin(), reduced.end(), 0);
     std::size_t all_reduces = 0;
     for (const PipelineOp& op : schedule.ranks[rank]) {
-      const std::string name = describeOp(op, placement);
+      // Named only when refused: a check that runs before every simulation must not format
+      // every op of a long schedule.
+      const auto name = [&] { return describeOp(op, placement); };
       if (op.kind == OpKind::kAllReduce) {
         if (op.microbatch != 0 || op.chunk < 0 || op.chunk >= chunks) {
           throw Error(at + ": all-reduce op of chunk " + std::to_string(op.chunk) + ", microbatch " +
@@ -77,7 +79,7 @@ void checkScheduleComplete(const Schedule& schedule) {
                       "microbatch 0 and a chunk in 0.." + std::to_string(chunks - 1));
         }
         if (reduced[op.chunk]) {
-          throw Error(at + ": op " + name + " appears twice; each chunk's gradients are " +
+          throw Error(at + ": op " + name() + " appears twice; each chunk's gradients are " +
                       "all-reduced once per step");
         }
         reduced[op.chunk] = 1;
@@ -86,19 +88,19 @@ void checkScheduleComplete(const Schedule& schedule) {
       }
       if (op.microbatch < 0 || op.microbatch >= schedule.microbatches || op.chunk < 0 ||
           op.chunk >= chunks) {
-        throw Error(at + ": op " + name + " is out of range; microbatches are 0.." +
+        throw Error(at + ": op " + name() + " is out of range; microbatches are 0.." +
                     std::to_string(schedule.microbatches - 1) + " and chunks 0.." +
                     std::to_string(chunks - 1));
       }
       if (op.kind == OpKind::kWeight && !schedule.splits_backward) {
-        throw Error(at + ": op " + name +
+        throw Error(at + ": op " + name() +
                     " is a weight-gradient op in a schedule whose backward is not split; set "
                     "splits_backward or drop the W ops");
       }
       const std::size_t slot =
           (static_cast<std::size_t>(op.kind) * chunks + op.chunk) * schedule.microbatches +
           op.microbatch;
-      if (seen[slot]) throw Error(at + ": op " + name + " appears twice; each op runs once");
+      if (seen[slot]) throw Error(at + ": op " + name() + " appears twice; each op runs once");
       seen[slot] = 1;
     }
     if (schedule.ranks[rank].size() - all_reduces != per_rank) {

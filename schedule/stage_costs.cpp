@@ -10,11 +10,16 @@ namespace stagecut {
 
 namespace {
 
-void checkTime(double ms, const std::string& what) {
+constexpr std::size_t kNoIndex = static_cast<std::size_t>(-1);
+
+// `what` names the time only when it is refused: these checks run before every simulation, and
+// a plan simulates thousands of splits.
+void checkTime(double ms, const char* where, std::size_t index, const char* field) {
   if (!std::isfinite(ms) || ms < 0) {
     char value[32];
     std::snprintf(value, sizeof value, "%g", ms);
-    throw Error(what + " is " + value + "; times must be finite and >= 0");
+    const std::string what = index == kNoIndex ? std::string(where) : where + std::to_string(index);
+    throw Error(what + field + " is " + value + "; times must be finite and >= 0");
   }
 }
 
@@ -39,11 +44,11 @@ PipelineCosts costsFromStageTimes(const std::vector<double>& forward_ms,
                 std::to_string(backward_ms.size()) +
                 " backward times; give one of each per stage, at least one stage");
   }
-  checkTime(comm_ms, "stage times: the communication time");
+  checkTime(comm_ms, "stage times: the communication time", kNoIndex, "");
   PipelineCosts costs;
   for (std::size_t s = 0; s < forward_ms.size(); ++s) {
-    checkTime(forward_ms[s], "stage " + std::to_string(s) + ": forward_ms");
-    checkTime(backward_ms[s], "stage " + std::to_string(s) + ": backward_ms");
+    checkTime(forward_ms[s], "stage ", s, ": forward_ms");
+    checkTime(backward_ms[s], "stage ", s, ": backward_ms");
     StageOpCosts stage;
     stage.forward_ms = forward_ms[s];
     stage.backward_ms = backward_ms[s];
@@ -74,18 +79,17 @@ void checkCostsFit(const Schedule& schedule, const PipelineCosts& costs) {
                 " model stages; give one per model stage, or none");
   }
   for (std::size_t s = 0; s < costs.allreduce_ms.size(); ++s) {
-    checkTime(costs.allreduce_ms[s], "model stage " + std::to_string(s) + ": allreduce_ms");
+    checkTime(costs.allreduce_ms[s], "model stage ", s, ": allreduce_ms");
   }
   for (std::size_t s = 0; s < model_stages; ++s) {
     const StageOpCosts& stage = costs.stages[s];
-    const std::string at = "model stage " + std::to_string(s) + ": ";
-    checkTime(stage.forward_ms, at + "forward_ms");
-    checkTime(stage.backward_ms, at + "backward_ms");
-    checkTime(stage.backward_input_ms, at + "backward_input_ms");
-    checkTime(stage.backward_weight_ms, at + "backward_weight_ms");
+    checkTime(stage.forward_ms, "model stage ", s, ": forward_ms");
+    checkTime(stage.backward_ms, "model stage ", s, ": backward_ms");
+    checkTime(stage.backward_input_ms, "model stage ", s, ": backward_input_ms");
+    checkTime(stage.backward_weight_ms, "model stage ", s, ": backward_weight_ms");
   }
   for (std::size_t b = 0; b < costs.comm_ms.size(); ++b) {
-    checkTime(costs.comm_ms[b], "boundary " + std::to_string(b) + ": comm_ms");
+    checkTime(costs.comm_ms[b], "boundary ", b, ": comm_ms");
   }
 }
 
