@@ -100,7 +100,13 @@ void printPlanScope(std::ostream& out, const PlanInputs& inputs, const LayoutPla
   std::snprintf(seconds, sizeof seconds, "%.2f", plan.seconds);
   out << "searched " << plan.candidates << " layouts in " << seconds << " s: " << plan.evaluated << " priced in full, "
       << plan.pruned << " left out by their step's lower bound (none can be faster), "
-      << plan.rejected.size() << " cannot run" << (kinds.empty() ? "" : " (" + kinds + ")") << "\n\n";
+      << plan.rejected.size() << " cannot run" << (kinds.empty() ? "" : " (" + kinds + ")") << "\n";
+  if (plan.unproven_splits > 0) {
+    out << "note: " << plan.unproven_splits << " of the splits priced were not proven the fastest within the search's "
+        << "budget; each slowest rank is at most " << formatPercent(plan.largest_split_gap, 2)
+        << " above its proven bound\n";
+  }
+  out << "\n";
 }
 
 }  // namespace

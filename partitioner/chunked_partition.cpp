@@ -198,6 +198,7 @@ Partition partitionChunkedUniformly(const Profile& profile, const PartitionOptio
   ChunkedProblem problem;
   problem.chunks = &model;
   problem.placement = placement;
+  problem.node_budget = options.chunk_search_nodes;
   if (!options.memory_cap_bytes.empty()) {
     problem.memory.table = &table;
     for (int r = 0; r < placement.ranks; ++r) {

@@ -443,6 +443,30 @@ double chunkCostMs(const CostModel& model, const Placement& placement, int chunk
          model.costs().stage_speed[static_cast<std::size_t>(chunk)];
 }
 
+namespace {
+
+// Whether the chunking of `layers_per_chunk` keeps every rank within its cap.
+bool fitsEveryCap(const ChunkedProblem& problem, const std::vector<int>& layers_per_chunk) {
+  const Placement& placement = problem.placement;
+  std::vector<std::vector<StageMemoryTerms>> terms(
+      static_cast<std::size_t>(placement.ranks),
+      std::vector<StageMemoryTerms>(static_cast<std::size_t>(placement.chunks_per_rank)));
+  int first = 0;
+  for (int c = 0; c < placement.chunkCount(); ++c) {
+    const int last = first + layers_per_chunk[static_cast<std::size_t>(c)] - 1;
+    terms[static_cast<std::size_t>(placement.rankOf(c))][static_cast<std::size_t>(placement.localOf(c))] =
+        problem.memory.table->terms(first, last);
+    first = last + 1;
+  }
+  for (int r = 0; r < placement.ranks; ++r) {
+    const std::size_t rank = static_cast<std::size_t>(r);
+    if (chunkedRankPeakBytes(problem.memory, r, terms[rank]) > problem.memory.rank_cap_bytes[rank]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 ChunkedSplit solveChunkedSplit(const ChunkedProblem& problem) {
   const int chunks = problem.placement.chunkCount();
   if (problem.chunks->stageCount() != chunks) {
@@ -454,6 +478,15 @@ ChunkedSplit solveChunkedSplit(const ChunkedProblem& problem) {
                 std::to_string(problem.placement.chunks_per_rank) + " chunks need " + std::to_string(chunks) +
                 " layers, the profile has " + std::to_string(problem.chunks->layerCount()) +
                 "; use fewer --chunks or --stages");
+  }
+  if (problem.memory.table != nullptr) {
+    // No chunking under the caps beats the best without them: where that one fits, it is the
+    // answer. The search without caps prunes by dominance, which the caps' memory rules out, so
+    // this is the fast way to the common case of caps that do not bind.
+    ChunkedProblem uncapped = problem;
+    uncapped.memory = ChunkedMemory{};
+    ChunkedSplit free_best = ChunkSearch(uncapped).run();
+    if (free_best.search_complete && fitsEveryCap(problem, free_best.layers_per_chunk)) return free_best;
   }
   return ChunkSearch(problem).run();
 }

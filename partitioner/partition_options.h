@@ -33,6 +33,9 @@ struct PartitionOptions {
   /// Link bandwidth in bytes per second; 0 with latency_ms = 0 means no communication modelled.
   double bandwidth_bytes_per_s = 0.0;
   double latency_ms = 0.0;  ///< per message, each direction
+  /// The chunked search's nodes before it settles for the best found and its proven gap
+  /// (ChunkedProblem::node_budget); a planner pricing many layouts gives fewer.
+  std::int64_t chunk_search_nodes = 2'000'000;
   std::vector<double> stage_speed;  ///< relative speed per stage; empty: all 1
   /// Weights + gradients + optimizer state per parameter, bytes (adam: 16).
   double bytes_per_param = 16.0;

@@ -181,6 +181,7 @@ PartitionOptions layoutOptions(const PlanInputs& inputs, const ParallelLayout& l
   const BoundaryLink& pp_link = groupLink(inputs.cluster(), tp * cp * layout.data_parallel, layout.placement.ranks);
   options.bandwidth_bytes_per_s = pp_link.bandwidth_bytes_per_s;
   options.latency_ms = pp_link.latency_ms;
+  options.chunk_search_nodes = kLayoutChunkSearchNodes;
   options.memory_cap_bytes = {inputs.cluster().memory_bytes};
   // The split is printed in the framework's words: Megatron's rules where its layout applies to
   // the chain (the embedding first, norm + head + loss last), the loss with the last stage else.
@@ -216,7 +217,10 @@ LayoutFigures evaluateLayout(const PlanInputs& inputs, const ParallelLayout& lay
   const PartitionOptions options = layoutOptions(inputs, layout);
   LayoutFigures figures;
   figures.layout = layout;
-  figures.split = scheduleSplit(shard, options, inputs.source());
+  ChunkedSplit search;
+  figures.split = scheduleSplit(shard, options, inputs.source(), &search);
+  figures.split_proven = search.exact;
+  figures.split_bound_ms = search.lower_bound_ms;
   const PipelinePrediction predicted = predictPipeline(shard, figures.split, predictionOptions(options), inputs.source());
   figures.step_ms = predicted.simulated.step_ms;
   figures.bubble = predicted.simulated.bubble;

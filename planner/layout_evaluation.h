@@ -81,9 +81,19 @@ struct LayoutFigures {
   /// FLOPs left out; where the profile's device is the cluster's GPU.
   std::optional<double> mfu;
 
+  /// Whether the split's slowest rank is proven the least (the chunked search may stop at its
+  /// node budget with the best found), and the proven lower bound it is held to.
+  bool split_proven = true;
+  double split_bound_ms = 0.0;
+
   /// The fullest rank's memory over the GPU's.
   double memoryShare(const Cluster& cluster) const { return fullest_bytes / static_cast<double>(cluster.memory_bytes); }
 };
+
+/// The chunked search's node budget per layout: a plan prices hundreds of layouts, and a chain of
+/// identical blocks cut into many chunks has many equally good chunkings the search cannot tell
+/// apart from the bound; the split found is kept with its proven gap (LayoutFigures).
+inline constexpr std::int64_t kLayoutChunkSearchNodes = 50'000;
 
 /// Why a layout cannot run, as a category (for the plan's summary) and a phrase.
 struct LayoutProblem {

@@ -63,7 +63,8 @@ json layoutPlanToJson(const PlanInputs& inputs, const LayoutPlan& plan, const st
         {"intra_node", {{"bandwidth_bytes_per_s", cluster.intra_node.bandwidth_bytes_per_s}, {"latency_ms", cluster.intra_node.latency_ms}}},
         {"inter_node", {{"bandwidth_bytes_per_s", cluster.inter_node.bandwidth_bytes_per_s}, {"latency_ms", cluster.inter_node.latency_ms}}}}},
       {"search",
-       {{"candidates", plan.candidates}, {"evaluated", plan.evaluated}, {"pruned", plan.pruned}, {"seconds", plan.seconds}}},
+       {{"candidates", plan.candidates}, {"evaluated", plan.evaluated}, {"pruned", plan.pruned}, {"seconds", plan.seconds},
+        {"unproven_splits", plan.unproven_splits}, {"largest_split_gap", plan.largest_split_gap}}},
       {"rejected", rejected},
       {"rows", std::move(rows)}};
   if (!pinned.empty()) document["fix"] = pinned;

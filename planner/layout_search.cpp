@@ -178,6 +178,11 @@ LayoutPlan searchLayouts(const PlanInputs& inputs, const LayoutSearchOptions& op
       plan.rejected.push_back({*layout, *problem});
       continue;
     }
+    const LayoutFigures& figures = std::get<LayoutFigures>(outcome);
+    if (!figures.split_proven) {
+      ++plan.unproven_splits;
+      plan.largest_split_gap = std::max(plan.largest_split_gap, figures.split.bottleneck_ms / figures.split_bound_ms - 1.0);
+    }
     plan.ranked.push_back(std::move(std::get<LayoutFigures>(outcome)));
     std::stable_sort(plan.ranked.begin(), plan.ranked.end(),
                      [](const LayoutFigures& a, const LayoutFigures& b) { return a.step_ms < b.step_ms; });

@@ -38,6 +38,10 @@ struct LayoutPlan {
   long long evaluated = 0;               ///< priced in full: split and simulated step
   long long pruned = 0;                  ///< left out by the bound: none of them can be faster
   double seconds = 0.0;                  ///< wall time of the search
+  /// Splits whose search stopped at its node budget (kLayoutChunkSearchNodes) with the best it
+  /// found, and the largest of their slowest ranks over their proven bounds, less 1.
+  long long unproven_splits = 0;
+  double largest_split_gap = 0.0;
 };
 
 /// Every layout `inputs` allows that `options.pin` admits, problems included: the candidates.
