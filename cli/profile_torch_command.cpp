@@ -436,7 +436,7 @@ ProfileRequest requestOfFlags(const ProfileCommandOptions& options, const CLI::A
     for (int degree : degrees) checkOutputPath(options.progressOutput(several ? degree : 0));
   }
   if (several && request.torchscript_path.empty()) {
-    for (int degree : degrees) checkZooOptions(requestAtDegree(request, degree, several).zoo);
+    for (int degree : degrees) checkZooOptions(profiledZooOptions(requestAtDegree(request, degree, several)));
   }
   return request;
 }

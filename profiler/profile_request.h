@@ -90,6 +90,10 @@ struct ProfileRequest {
   std::optional<MeasureCheckpoint> resume;
 };
 
+/// The zoo options a profile of `request` describes its model with (one layer at a time, the
+/// host's share of a GPU run's memory): what its checks hold the model to.
+ZooOptions profiledZooOptions(const ProfileRequest& request);
+
 /// Builds or loads the model, pins threads, measures every layer and the whole model, and
 /// returns the profile. Throws Error: kInput for bad requests (unknown model, bad input spec,
 /// a module that is not a chain, an unknown --timer or one that does not fit the device,

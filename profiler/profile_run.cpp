@@ -295,16 +295,20 @@ LayerChain chainOfRequest(const ProfileRequest& request) {
     const InputSpec input = parseInputSpec(request.input_spec);
     return loadTorchScriptChain(request.torchscript_path, input, request.measure.seed);
   }
+  return describeZooModel(profiledZooOptions(request));
+}
+
+}  // namespace
+
+ZooOptions profiledZooOptions(const ProfileRequest& request) {
   ZooOptions zoo = request.zoo;
   // Built here in float32, then moved: on a GPU the gradients take the GPU's memory, not ours.
   if (isCudaDevice(request.device)) zoo.host_bytes_per_parameter = 4.0;
   // Each layer is built when it is timed (measureLayerChain): the memory that counts is the
   // largest layer's, never the whole model's.
   zoo.one_layer_at_a_time = true;
-  return describeZooModel(zoo);
+  return zoo;
 }
-
-}  // namespace
 
 Profile runProfile(const ProfileRequest& request) {
   const std::string timer_name = checkTimer(request);
