@@ -1,15 +1,19 @@
 #include "cli/plan_layout.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
+#include <set>
 
 #include "cli/layout_plan_text.h"
 #include "core/error.h"
 #include "core/json_document.h"
 #include "core/output_path.h"
+#include "core/partition_json.h"
 #include "core/precision.h"
 #include "core/profile_json.h"
 #include "core/units.h"
+#include "partitioner/framework_formats.h"
 #include "planner/layout_formats.h"
 #include "planner/layout_plan_json.h"
 #include "planner/layout_search.h"
@@ -36,6 +40,9 @@ void addLayoutPlanFlags(CLI::App* command, LayoutPlanFlags& flags) {
   command->add_option("--most-chunks", flags.most_chunks, "The largest v interleaved-1f1b is tried with")
       ->capture_default_str();
   command->add_option("--top", flags.top, "How many of the fastest layouts to rank")->capture_default_str();
+  command->add_option("--write-split", flags.write_split,
+                      "Also write the winner's split as a stagecut.partition/1 file (for simulate, report and, at "
+                      "TP 1 and CP 1, validate --partition)");
 }
 
 namespace {
@@ -72,12 +79,45 @@ void refuseOnePipelineFlags(const CLI::App& command) {
   }
 }
 
+// The --recompute validate runs the split's stages with: every stage's the same, none or full.
+std::optional<std::string> validateRecompute(const Partition& split) {
+  std::set<std::string> modes;
+  for (const StageCost& stage : split.stages) modes.insert(stage.recompute.value_or("none"));
+  if (modes.size() == 1 && (*modes.begin() == "none" || *modes.begin() == "full")) return *modes.begin();
+  return std::nullopt;
+}
+
+// The winner's split as a partition file, and how to run it for real where validate can: a
+// layout without tensor or context parallelism at a measured microbatch size.
+void writeWinnerSplit(const std::string& path, const PlanInputs& inputs, const LayoutFigures& best) {
+  const Partition& split = best.split;
+  const ParallelLayout& layout = best.layout;
+  const FrameworkOutputs outputs =
+      frameworkOutputs(inputs.profile(), split.layersPerStage(), split.placement, layout.schedule);
+  writeOutputFile(OutputPath(path, "--write-split", {{"the profile", inputs.source()}}),
+                  toJsonText(partitionToJson(split, outputs)));
+  std::cout << "\nwrote " << path << " (the split of #1)";
+  const std::vector<int> sizes = measuredMicrobatchSizes(inputs.profile());
+  const bool measured = std::find(sizes.begin(), sizes.end(), layout.microbatch_size) != sizes.end();
+  const std::optional<std::string> recompute = validateRecompute(split);
+  if (layout.degrees.tensor_parallel == 1 && layout.degrees.context_parallel == 1 && measured && recompute) {
+    std::cout << "; run it with: stagecut validate " << inputs.source() << " --partition " << path
+              << " --schedule " << scheduleName(layout.schedule) << " --microbatches " << layout.microbatches
+              << " --microbatch-size " << layout.microbatch_size << " --data-parallel " << layout.data_parallel
+              << " --recompute " << *recompute;
+  }
+  std::cout << "\n";
+}
+
 }  // namespace
 
 void runLayoutPlan(const LayoutPlanFlags& flags, const PartitionFlags& partition, int global_batch,
                    const CLI::App& command) {
   refuseOnePipelineFlags(command);
   if (const auto output = partition.output()) checkOutputPath(*output);
+  if (!flags.write_split.empty()) {
+    checkOutputPath(OutputPath(flags.write_split, "--write-split", {{"the profile", partition.profile_path}}));
+  }
   Profile profile = readProfileFile(partition.profile_path);
   PlanTarget target;
   target.global_batch = global_batch;
@@ -106,6 +146,7 @@ void runLayoutPlan(const LayoutPlanFlags& flags, const PartitionFlags& partition
   }
   printLayoutPlan(std::cout, inputs, plan, flags.fix, free_plan ? &*free_plan : nullptr);
   if (output) std::cout << "\nwrote " << output->path << "\n";
+  if (!flags.write_split.empty() && !plan.ranked.empty()) writeWinnerSplit(flags.write_split, inputs, plan.ranked.front());
 }
 
 }  // namespace stagecut

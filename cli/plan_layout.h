@@ -20,11 +20,13 @@ struct LayoutPlanFlags {
   std::string intra_bandwidth, intra_latency, inter_bandwidth, inter_latency;
   std::string fix;                  ///< --fix tp=4,pp=8,v=5
   std::string format = "megatron";  ///< the framework planned for and printed
+  std::string write_split;          ///< --write-split: the winner's split as a partition file
   int most_chunks = 8;
   int top = 10;
 };
 
-/// Registers --gpus and the cluster, --fix, --format, --most-chunks and --top on plan.
+/// Registers --gpus and the cluster, --fix, --format, --most-chunks, --top and --write-split on
+/// plan.
 void addLayoutPlanFlags(CLI::App* command, LayoutPlanFlags& flags);
 
 /// Runs plan's layout mode: the partition flags that shape one pipeline (--stages, --schedule,

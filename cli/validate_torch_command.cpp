@@ -74,10 +74,6 @@ void requireScheduleRunsSplit(ScheduleKind schedule, const Placement& placement,
                 " has one stage per rank; validate runs a split made for it (stagecut partition --schedule " +
                 request.schedule + (choosesChunks(schedule) ? " --chunks 2" : "") + "), or use gpipe, 1f1b or zb-h1");
   }
-  if (placement.chunked() && request.recompute != "none") {
-    throw Error("--recompute " + request.recompute + ": validate recomputes N-stage splits only; leave it out for " +
-                request.partition_path + ", whose ranks hold several chunks");
-  }
 }
 
 // Every rank of a local run is on this machine: their predicted peaks against its devices. Under

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -173,10 +174,6 @@ TEST_CASE("validate rejects requests it cannot run before starting ranks", "[run
                             " places 2 chunks on each rank in loop order, which " + schedule +
                             " does not run; use --schedule interleaved-1f1b\n");
   }
-  result = runStagecut("validate " + chunked + " --schedule interleaved-1f1b --recompute full");
-  CHECK(result.exit_code == 2);
-  CHECK(result.err == "stagecut: --recompute full: validate recomputes N-stage splits only; leave it out for " +
-                          dir.file("chunks.json") + ", whose ranks hold several chunks\n");
   result = runStagecut("validate " + files + " --steps 0");
   CHECK(result.exit_code == 2);
   CHECK(result.err == "stagecut: --steps 0: use 1 to 100000 measured steps\n");
@@ -551,4 +548,38 @@ TEST_CASE("validate warns when other processes are busy beside its ranks, and --
   CHECK(strict.exit_code == 1);
   CHECK_THAT(strict.err, Contains("--strict: the run cannot be trusted: other processes kept"));
   CHECK_THAT(strict.out, Contains("measured"));
+}
+
+TEST_CASE("a layout plan --gpus chose (chunked, data-parallel, recomputed) runs with every rank at its planned peak",
+          "[runtime][cli][planner][memory]") {
+  const TempDir dir;
+  REQUIRE(runStagecut("profile --model llama --preset llama-tiny --layers 8 --microbatch 2" +
+                      stagecut::testing::kQuickProfileFlags + " -o " + dir.file("p.json"))
+              .exit_code == 0);
+  // Pinned to what this machine runs: TP 1, 2 ranks x 2 chunks, 2 replicas, every chunk
+  // recomputed, the optimizer state whole on every replica (validate shards none).
+  const CommandResult plan = runStagecut("plan " + dir.file("p.json") + " --gpus 4 --global-batch 16 --fix "
+                                         "tp=1,pp=2,v=2,dp=2,recompute=full,dist-opt=off --write-split " +
+                                         dir.file("split.json") + " -o " + dir.file("plan.json"));
+  REQUIRE(plan.exit_code == 0);
+  const std::string run_it = "run it with: stagecut ";
+  const std::size_t at = plan.out.find(run_it);
+  REQUIRE(at != std::string::npos);
+  const std::string validate = plan.out.substr(at + run_it.size(), plan.out.find('\n', at) - at - run_it.size());
+  CHECK_THAT(validate, Contains("--schedule interleaved-1f1b --microbatches 4 --microbatch-size 2 --data-parallel 2 "
+                                "--recompute full"));
+  const CommandResult run = runStagecut(validate + " --steps 1 --json");
+  REQUIRE(run.exit_code == 0);
+  const auto report = nlohmann::json::parse(run.out);
+  const auto planned = nlohmann::json::parse(stagecut::readTextFile(dir.file("plan.json")))["rows"][0];
+  const auto& peaks = planned["peak_memory_bytes"];
+  REQUIRE(peaks.size() == 2);
+  REQUIRE(report["recompute"]["ranks"].size() == 4);
+  for (const auto& rank : report["recompute"]["ranks"]) {
+    const double measured = rank["peak_memory_bytes"].get<double>();
+    const double predicted = peaks[rank["rank"].get<std::size_t>() % 2].get<double>();
+    INFO("rank " << rank["rank"] << ": measured " << measured << ", planned " << predicted);
+    CHECK(std::abs(measured / predicted - 1.0) < 0.10);
+  }
+  CHECK(report["grad_check"] == "pass");
 }
