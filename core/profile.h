@@ -107,8 +107,8 @@ struct LayerCost {
     }
   };
   std::optional<TensorParallelCollectives> tp_collectives;
-  /// A context-parallel rank's key/value exchange per microbatch (`profile --context-parallel c`;
-  /// absent for a layer that exchanges nothing): the ring passes `bytes` (this rank's keys and
+  /// A context-parallel rank's key/value exchange per microbatch (in a profile measured at a CP
+  /// degree; `stagecut profile` does not measure one yet; absent for a layer that exchanges nothing): the ring passes `bytes` (this rank's keys and
   /// values) `forward_steps` times in the forward and `backward_steps` times in the backward
   /// (keys, values and their gradients). Priced by the planner on the context-parallel group's
   /// link, where it is not hidden behind the layer's own compute.
@@ -257,8 +257,8 @@ struct MicrobatchSizeCosts {
   std::optional<WholeModelCost> whole_model;
 };
 
-/// The layer costs measured at one point of parallelism (`profile --tensor-parallel 1,2,4,8
-/// --context-parallel 1,2`): each layer the shard one rank of `degrees` holds, at run's
+/// The layer costs measured at one point of parallelism (`profile --tensor-parallel 1,2,4,8`;
+/// a CP degree where a profile holds one): each layer the shard one rank of `degrees` holds, at run's
 /// microbatch size and, for a profile measured at several, at each of them.
 struct ShardCosts {
   ParallelDegrees degrees;

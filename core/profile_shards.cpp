@@ -29,7 +29,7 @@ Profile shardProfile(const Profile& profile, const ParallelDegrees& degrees, con
     const ParallelDegrees own = readParallelDegrees(profile.model.config, source);
     if (own == degrees) return profile;
     throw Error(source + ": measured at " + degreesText(own) + " only, not at " + degreesText(degrees) +
-                "; profile with --tensor-parallel and --context-parallel listing every degree to plan");
+                "; profile with --tensor-parallel listing every degree to plan");
   }
   for (const ShardCosts& shard : profile.shards) {
     if (shard.degrees != degrees) continue;

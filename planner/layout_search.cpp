@@ -57,7 +57,10 @@ void addScheduleVariants(const PlanInputs& inputs, const LayoutSearchOptions& op
 
 // Why the pins admit no candidate: the first pinned value nothing measured or runs.
 std::string emptyPinReason(const PlanInputs& inputs, const LayoutPin& pin) {
-  const auto listed = [](const std::vector<int>& values) {
+  // Each value once, ascending: several degrees share a CP, several sizes a degree.
+  const auto listed = [](std::vector<int> values) {
+    std::sort(values.begin(), values.end());
+    values.erase(std::unique(values.begin(), values.end()), values.end());
     std::string text;
     for (int value : values) text += (text.empty() ? "" : ", ") + std::to_string(value);
     return text;
@@ -76,8 +79,9 @@ std::string emptyPinReason(const PlanInputs& inputs, const LayoutPin& pin) {
            "; profile with --tensor-parallel listing it to plan it";
   }
   if (pin.context_parallel && !has(cps, *pin.context_parallel)) {
+    // stagecut profile does not measure a context-parallel share yet (docs/planner.md, "Not yet").
     return "cp=" + std::to_string(*pin.context_parallel) + ": the profile measured CP " + listed(cps) +
-           "; profile with --context-parallel listing it to plan it";
+           " only, and stagecut profile does not measure context parallelism yet; pin cp=" + listed(cps);
   }
   if (pin.microbatch_size && !has(sizes, *pin.microbatch_size)) {
     return "mbs=" + std::to_string(*pin.microbatch_size) + ": the profile measured microbatch " + listed(sizes);

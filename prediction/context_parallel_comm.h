@@ -1,7 +1,7 @@
 #pragma once
 
-// A context-parallel rank's key/value exchange as time. `profile --context-parallel c` records,
-// per layer, how many ring steps its forward and backward pass and the bytes each moves
+// A context-parallel rank's key/value exchange as time. A profile measured at CP c records (not
+// yet one stagecut profile makes), per layer, how many ring steps its forward and backward pass and the bytes each moves
 // (LayerCost::cp_exchange). Megatron runs the ring's point-to-point sends beside the attention
 // of the chunk already at hand, so a step's exchange hides behind the layer's compute: what is
 // charged is the part of the exchange longer than the op it overlaps.
