@@ -442,8 +442,9 @@ ProfileRequest requestOfFlags(const ProfileCommandOptions& options, const CLI::A
 }
 
 // Runs the profile with Ctrl-C and SIGTERM turned into a stop that keeps the samples taken.
+// `degree` names the tensor-parallel degree being measured when there are several ("" else).
 Profile measureStoppably(const ProfileRequest& request, const ProfileCommandOptions& options, ProgressFile& progress,
-                         ProgressBar& bar) {
+                         ProgressBar& bar, const std::string& degree) {
   const StopSignals stop_signals;
   try {
     return runProfile(request);
@@ -457,7 +458,7 @@ Profile measureStoppably(const ProfileRequest& request, const ProfileCommandOpti
         : !progress.written()   ? "nothing was measured yet to keep"
                                 : std::to_string(progress.samples()) + " timed samples kept in " + progress.path() +
                                     "; rerun the same command with --resume to continue";
-    throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " + error.what() +
+    throw Error::interrupted(std::string("profile stopped by ") + signalName(signal_number) + " " + degree + error.what() +
                                  "; nothing written to " + (options.output_given ? options.output_path : "stdout") +
                                  "; " + kept,
                              signal_number);
@@ -492,7 +493,7 @@ void reportProfile(Profile& profile, const ProfileCommandOptions& options, std::
 
 // One degree's profile, its samples kept in `progress` as they are taken (and resumed from it).
 Profile measureDegree(const ProfileCommandOptions& options, ProfileRequest request, ProgressFile& progress,
-                      const nlohmann::json& key) {
+                      const nlohmann::json& key, bool several) {
   if (options.resume) request.resume = loadProgress(progress.path(), key);
   if (request.resume) progress.seed(*request.resume);
   // Raised once, as a user's Ctrl-C is: the checkpoints between it and the stop must not raise a
@@ -508,7 +509,9 @@ Profile measureDegree(const ProfileCommandOptions& options, ProfileRequest reque
   request.measure.stop_signal = [] { return static_cast<int>(g_stop_signal); };
   ProgressBar bar;
   request.measure.on_progress = profileProgressReporter(bar);
-  Profile profile = measureStoppably(request, options, progress, bar);
+  const std::string degree =
+      several ? "(tensor-parallel degree " + std::to_string(request.zoo.parallel.tensor_parallel) + ") " : "";
+  Profile profile = measureStoppably(request, options, progress, bar, degree);
   bar.finish();
   return profile;
 }
@@ -530,7 +533,7 @@ void runProfileCommand(ProfileCommandOptions& options, const CLI::App& command, 
     const ProfileRequest request = requestAtDegree(base, degrees[i], several);
     const nlohmann::json key = requestKey(request, sizes);
     progress.emplace_back(options.output_given ? options.progressOutput(several ? degrees[i] : 0) : OutputPath(""), key);
-    points.push_back(measureDegree(options, request, progress.back(), key));
+    points.push_back(measureDegree(options, request, progress.back(), key, several));
     // Kept whole on disk: a later degree's interruption resumes after this one.
     if (several) progress.back().flush();
   }

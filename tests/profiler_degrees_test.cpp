@@ -78,6 +78,7 @@ TEST_CASE("an interrupted profile of several degrees keeps each degree's samples
   const std::string command = kLlama + " --tensor-parallel 1,2 -o " + out;
   const CommandResult stopped = runStagecut(command, "STAGECUT_TEST_INTERRUPT_AFTER=3");
   CHECK(stopped.exit_code == 130);
+  CHECK_THAT(stopped.err, Catch::Matchers::Contains("stopped by SIGINT (tensor-parallel degree 1) at microbatch size"));
   CHECK_THAT(stopped.err, Catch::Matchers::Contains("kept in " + out + ".tp1.resume.json"));
   CHECK(dir.list() == std::vector<std::string>{"p.json.tp1.resume.json"});
   const CommandResult resumed = runStagecut(command + " --resume");
