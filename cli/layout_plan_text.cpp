@@ -50,7 +50,7 @@ std::string fullestRankCell(const LayoutFigures& row, const Cluster& cluster) {
 
 void printTable(std::ostream& out, const PlanInputs& inputs, const LayoutPlan& plan) {
   const bool mfu = !plan.ranked.empty() && plan.ranked.front().mfu.has_value();
-  const char* sharded = inputs.target().framework == Framework::kMegatron ? "dist-opt" : "fsdp";
+  const char* sharded = shardedDataParallelName(inputs.target().framework);
   TextTable table;
   for (const char* header : {"#", "TP", "CP", "PP", "v", "DP", "mbs", "M"}) table.addColumn(header, TextTable::Align::kRight);
   for (const char* header : {"schedule", "recompute", sharded}) table.addColumn(header, TextTable::Align::kLeft);

@@ -71,18 +71,16 @@ namespace {
 
 LayoutProblem layoutIssue(LayoutProblem::Kind kind, std::string reason) { return LayoutProblem{kind, std::move(reason)}; }
 
-// The schedules each framework runs: Megatron-LM's 1F1B and its virtual pipeline; torchtitan
-// PyTorch's schedule classes, which hold no one-chunk ZB-H1 (only inside interleaved zero bubble).
+// A schedule the framework does not run (frameworkSchedules), or chunks it cannot place.
 std::optional<LayoutProblem> frameworkProblem(const ParallelLayout& layout, Framework framework) {
   const ScheduleKind schedule = layout.schedule;
   const char* name = frameworkName(framework);
-  if (framework == Framework::kMegatron) {
-    if (schedule != ScheduleKind::kOneFOneB && schedule != ScheduleKind::kInterleavedOneFOneB) {
-      return layoutIssue(LayoutProblem::Kind::kFramework,
-                     std::string("Megatron-LM runs 1f1b and interleaved-1f1b, not ") + scheduleName(schedule));
-    }
-  } else if (schedule == ScheduleKind::kZeroBubbleH1) {
-    return layoutIssue(LayoutProblem::Kind::kFramework, std::string(name) + " has no one-chunk zb-h1 (PyTorch runs it only interleaved)");
+  const std::vector<ScheduleKind> runs = frameworkSchedules(framework);
+  if (std::find(runs.begin(), runs.end(), schedule) == runs.end()) {
+    std::string listed;
+    for (ScheduleKind kind : runs) listed += (listed.empty() ? "" : ", ") + std::string(scheduleName(kind));
+    return layoutIssue(LayoutProblem::Kind::kFramework,
+                       std::string(name) + " runs " + listed + ", not " + scheduleName(schedule));
   }
   if (layout.placement.chunked() && layout.placement.ranks < 2) {
     return layoutIssue(LayoutProblem::Kind::kFramework, std::string(name) + " runs chunks only on 2 or more pipeline ranks");
@@ -163,7 +161,7 @@ void applyDataParallel(const PlanInputs& inputs, const ParallelLayout& layout, P
   if (layout.sharded_data_parallel) {
     const double share = 1.0 / (layout.data_parallel * cp);
     options->sharding.state = share;
-    if (inputs.target().framework == Framework::kTorchtitan) options->sharding.weights = options->sharding.gradients = share;
+    if (shardsWeights(inputs.target().framework)) options->sharding.weights = options->sharding.gradients = share;
     dp_link.bandwidth_bytes_per_s *= 2.0;
     dp_link.latency_ms /= 2.0;
   }

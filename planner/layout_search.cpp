@@ -18,13 +18,6 @@ std::vector<int> divisorsOfGpus(int n) {
   return divisors;
 }
 
-// The schedules a framework runs, in the CLI's order.
-std::vector<ScheduleKind> frameworkSchedules(Framework framework) {
-  if (framework == Framework::kMegatron) return {ScheduleKind::kOneFOneB, ScheduleKind::kInterleavedOneFOneB};
-  return {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleavedOneFOneB, ScheduleKind::kZeroBubbleV,
-          ScheduleKind::kDualPipeV};
-}
-
 // The placements `schedule` runs on `ranks` pipeline ranks: one chunk, a V, or v = 2 .. most.
 std::vector<Placement> schedulePlacements(ScheduleKind schedule, int ranks, int most_chunks, std::size_t layers) {
   if (!choosesChunks(schedule)) return {schedulePlacement(schedule, ranks)};

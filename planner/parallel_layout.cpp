@@ -25,6 +25,29 @@ Framework parseFramework(const std::string& name) {
               unknownNameHint(name, {"megatron", "torchtitan"}));
 }
 
+std::vector<ScheduleKind> frameworkSchedules(Framework framework) {
+  switch (framework) {
+    case Framework::kMegatron:
+      return {ScheduleKind::kOneFOneB, ScheduleKind::kInterleavedOneFOneB};
+    case Framework::kTorchtitan:
+      return {ScheduleKind::kGpipe, ScheduleKind::kOneFOneB, ScheduleKind::kInterleavedOneFOneB,
+              ScheduleKind::kZeroBubbleV, ScheduleKind::kDualPipeV};
+  }
+  return {};
+}
+
+bool shardsWeights(Framework framework) {
+  switch (framework) {
+    case Framework::kMegatron:
+      return false;
+    case Framework::kTorchtitan:
+      return true;
+  }
+  return false;
+}
+
+const char* shardedDataParallelName(Framework framework) { return shardsWeights(framework) ? "fsdp" : "dist-opt"; }
+
 long long ParallelLayout::gpus() const {
   return static_cast<long long>(degrees.ranks()) * placement.ranks * data_parallel;
 }
@@ -40,7 +63,7 @@ std::string layoutText(const ParallelLayout& layout, Framework framework) {
   text += " DP " + std::to_string(layout.data_parallel) + ", mbs " + std::to_string(layout.microbatch_size) + " x " +
           std::to_string(layout.microbatches) + ", " + scheduleName(layout.schedule) + ", recompute " +
           layout.recompute.text();
-  if (layout.sharded_data_parallel) text += framework == Framework::kMegatron ? ", dist-opt" : ", fsdp";
+  if (layout.sharded_data_parallel) text += std::string(", ") + shardedDataParallelName(framework);
   return text;
 }
 

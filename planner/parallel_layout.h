@@ -29,6 +29,18 @@ const char* frameworkName(Framework framework);
 /// --format and the nearest name otherwise.
 Framework parseFramework(const std::string& name);
 
+/// The schedules `framework` runs, in the CLI's order: Megatron-LM's 1F1B and its virtual
+/// pipeline; torchtitan's PyTorch schedule classes, which hold no one-chunk ZB-H1 (PyTorch runs
+/// zero bubble only interleaved). The one list the search and its checks read.
+std::vector<ScheduleKind> frameworkSchedules(Framework framework);
+
+/// Whether the framework's sharded data parallelism shards the weights and gradients too
+/// (torchtitan's FSDP2), not only the optimizer state (Megatron's distributed optimizer).
+bool shardsWeights(Framework framework);
+
+/// What the framework calls its sharded data parallelism: "dist-opt" or "fsdp".
+const char* shardedDataParallelName(Framework framework);
+
 /// One layout of G = TP x CP x PP x DP GPUs.
 struct ParallelLayout {
   ParallelDegrees degrees;         ///< TP (with sequence parallelism) and CP: the profile's shard
