@@ -531,7 +531,8 @@ TEST_CASE("a split's own chunks decide v: --chunks and --schedule that disagree 
     // Chunks recompute as stages do: every chunk keeps only its input and runs its forward again.
     const CommandResult recompute = partition("--stages 2 --microbatches 4 --recompute --json --schedule " + schedule);
     REQUIRE(recompute.exit_code == 0);
-    for (const auto& chunk : nlohmann::json::parse(recompute.out)["stages"]) CHECK(chunk["recompute"] == "full");
+    const nlohmann::json document = nlohmann::json::parse(recompute.out);  // alive through the loop
+    for (const auto& chunk : document["stages"]) CHECK(chunk["recompute"] == "full");
     const CommandResult ops = runStagecut("simulate --stages 4 --microbatches 4000000 --schedule " + schedule);
     CHECK(ops.exit_code == 2);
     CHECK_THAT(ops.err, Contains("--stages 4 --microbatches 4000000: 32000000 forward ops per step"));
