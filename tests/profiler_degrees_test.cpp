@@ -87,3 +87,20 @@ TEST_CASE("an interrupted profile of several degrees keeps each degree's samples
   CHECK(dir.list() == std::vector<std::string>{"p.json"});
   CHECK(stagecut::readProfileFile(out).shards.size() == 2);
 }
+
+TEST_CASE("a profile whose timed layers outgrow the host's memory stops naming the layer, not at the OOM killer",
+          "[profiler][cli][memory]") {
+  const TempDir dir;
+  // A host with 1 KB left: the embedding fits (nothing is kept yet), the next layer does not.
+  const CommandResult result = runStagecut("profile --model gpt --preset gpt-tiny --microbatch 1" + kQuickProfileFlags +
+                                               " -o " + dir.file("p.json"),
+                                           "STAGECUT_TEST_AVAILABLE_MEMORY_BYTES=1000");
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.err, Catch::Matchers::StartsWith("stagecut: profile: the timed layers kept built so far hold "));
+  CHECK_THAT(result.err, Catch::Matchers::Contains("left: too little to build layer 1 ("));
+  CHECK(dir.list().empty());
+  // With the host's real memory the same command runs.
+  CHECK(runStagecut("profile --model gpt --preset gpt-tiny --microbatch 1" + kQuickProfileFlags + " -o " +
+                    dir.file("p.json"))
+            .exit_code == 0);
+}
