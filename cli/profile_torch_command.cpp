@@ -44,7 +44,6 @@ struct ProfileCommandOptions {
   bool resume = false;
   std::string tensor_parallel;  ///< --tensor-parallel: one degree, or several measured in turn
 
-
   /// -o, with the TorchScript model as the input it must not be.
   OutputPath output() const {
     return OutputPath(output_path, "-o", {{"the --torchscript model", request.torchscript_path}});

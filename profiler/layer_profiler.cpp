@@ -8,9 +8,8 @@
 
 #include "core/error.h"
 #include "core/sample_stats.h"
-#include "core/units.h"
+#include "profiler/kept_layers_guard.h"
 #include "profiler/layer_memory.h"
-#include "profiler/machine_memory.h"
 #include "profiler/memory_counter.h"
 #include "profiler/torch_runtime.h"
 #include "profiler/weight_gradient_split.h"
@@ -81,43 +80,6 @@ torch::Tensor freshInput(const LayerBench& bench) {
   if (bench.input_has_grad) input = input.requires_grad_(true);
   return input;
 }
-
-// Host memory for the layers the input sweep keeps built (the timed ones, with their gradients):
-// a model whose timed layers outgrow the host stops with a message naming the layer, not at the
-// kernel's OOM killer. The next layer is taken to be no larger than the largest kept so far, with
-// half as much again for its measurement's transients. On a GPU the layers live in its memory,
-// whose own allocator refuses with an error.
-class KeptLayersGuard {
- public:
-  explicit KeptLayersGuard(bool on_host) : on_host_(on_host) {}
-
-  void beforeBuilding(const LayerChain& chain, std::size_t index) const {
-    if (!on_host_ || largest_ == 0) return;
-    const std::uint64_t available = availableMemoryBytes();
-    if (available >= largest_ + largest_ / 2) return;
-    throw Error("profile: the timed layers kept built so far hold " + formatBytes(kept_) +
-                    " with their gradients, and this machine has " + formatBytes(available) +
-                    " left: too little to build layer " + std::to_string(index) + " (" + chain.layers[index].name +
-                    ") beside them; profile a smaller shard (a larger --tensor-parallel), fewer --layers, or on a "
-                    "machine with more memory",
-                ErrorKind::kRuntime);
-  }
-
-  // `gradient_bytes`: as measured; 0 for a layer whose memory another of its kind stands for,
-  // whose gradients then take its weights' bytes.
-  void kept(const ChainLayer& layer, std::uint64_t gradient_bytes) {
-    std::uint64_t weights = 0;
-    for (const auto& parameter : layer.parameters) weights += tensorBytes(parameter);
-    const std::uint64_t bytes = weights + (gradient_bytes > 0 ? gradient_bytes : weights);
-    kept_ += bytes;
-    largest_ = std::max(largest_, bytes);
-  }
-
- private:
-  bool on_host_;
-  std::uint64_t kept_ = 0;
-  std::uint64_t largest_ = 0;
-};
 
 // Runs the chain once, building each layer that is not built and releasing it after unless
 // `keep_built` says so: one layer at a time, every layer's input as in the whole model. The

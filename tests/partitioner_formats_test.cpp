@@ -15,24 +15,11 @@
 #include "partitioner/split_text.h"
 #include "tests/test_support.h"
 
+using stagecut::testing::makeGptChain;
 using stagecut::testing::makeProfile;
 
 namespace {
 
-stagecut::Profile gptLike(int blocks) {
-  stagecut::Profile profile = makeProfile(blocks + 3);
-  profile.layers[0].name = "embed";
-  profile.layers[0].kind = "Embedding";
-  for (int b = 0; b < blocks; ++b) {
-    profile.layers[b + 1].name = "block." + std::to_string(b);
-    profile.layers[b + 1].kind = "TransformerBlock";
-  }
-  profile.layers[blocks + 1].name = "head";
-  profile.layers[blocks + 1].kind = "LMHead";
-  profile.layers[blocks + 2].name = "loss";
-  profile.layers[blocks + 2].kind = "CrossEntropyLoss";
-  return profile;
-}
 
 }  // namespace
 
@@ -50,7 +37,7 @@ TEST_CASE("params split reproduces DeepSpeed's partition_balanced", "[partitione
 }
 
 TEST_CASE("partitionForComparison gives uniform, params and compute in that order", "[partitioner][baselines]") {
-  const stagecut::Profile profile = gptLike(6);
+  const stagecut::Profile profile = makeGptChain(6);
   stagecut::PartitionOptions options;
   options.placement = stagecut::Placement::loop(3, 1);
   options.microbatches = 6;
@@ -67,7 +54,7 @@ TEST_CASE("partitionForComparison gives uniform, params and compute in that orde
 }
 
 TEST_CASE("megatron layout marks embedding, blocks and loss and shortens runs", "[partitioner][formats]") {
-  const stagecut::Profile profile = gptLike(14);  // 17 layers
+  const stagecut::Profile profile = makeGptChain(14);  // 17 layers
   const stagecut::MegatronGroups groups = stagecut::megatronGroups(profile);
   CHECK(groups.embedding_layers == 1);
   CHECK(groups.block_layers == 14);
@@ -93,7 +80,7 @@ TEST_CASE("megatron layout marks embedding, blocks and loss and shortens runs", 
 
 TEST_CASE("megatron's flags: the simplest that express the split, by Megatron's rules", "[partitioner][formats]") {
   const auto flags = [](int blocks, const std::vector<int>& counts) {
-    return stagecut::megatronFlags(stagecut::megatronGroups(gptLike(blocks)), counts);
+    return stagecut::megatronFlags(stagecut::megatronGroups(makeGptChain(blocks)), counts);
   };
   const std::string base8 = "--num-layers 8 --pipeline-model-parallel-size 4";
   CHECK(flags(8, {3, 2, 2, 4}) == base8);  // 2 blocks each: no flag
@@ -163,7 +150,7 @@ TEST_CASE("megatron's flags for a virtual pipeline build every chunk as Megatron
           "[partitioner][formats][megatron][chunks]") {
   int expressed = 0;
   for (int blocks = 1; blocks <= 16; ++blocks) {
-    const stagecut::Profile profile = gptLike(blocks);
+    const stagecut::Profile profile = makeGptChain(blocks);
     const stagecut::MegatronGroups groups = stagecut::megatronGroups(profile);
     for (int ranks = 2; ranks <= 4; ++ranks) {
       for (int v = 2; v <= 4; ++v) {
@@ -209,11 +196,11 @@ TEST_CASE("megatron's flags for a virtual pipeline build every chunk as Megatron
   CHECK(stagecut::megatronBlocksFromFlags(80, 8, false, false, 6, 15, 5).empty());  // 6 not a multiple of 5
   CHECK(stagecut::megatronBlocksFromFlags(4, 1, false, false, std::nullopt, std::nullopt, 2).empty());  // one rank
   // A chunking Megatron's flags cannot build (two chunks of one rank unequal) has none.
-  CHECK(stagecut::megatronFlags(stagecut::megatronGroups(gptLike(8)), {2, 2, 3, 4}, 2).empty());
+  CHECK(stagecut::megatronFlags(stagecut::megatronGroups(makeGptChain(8)), {2, 2, 3, 4}, 2).empty());
 }
 
 TEST_CASE("framework formats describe the split in each framework's words", "[partitioner][formats]") {
-  const stagecut::Profile profile = gptLike(2);  // embed, block.0, block.1, head, loss
+  const stagecut::Profile profile = makeGptChain(2);  // embed, block.0, block.1, head, loss
   const std::vector<int> split{2, 1, 2};
   CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kList, profile, split) == "2,1,2");
   // The loss is not a module of the Sequential / PipelineModule / model part: it is a function
@@ -245,7 +232,7 @@ TEST_CASE("framework formats describe the split in each framework's words", "[pa
 TEST_CASE("each format has its own name and its own text: none falls through to another's", "[partitioner][formats]") {
   // formatSplit once ended in torchtitan's text, so a format added to the list but not to the
   // chain printed torchtitan's words; each format now says its own, checked by what it says.
-  const stagecut::Profile profile = gptLike(2);  // embed, block.0, block.1, head, loss
+  const stagecut::Profile profile = makeGptChain(2);  // embed, block.0, block.1, head, loss
   const std::vector<int> split{2, 1, 2};
   std::set<std::string> names;
   for (stagecut::FrameworkFormat format : stagecut::allFrameworkFormats()) {
@@ -283,7 +270,7 @@ TEST_CASE("megatron is printed only for a chain with an embedding first and the 
 }
 
 TEST_CASE("formats refuse what they cannot express and splits that do not cover the chain", "[partitioner][formats]") {
-  stagecut::Profile profile = gptLike(2);
+  stagecut::Profile profile = makeGptChain(2);
   CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kList, profile, {2, 2}),
                     "--format: the stages hold 4 layers, the chain has 5");
   CHECK_THROWS_WITH(stagecut::formatSplit(stagecut::FrameworkFormat::kList, profile, {5, 0}),
@@ -308,7 +295,7 @@ TEST_CASE("predicted step and bubble follow docs/metrics.md", "[partitioner][met
 
 TEST_CASE("a tensor-parallel profile's Megatron split names its degree, and --split reads it back",
           "[partitioner][formats][tensor-parallel]") {
-  stagecut::Profile profile = gptLike(6);
+  stagecut::Profile profile = makeGptChain(6);
   profile.model.config["tensor_parallel"] = 8;
   profile.model.config["sequence_parallel"] = true;
   const std::string layout = stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, profile, {4, 5});
@@ -320,5 +307,5 @@ TEST_CASE("a tensor-parallel profile's Megatron split names its degree, and --sp
                     Catch::Matchers::Contains("--tensor-model-parallel-size 4 but the profile's layers are shards of "
                                               "tensor parallel 8"));
   // A profile without tensor parallelism says nothing of it.
-  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, gptLike(6), {4, 5}).find("tensor-model") == std::string::npos);
+  CHECK(stagecut::formatSplit(stagecut::FrameworkFormat::kMegatron, makeGptChain(6), {4, 5}).find("tensor-model") == std::string::npos);
 }

@@ -38,22 +38,7 @@ namespace {
 using namespace stagecut::testing::megatron;
 using stagecut::Placement;
 using stagecut::Profile;
-
-// embed, block.0 .. block.<blocks-1>, head, loss: Megatron's E, `blocks` t, and L (head + loss).
-Profile gptChain(int blocks) {
-  Profile profile = stagecut::testing::makeProfile(blocks + 3);
-  profile.layers[0].name = "embed";
-  profile.layers[0].kind = "Embedding";
-  for (int b = 0; b < blocks; ++b) {
-    profile.layers[b + 1].name = "block." + std::to_string(b);
-    profile.layers[b + 1].kind = "TransformerBlock";
-  }
-  profile.layers[blocks + 1].name = "head";
-  profile.layers[blocks + 1].kind = "LMHead";
-  profile.layers[blocks + 2].name = "loss";
-  profile.layers[blocks + 2].kind = "CrossEntropyLoss";
-  return profile;
-}
+using stagecut::testing::makeGptChain;
 
 // What parseSplitText makes of `text` (chunks may be read): the layers per stage and the chunks
 // per rank, or the error.
@@ -142,7 +127,7 @@ TEST_CASE("split text reads a layout exactly where Megatron's parser and validat
   // Layouts of the 6-block chain, near-valid by construction, then mutated: stagecut reads one
   // when Megatron accepts it and it has no empty stage (a stagecut split holds a layer per stage),
   // with Megatron's layers per stage.
-  const Profile profile = gptChain(6);
+  const Profile profile = makeGptChain(6);
   std::mt19937 random(59);
   const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(random); };
   int read = 0, empty_refused = 0, refused = 0;
@@ -187,7 +172,7 @@ TEST_CASE("split text reads a layout exactly where Megatron's parser and validat
 
 TEST_CASE("a layout's empty stage, which Megatron runs, is refused by name, not as a misplaced E or L",
           "[partitioner][megatron]") {
-  const Profile profile = gptChain(6);
+  const Profile profile = makeGptChain(6);
   // Megatron's own help example with its m (MTP) layers made blocks: 8 stages, the 7th empty.
   const std::string help = "E|(t|)*3,tt|t||L";
   REQUIRE(megatronParse(help) == std::vector<std::string>{"E", "t", "t", "t", "tt", "t", "", "L"});
@@ -218,7 +203,7 @@ TEST_CASE("a layout's empty stage, which Megatron runs, is refused by name, not 
 
 TEST_CASE("Megatron takes at most one of the layout and the two virtual-stage flags, and --split reads so",
           "[partitioner][megatron]") {
-  const Profile profile = gptChain(6);
+  const Profile profile = makeGptChain(6);
   int accepted = 0, refused = 0;
   for (const std::optional<std::string>& layout : {std::optional<std::string>(), std::optional<std::string>("Et|t|t|t|t|tL")}) {
     for (const std::optional<int>& virtual_stages : {std::optional<int>(), std::optional<int>(1), std::optional<int>(2)}) {
@@ -257,7 +242,7 @@ TEST_CASE("a run spelt with --num-layers-per-virtual-pipeline-stage is read as M
           "[partitioner][megatron]") {
   int converted = 0, refused = 0;
   for (int blocks = 1; blocks <= 12; ++blocks) {
-    const Profile profile = gptChain(blocks);
+    const Profile profile = makeGptChain(blocks);
     for (int pp = 1; pp <= 4; ++pp) {
       for (int k = 0; k <= 4; ++k) {
         for (int flags = 0; flags < 6; ++flags) {
@@ -294,7 +279,7 @@ TEST_CASE("a run spelt with --num-layers-per-virtual-pipeline-stage is read as M
   }
   CHECK(converted > 40);
   CHECK(refused > 300);
-  const Profile profile = gptChain(6);
+  const Profile profile = makeGptChain(6);
   CHECK(readSplit("--num-layers 6 --pipeline-model-parallel-size 3 --num-layers-per-virtual-pipeline-stage 1 "
                   "--decoder-first-pipeline-num-layers 2",
                   profile)
@@ -309,7 +294,7 @@ TEST_CASE("a run spelt with --num-layers-per-virtual-pipeline-stage is read as M
 
 TEST_CASE("a virtual pipeline on one rank, which Megatron refuses, is neither printed nor read for Megatron",
           "[partitioner][megatron][chunks]") {
-  const Profile profile = gptChain(6);
+  const Profile profile = makeGptChain(6);
   MegatronArgs one_rank;
   one_rank.num_layers = 6;
   one_rank.layout = "Ettt|tttL";
@@ -338,7 +323,7 @@ TEST_CASE("every Megatron line stagecut prints passes Megatron's argument checks
   // Every split of a 6-block chain into N x v chunks, N 1-3, v 1-3: the layout line and the flags
   // line, where printed, are accepted by Megatron's checks with the placement's v; where Megatron
   // would refuse the placement (v > 1 on one rank), nothing is printed.
-  const Profile profile = gptChain(6);
+  const Profile profile = makeGptChain(6);
   const int layers = static_cast<int>(profile.layerCount());
   int lines = 0;
   for (int ranks = 1; ranks <= 3; ++ranks) {
@@ -384,7 +369,7 @@ TEST_CASE("every Megatron line stagecut prints passes Megatron's argument checks
 
 TEST_CASE("Megatron's flags read alike as --flag=value and --flag value, --tensor-model-parallel-size too",
           "[partitioner][megatron][tensor-parallel]") {
-  Profile profile = gptChain(6);
+  Profile profile = makeGptChain(6);
   profile.model.config["tensor_parallel"] = 2;
   for (const std::vector<int>& split : {std::vector<int>{4, 5}, {3, 2, 4}, {2, 2, 2, 3}}) {
     for (const auto& [key, line] : stagecut::frameworkOutputs(profile, split)) {

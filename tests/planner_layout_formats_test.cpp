@@ -33,17 +33,7 @@ constexpr int kSeq = 1024;
 // embed, 8 blocks, head, loss (Megatron's E, t and L) at TP 1, 2 and 4: each shard's compute and
 // weights divided by t, its blocks running 2 collectives each way.
 Profile gptShards() {
-  Profile chain = stagecut::testing::makeProfile(kBlocks + 3);
-  chain.layers[0].name = "embed";
-  chain.layers[0].kind = "Embedding";
-  for (int b = 0; b < kBlocks; ++b) {
-    chain.layers[b + 1].name = "block." + std::to_string(b);
-    chain.layers[b + 1].kind = "TransformerBlock";
-  }
-  chain.layers[kBlocks + 1].name = "head";
-  chain.layers[kBlocks + 1].kind = "LMHead";
-  chain.layers[kBlocks + 2].name = "loss";
-  chain.layers[kBlocks + 2].kind = "CrossEntropyLoss";
+  Profile chain = stagecut::testing::makeGptChain(kBlocks);
   chain.run.microbatch_size = 1;
   chain.run.seq_len = kSeq;
   chain.run.extra[stagecut::kWeightGradientTimingKey] = stagecut::kWeightGradientTimedAfterInput;

@@ -16,6 +16,21 @@
 
 namespace stagecut::testing {
 
+Profile makeGptChain(int blocks) {
+  Profile profile = makeProfile(blocks + 3);
+  profile.layers[0].name = "embed";
+  profile.layers[0].kind = "Embedding";
+  for (int b = 0; b < blocks; ++b) {
+    profile.layers[static_cast<std::size_t>(b) + 1].name = "block." + std::to_string(b);
+    profile.layers[static_cast<std::size_t>(b) + 1].kind = "TransformerBlock";
+  }
+  profile.layers[static_cast<std::size_t>(blocks) + 1].name = "head";
+  profile.layers[static_cast<std::size_t>(blocks) + 1].kind = "LMHead";
+  profile.layers[static_cast<std::size_t>(blocks) + 2].name = "loss";
+  profile.layers[static_cast<std::size_t>(blocks) + 2].kind = "CrossEntropyLoss";
+  return profile;
+}
+
 Profile makeProfile(int layers) {
   Profile profile;
   profile.model.name = "test-chain";

@@ -20,6 +20,10 @@ inline const std::string kQuickProfileFlags = " --warmup 0 --min-repeats 1 --max
 /// A valid profile of `layers` layers with distinct, made-up costs (tests only).
 Profile makeProfile(int layers);
 
+/// makeProfile(blocks + 3) named and kinded as Megatron reads a GPT: embed (Embedding), block.0 ..
+/// (TransformerBlock), head (LMHead), loss (CrossEntropyLoss): its E, t and L (tests only).
+Profile makeGptChain(int blocks);
+
 /// makeProfile(layers) measured at `sizes` (ascending): `cost_at(layer, size)` sets each layer's
 /// costs at each size; `layers` holds the largest size (format 2, tests only).
 Profile makeSizedProfile(int layers, const std::vector<int>& sizes,
